@@ -1,0 +1,33 @@
+//! Exit codes of `sdd-loop` (DESIGN §3), so a shell loop such as
+//! `while sdd-loop work --loop; do sleep 60; done` is a valid `/loop`:
+//! 0 continues, 3 ends the loop, 4 asks for an answer, 64+ are errors in
+//! BSD sysexits style.
+
+/// The tick finished; the loop continues.
+pub const TICK_DONE: u8 = 0;
+/// The loop ended (a stop condition fired; the final report was printed).
+pub const LOOP_ENDED: u8 = 3;
+/// A gate needs an answer and none could be had; nothing was changed.
+pub const NEEDS_ANSWER: u8 = 4;
+/// Command-line usage error (`EX_USAGE`).
+pub const USAGE: u8 = 64;
+/// A data file is malformed: budget, history, CLAUDE.md, answers (`EX_DATAERR`).
+pub const DATA: u8 = 65;
+/// The tracker or git is unavailable (`EX_UNAVAILABLE`).
+pub const UNAVAILABLE: u8 = 69;
+/// An internal error (`EX_SOFTWARE`).
+pub const INTERNAL: u8 = 70;
+/// State cannot be written (`EX_CANTCREAT`).
+pub const CANT_WRITE: u8 = 73;
+
+/// The table printed at the end of `--help`.
+pub const HELP_TABLE: &str = "\
+Exit status:
+  0   tick done, the loop continues
+  3   loop ended (a stop condition fired; final report printed)
+  4   a gate needs an answer and none could be had (nothing was changed)
+  64  usage error
+  65  malformed data file (budget.json, history, CLAUDE.md, answers file)
+  69  tracker or git unavailable
+  70  internal error
+  73  cannot write loop state";

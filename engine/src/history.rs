@@ -1,0 +1,896 @@
+//! The telemetry log `.sdd/loop/{skill}.history.jsonl` (ADR-0028,
+//! "Telemetry and observability"; DESIGN §4): append-only, one JSON line per
+//! tick, the source of truth for `--resume`.
+//!
+//! History is the write-ahead log and `budget.json` a checkpoint, so the
+//! reader has to survive a crash in the middle of an append:
+//! - appends are one `write` plus `fsync` ([`append`]);
+//! - the last complete line is found by seeking back from the end, in time
+//!   independent of the file's length ([`read_tail`]);
+//! - an unterminated last line that is not complete JSON is *torn*: it is
+//!   reported and [`repair_torn`] moves its bytes to a sidecar file (nothing
+//!   is deleted) before the run continues from the line before;
+//! - a damaged line anywhere else is refused with its line number — the
+//!   engine never guesses past it.
+//!
+//! What the engine writes is complete: it builds a [`TickRecord`], whose
+//! fields are all required, and converts it. What it reads is tolerant:
+//! [`HistoryLine`] accepts the contract's older and partial example shapes,
+//! and keeps fields it does not know so a rewrite loses nothing.
+//!
+//! Chain telemetry presence rules (work skill only, see [`Chain`]):
+//! `chain_invoked` is on every `/sdd:work` line and never on a
+//! `/sdd:review` line; `review_outcome` and `autofix_pr_invoked` are present
+//! exactly when `chain_invoked` is `true`; `autofix_pr_invocation_status` is
+//! present exactly when `autofix_pr_invoked` is `true`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::budget::{ModelTokens, RunStop};
+use crate::files::{self, FileError};
+
+/// How a tick ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tick ran and the loop continues.
+    Ok,
+    /// A stop condition or a `stop` answer ended the loop.
+    Halted,
+    /// Another tick held the lock; nothing advanced.
+    SkippedLock,
+    /// The skill or the engine failed this tick.
+    Errored,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Halted => "halted",
+            Outcome::SkippedLock => "skipped_lock",
+            Outcome::Errored => "errored",
+        }
+    }
+}
+
+/// A PR's state at the end of an iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PrState {
+    Open,
+    Merged,
+    Closed,
+}
+
+impl PrState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrState::Open => "open",
+            PrState::Merged => "merged",
+            PrState::Closed => "closed",
+        }
+    }
+}
+
+/// A PR the iteration interacted with; typed input for resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TrackedPr {
+    pub number: u64,
+    pub branch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_sha_at_iteration_start: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_sha_at_iteration_end: Option<String>,
+    pub state_at_end: PrState,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A worktree left on disk (successful or failed; never auto-cleaned).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ActiveWorktree {
+    pub path: String,
+    pub branch: String,
+    pub head_sha: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One gate asked this tick, verbatim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GateRecord {
+    pub name: String,
+    pub question: String,
+    pub answer: String,
+    pub at: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A failed target with its root cause (drives repeated-failure, #6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FailureRecord {
+    /// `"#N"`.
+    pub target: String,
+    pub root_cause: String,
+}
+
+/// Counters after the tick. The contract's seven fields, plus everything
+/// needed to restore a run from this line alone (history wins).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BudgetSnapshot {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations_used: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prs_touched_total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minutes_elapsed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_in: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_out: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dollars_estimate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qmd_failures_consecutive: Option<u64>,
+    // Engine extras: the rest of budget.json.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prs_touched: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comments_pushed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merges_attempted: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents_dispatched: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_elapsed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_by_model: Option<BTreeMap<String, ModelTokens>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_prs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_minutes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_dollars: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_table_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<RunStop>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One history line as read: every field optional (older writers and the
+/// contract's partial examples omit some), unknown fields preserved.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HistoryLine {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prs_touched_this_iter: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents_dispatched_this_iter: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_in_this_iter: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_out_this_iter: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dollars_this_iter: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comments_pushed_this_iter: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merges_attempted_this_iter: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_snapshot: Option<BudgetSnapshot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracked_prs: Option<Vec<TrackedPr>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_worktrees: Option<Vec<ActiveWorktree>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<Vec<GateRecord>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_conditions_fired: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures_this_iter: Option<Vec<FailureRecord>>,
+    /// Work: the workable issue set seen at entry (backlog-drift input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog_snapshot: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_invoked: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autofix_pr_invoked: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autofix_pr_invocation_status: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl HistoryLine {
+    /// Compact one-line JSON (no newline).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a history line always serialises")
+    }
+
+    /// The budget snapshot, or an empty one for older shapes without it.
+    pub fn snapshot(&self) -> BudgetSnapshot {
+        self.budget_snapshot.clone().unwrap_or_default()
+    }
+}
+
+/// Chain telemetry of a `/sdd:work` tick; its shape *is* the presence rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chain {
+    /// A `/sdd:review` line: no chain fields.
+    NotApplicable,
+    /// Work did not chain into review (nothing ran, `--no-chain`, or the
+    /// skill chose not to).
+    NotInvoked,
+    Invoked {
+        review_outcome: String,
+        autofix: Autofix,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Autofix {
+    NotInvoked,
+    Invoked { status: String },
+}
+
+/// Everything the engine writes for one tick; every field required.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TickRecord {
+    pub iteration: u64,
+    pub skill: String,
+    pub started_at: String,
+    pub ended_at: String,
+    pub outcome: Outcome,
+    pub prs_touched_this_iter: Vec<String>,
+    pub agents_dispatched_this_iter: u64,
+    pub tokens_in_this_iter: u64,
+    pub tokens_out_this_iter: u64,
+    pub dollars_this_iter: f64,
+    pub comments_pushed_this_iter: u64,
+    pub merges_attempted_this_iter: u64,
+    pub budget_snapshot: BudgetSnapshot,
+    pub tracked_prs: Vec<TrackedPr>,
+    pub active_worktrees: Vec<ActiveWorktree>,
+    pub gates: Vec<GateRecord>,
+    pub stop_conditions_fired: Vec<String>,
+    pub failures_this_iter: Vec<FailureRecord>,
+    /// `Some` on work lines.
+    pub backlog_snapshot: Option<Vec<u64>>,
+    pub chain: Chain,
+}
+
+impl From<TickRecord> for HistoryLine {
+    fn from(r: TickRecord) -> Self {
+        let (chain_invoked, review_outcome, autofix_pr_invoked, autofix_status) = match r.chain {
+            Chain::NotApplicable => (None, None, None, None),
+            Chain::NotInvoked => (Some(false), None, None, None),
+            Chain::Invoked {
+                review_outcome,
+                autofix,
+            } => match autofix {
+                Autofix::NotInvoked => (Some(true), Some(review_outcome), Some(false), None),
+                Autofix::Invoked { status } => {
+                    (Some(true), Some(review_outcome), Some(true), Some(status))
+                }
+            },
+        };
+        HistoryLine {
+            iteration: Some(r.iteration),
+            skill: Some(r.skill),
+            started_at: Some(r.started_at),
+            ended_at: Some(r.ended_at),
+            outcome: Some(r.outcome),
+            prs_touched_this_iter: Some(r.prs_touched_this_iter),
+            agents_dispatched_this_iter: Some(r.agents_dispatched_this_iter),
+            tokens_in_this_iter: Some(r.tokens_in_this_iter),
+            tokens_out_this_iter: Some(r.tokens_out_this_iter),
+            dollars_this_iter: Some(r.dollars_this_iter),
+            comments_pushed_this_iter: Some(r.comments_pushed_this_iter),
+            merges_attempted_this_iter: Some(r.merges_attempted_this_iter),
+            budget_snapshot: Some(r.budget_snapshot),
+            tracked_prs: Some(r.tracked_prs),
+            active_worktrees: Some(r.active_worktrees),
+            gates: Some(r.gates),
+            stop_conditions_fired: Some(r.stop_conditions_fired),
+            failures_this_iter: Some(r.failures_this_iter),
+            backlog_snapshot: r.backlog_snapshot,
+            chain_invoked,
+            review_outcome,
+            autofix_pr_invoked,
+            autofix_pr_invocation_status: autofix_status,
+            extra: Map::new(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("history file {} is damaged at line {line}: {detail}", path.display())]
+    Damaged {
+        path: PathBuf,
+        line: u64,
+        detail: String,
+    },
+    #[error(transparent)]
+    File(#[from] FileError),
+}
+
+impl HistoryError {
+    pub fn help(&self) -> String {
+        match self {
+            HistoryError::Damaged { path, line, .. } => format!(
+                "the loop will not guess past a damaged line: repair line {line} of {} by hand, \
+                 or move the file aside to start a fresh history (keep it: it is the run's audit log)",
+                path.display()
+            ),
+            HistoryError::File(e) => e.help(),
+        }
+    }
+}
+
+/// A line read from the file, with where it sits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located {
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    pub line: HistoryLine,
+}
+
+/// An unterminated, unparsable last line left by a crash mid-append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Where the torn bytes start (the file is cut back to here).
+    pub offset: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// The end of a history file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tail {
+    /// Up to the requested number of complete lines, oldest first.
+    pub lines: Vec<Located>,
+    /// A torn last line, if any.
+    pub torn: Option<TornTail>,
+    /// The last line is complete JSON without its `\n`: the next append
+    /// must start with one.
+    pub needs_separator: bool,
+}
+
+impl Tail {
+    pub fn last(&self) -> Option<&HistoryLine> {
+        self.lines.last().map(|l| &l.line)
+    }
+}
+
+const CHUNK: u64 = 64 * 1024;
+
+fn io_err(path: &Path, action: &'static str, source: std::io::Error) -> HistoryError {
+    HistoryError::File(FileError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn read_range(file: &mut File, path: &Path, start: u64, end: u64) -> Result<Vec<u8>, HistoryError> {
+    let mut buf = vec![0; (end - start) as usize];
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| io_err(path, "seek in", e))?;
+    file.read_exact(&mut buf)
+        .map_err(|e| io_err(path, "read", e))?;
+    Ok(buf)
+}
+
+/// The offset just after the last `\n` strictly before `end`, or 0.
+fn line_start_before(file: &mut File, path: &Path, end: u64) -> Result<u64, HistoryError> {
+    let mut hi = end;
+    while hi > 0 {
+        let lo = hi.saturating_sub(CHUNK);
+        let chunk = read_range(file, path, lo, hi)?;
+        if let Some(i) = chunk.iter().rposition(|b| *b == b'\n') {
+            return Ok(lo + i as u64 + 1);
+        }
+        hi = lo;
+    }
+    Ok(0)
+}
+
+/// 1-based line number of the line starting at `offset`.
+fn line_number_at(file: &mut File, path: &Path, offset: u64) -> Result<u64, HistoryError> {
+    let mut newlines = 0u64;
+    let mut pos = 0;
+    while pos < offset {
+        let end = (pos + CHUNK).min(offset);
+        newlines += read_range(file, path, pos, end)?
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count() as u64;
+        pos = end;
+    }
+    Ok(newlines + 1)
+}
+
+fn parse_line(bytes: &[u8]) -> Result<HistoryLine, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 ({e})"))?;
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Reads the last `want` complete lines of `path` (oldest first) without
+/// reading the rest of the file, and detects a torn last line. A missing
+/// file is an empty tail. Read-only.
+pub fn read_tail(path: &Path, want: usize) -> Result<Tail, HistoryError> {
+    let Some(mut file) = files::open_read(path)? else {
+        return Ok(Tail::default());
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| io_err(path, "inspect", e))?
+        .len();
+    let mut tail = Tail::default();
+    if len == 0 {
+        return Ok(tail);
+    }
+    let mut end = len;
+    let last_byte = read_range(&mut file, path, len - 1, len)?[0];
+    let mut found: Vec<Located> = Vec::new();
+    if last_byte != b'\n' {
+        let start = line_start_before(&mut file, path, len)?;
+        let bytes = read_range(&mut file, path, start, len)?;
+        match parse_line(&bytes) {
+            Ok(line) if !is_blank(&bytes) => {
+                tail.needs_separator = true;
+                found.push(Located {
+                    offset: start,
+                    line,
+                });
+            }
+            _ => {
+                tail.torn = Some(TornTail {
+                    offset: start,
+                    bytes,
+                })
+            }
+        }
+        end = start;
+    }
+    while found.len() < want && end > 0 {
+        // `end` is just past a `\n`; the line is [start, end - 1).
+        let start = line_start_before(&mut file, path, end - 1)?;
+        let bytes = read_range(&mut file, path, start, end - 1)?;
+        if !is_blank(&bytes) {
+            let line = parse_line(&bytes).map_err(|detail| -> HistoryError {
+                match line_number_at(&mut file, path, start) {
+                    Ok(line) => HistoryError::Damaged {
+                        path: path.to_path_buf(),
+                        line,
+                        detail,
+                    },
+                    Err(e) => e,
+                }
+            })?;
+            found.push(Located {
+                offset: start,
+                line,
+            });
+        }
+        end = start;
+    }
+    found.reverse();
+    tail.lines = found;
+    Ok(tail)
+}
+
+/// Reads every complete line (oldest first), refusing mid-file damage with
+/// its line number; the torn tail, if any, is returned, not repaired.
+pub fn read_all(path: &Path) -> Result<Tail, HistoryError> {
+    let Some(bytes) = files::read_bytes(path)? else {
+        return Ok(Tail::default());
+    };
+    let mut tail = Tail::default();
+    let mut offset = 0usize;
+    let mut number = 0u64;
+    while offset < bytes.len() {
+        number += 1;
+        let (line_end, next, terminated) = match bytes[offset..].iter().position(|b| *b == b'\n') {
+            Some(i) => (offset + i, offset + i + 1, true),
+            None => (bytes.len(), bytes.len(), false),
+        };
+        let raw = &bytes[offset..line_end];
+        if !is_blank(raw) {
+            match parse_line(raw) {
+                Ok(line) => {
+                    tail.needs_separator = !terminated;
+                    tail.lines.push(Located {
+                        offset: offset as u64,
+                        line,
+                    });
+                }
+                Err(_) if !terminated => {
+                    tail.torn = Some(TornTail {
+                        offset: offset as u64,
+                        bytes: raw.to_vec(),
+                    })
+                }
+                Err(detail) => {
+                    return Err(HistoryError::Damaged {
+                        path: path.to_path_buf(),
+                        line: number,
+                        detail,
+                    });
+                }
+            }
+        }
+        offset = next;
+    }
+    Ok(tail)
+}
+
+/// Moves a torn last line to a sidecar (`{file}.torn-{stamp}`), then cuts
+/// the history back to its last complete line. The sidecar is durable
+/// before the cut, so the bytes exist somewhere at every moment.
+/// Returns the sidecar path. Call with the loop lock held.
+pub fn repair_torn(path: &Path, torn: &TornTail, stamp: &str) -> Result<PathBuf, HistoryError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "history.jsonl".into());
+    let mut sidecar = path.with_file_name(format!("{name}.torn-{stamp}"));
+    let mut n = 1;
+    while sidecar.exists() || sidecar.is_symlink() {
+        n += 1;
+        sidecar = path.with_file_name(format!("{name}.torn-{stamp}-{n}"));
+    }
+    files::create_new_durable(&sidecar, &torn.bytes)?;
+    files::truncate(path, torn.offset)?;
+    Ok(sidecar)
+}
+
+/// The one-line report for a repaired torn line.
+pub fn torn_note(path: &Path, torn: &TornTail, sidecar: &Path) -> String {
+    format!(
+        "History {}: torn last line ({} bytes, crash mid-append) moved to {}; continuing from the last complete line",
+        path.display(),
+        torn.bytes.len(),
+        sidecar.display()
+    )
+}
+
+/// Appends one line durably. Returns `true` if this created the file.
+pub fn append(path: &Path, line: &HistoryLine, needs_separator: bool) -> Result<bool, FileError> {
+    files::append_line(path, &line.to_json(), needs_separator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seed 000's canonical example line (an older, partial shape).
+    const SEED_000: &str = r#"{"iteration": 2, "skill": "work", "started_at": "2026-05-09T14:50:00Z", "ended_at": "2026-05-09T14:58:00Z", "outcome": "ok", "tracked_prs": [{"number": 142, "branch": "feature/123-foo", "head_sha_at_iteration_start": "abc1234", "head_sha_at_iteration_end": "def5678", "state_at_end": "open"}], "active_worktrees": [{"path": ".sdd/worktrees/feature-123-foo", "branch": "feature/123-foo", "head_sha": "def5678"}], "gates": [], "stop_conditions_fired": []}"#;
+
+    /// Seed 001's line schema example.
+    const SEED_001: &str = r##"{"iteration": 3, "skill": "work", "started_at": "2026-05-09T14:50:00Z", "ended_at": "2026-05-09T14:58:00Z", "outcome": "ok", "prs_touched_this_iter": ["#151", "#152", "#153"], "agents_dispatched_this_iter": 3, "tokens_in_this_iter": 412300, "tokens_out_this_iter": 98417, "dollars_this_iter": 3.21, "budget_snapshot": {"iterations_used": 3, "prs_touched_total": 7, "minutes_elapsed": 24, "tokens_in": 1843210, "tokens_out": 412057, "dollars_estimate": 14.92, "qmd_failures_consecutive": 0}, "gates": [{"name": "ambiguous-criteria", "question": "Issue #149 has ambiguous criteria. Skip, escalate, or proceed?", "answer": "escalate", "at": "2026-05-09T14:54:13Z"}, {"name": "backlog-drift", "question": "Backlog changed since last iteration. Re-propose?", "answer": "continue", "at": "2026-05-09T14:50:42Z"}], "stop_conditions_fired": []}"##;
+
+    fn round_trip(text: &str) {
+        let line: HistoryLine = serde_json::from_str(text).unwrap();
+        let before: Value = serde_json::from_str(text).unwrap();
+        let after: Value = serde_json::from_str(&line.to_json()).unwrap();
+        assert_eq!(before, after);
+    }
+
+    #[test]
+    fn seed_example_lines_lose_nothing() {
+        round_trip(SEED_000);
+        round_trip(SEED_001);
+    }
+
+    #[test]
+    fn unknown_fields_at_every_level_are_kept() {
+        let text = SEED_001
+            .replace("\"outcome\"", "\"host\": \"ci-1\", \"outcome\"")
+            .replace(
+                "\"qmd_failures_consecutive\"",
+                "\"cache_hits\": 4, \"qmd_failures_consecutive\"",
+            )
+            .replace(
+                "\"at\": \"2026-05-09T14:54:13Z\"",
+                "\"at\": \"2026-05-09T14:54:13Z\", \"by\": \"joe\"",
+            );
+        round_trip(&text);
+        let text = SEED_000.replace(
+            "\"state_at_end\": \"open\"",
+            "\"state_at_end\": \"open\", \"title\": \"Foo\"",
+        );
+        round_trip(&text);
+    }
+
+    fn record(chain: Chain) -> TickRecord {
+        TickRecord {
+            iteration: 1,
+            skill: "work".into(),
+            started_at: "2026-05-09T14:50:00Z".into(),
+            ended_at: "2026-05-09T14:58:00Z".into(),
+            outcome: Outcome::Ok,
+            prs_touched_this_iter: vec!["#1".into()],
+            agents_dispatched_this_iter: 1,
+            tokens_in_this_iter: 10,
+            tokens_out_this_iter: 5,
+            dollars_this_iter: 0.01,
+            comments_pushed_this_iter: 0,
+            merges_attempted_this_iter: 0,
+            budget_snapshot: BudgetSnapshot {
+                iterations_used: Some(1),
+                ..Default::default()
+            },
+            tracked_prs: vec![],
+            active_worktrees: vec![],
+            gates: vec![],
+            stop_conditions_fired: vec![],
+            failures_this_iter: vec![],
+            backlog_snapshot: Some(vec![1, 2]),
+            chain,
+        }
+    }
+
+    fn keys(line: HistoryLine) -> Vec<String> {
+        let v: Map<String, Value> = serde_json::from_str(&line.to_json()).unwrap();
+        v.keys().cloned().collect()
+    }
+
+    #[test]
+    fn engine_lines_carry_every_contract_field() {
+        let k = keys(record(Chain::NotInvoked).into());
+        for field in [
+            "iteration",
+            "skill",
+            "started_at",
+            "ended_at",
+            "outcome",
+            "prs_touched_this_iter",
+            "agents_dispatched_this_iter",
+            "tokens_in_this_iter",
+            "tokens_out_this_iter",
+            "dollars_this_iter",
+            "budget_snapshot",
+            "tracked_prs",
+            "active_worktrees",
+            "gates",
+            "stop_conditions_fired",
+            "chain_invoked",
+        ] {
+            assert!(k.iter().any(|x| x == field), "missing {field}");
+        }
+    }
+
+    #[test]
+    fn chain_presence_rules() {
+        let has = |c: Chain, f: &str| keys(record(c).into()).iter().any(|k| k == f);
+        assert!(!has(Chain::NotApplicable, "chain_invoked"));
+        assert!(has(Chain::NotInvoked, "chain_invoked"));
+        assert!(!has(Chain::NotInvoked, "review_outcome"));
+        assert!(!has(Chain::NotInvoked, "autofix_pr_invoked"));
+        let invoked = |autofix| Chain::Invoked {
+            review_outcome: "approved".into(),
+            autofix,
+        };
+        assert!(has(invoked(Autofix::NotInvoked), "review_outcome"));
+        assert!(has(invoked(Autofix::NotInvoked), "autofix_pr_invoked"));
+        assert!(!has(
+            invoked(Autofix::NotInvoked),
+            "autofix_pr_invocation_status"
+        ));
+        assert!(has(
+            invoked(Autofix::Invoked {
+                status: "ok".into()
+            }),
+            "autofix_pr_invocation_status"
+        ));
+    }
+
+    fn write(dir: &Path, content: &[u8]) -> PathBuf {
+        let path = dir.join("work.history.jsonl");
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    fn line(i: u64) -> String {
+        let mut l: HistoryLine = record(Chain::NotInvoked).into();
+        l.iteration = Some(i);
+        l.to_json()
+    }
+
+    #[test]
+    fn tail_reads_last_lines_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let body: String = (1..=5).map(|i| line(i) + "\n").collect();
+        let path = write(tmp.path(), body.as_bytes());
+        let tail = read_tail(&path, 2).unwrap();
+        let its: Vec<_> = tail
+            .lines
+            .iter()
+            .map(|l| l.line.iteration.unwrap())
+            .collect();
+        assert_eq!(its, vec![4, 5]);
+        assert!(tail.torn.is_none());
+        assert!(!tail.needs_separator);
+        assert!(
+            read_tail(&tmp.path().join("none"), 1)
+                .unwrap()
+                .lines
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn tail_does_not_read_damage_it_does_not_need() {
+        let tmp = tempfile::tempdir().unwrap();
+        let body = format!("garbage\n{}\n", line(2));
+        let path = write(tmp.path(), body.as_bytes());
+        assert_eq!(
+            read_tail(&path, 1).unwrap().last().unwrap().iteration,
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn tail_reads_lines_longer_than_a_chunk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut big: HistoryLine = record(Chain::NotInvoked).into();
+        big.extra
+            .insert("blob".into(), Value::String("x".repeat(200_000)));
+        let body = format!("{}\n{}\n{}\n", line(1), big.to_json(), line(3));
+        let path = write(tmp.path(), body.as_bytes());
+        let tail = read_tail(&path, 3).unwrap();
+        assert_eq!(tail.lines.len(), 3);
+        assert_eq!(
+            tail.lines[1].line.extra["blob"].as_str().unwrap().len(),
+            200_000
+        );
+    }
+
+    #[test]
+    fn torn_line_at_every_byte_offset_is_detected_and_moved_aside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let complete = format!("{}\n{}\n", line(1), line(2));
+        let sample = line(3);
+        for cut in 1..sample.len() {
+            let mut body = complete.clone().into_bytes();
+            body.extend_from_slice(&sample.as_bytes()[..cut]);
+            let path = write(tmp.path(), &body);
+            let tail = read_tail(&path, 1).unwrap();
+            assert_eq!(tail.last().unwrap().iteration, Some(2), "cut at {cut}");
+            let torn = tail
+                .torn
+                .clone()
+                .unwrap_or_else(|| panic!("cut at {cut} not torn"));
+            assert_eq!(torn.bytes, &sample.as_bytes()[..cut]);
+            assert_eq!(read_all(&path).unwrap().torn, Some(torn.clone()));
+
+            let sidecar = repair_torn(&path, &torn, &format!("s{cut}")).unwrap();
+            assert_eq!(std::fs::read(&sidecar).unwrap(), &sample.as_bytes()[..cut]);
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), complete);
+            let after = read_tail(&path, 1).unwrap();
+            assert!(after.torn.is_none());
+            assert_eq!(after.last().unwrap().iteration, Some(2));
+        }
+    }
+
+    #[test]
+    fn complete_last_line_without_newline_is_kept_and_separated_on_append() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = write(tmp.path(), format!("{}\n{}", line(1), line(2)).as_bytes());
+        let tail = read_tail(&path, 1).unwrap();
+        assert!(tail.torn.is_none());
+        assert!(tail.needs_separator);
+        let next: HistoryLine = serde_json::from_str(&line(3)).unwrap();
+        append(&path, &next, tail.needs_separator).unwrap();
+        let all = read_all(&path).unwrap();
+        assert_eq!(all.lines.len(), 3);
+        assert!(!all.needs_separator);
+    }
+
+    #[test]
+    fn torn_line_sidecar_never_overwrites() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = write(tmp.path(), format!("{}\n{{\"itera", line(1)).as_bytes());
+        let torn = read_tail(&path, 1).unwrap().torn.unwrap();
+        let first = repair_torn(&path, &torn, "same").unwrap();
+        std::fs::write(&path, format!("{}\n{{\"x", line(1))).unwrap();
+        let torn = read_tail(&path, 1).unwrap().torn.unwrap();
+        let second = repair_torn(&path, &torn, "same").unwrap();
+        assert_ne!(first, second);
+        assert_eq!(std::fs::read(&first).unwrap(), b"{\"itera");
+        assert!(torn_note(&path, &torn, &second).contains("moved to"));
+    }
+
+    #[test]
+    fn mid_file_damage_is_refused_with_its_line_number() {
+        let tmp = tempfile::tempdir().unwrap();
+        let body = format!(
+            "{}\n{}\n{{\"iteration\": oops}}\n{}\n",
+            line(1),
+            line(2),
+            line(4)
+        );
+        let path = write(tmp.path(), body.as_bytes());
+        let err = read_all(&path).unwrap_err();
+        assert!(
+            matches!(err, HistoryError::Damaged { line: 3, .. }),
+            "{err}"
+        );
+        // The tail reader refuses it too once it has to read that far.
+        let err = read_tail(&path, 2).unwrap_err();
+        assert!(
+            matches!(err, HistoryError::Damaged { line: 3, .. }),
+            "{err}"
+        );
+        assert!(err.help().contains("line 3"));
+    }
+
+    #[test]
+    fn wrong_typed_field_is_damage_not_a_panic() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = write(
+            tmp.path(),
+            b"{\"iteration\": \"two\"}\n{\"iteration\": 3}\n",
+        );
+        let err = read_all(&path).unwrap_err();
+        assert!(
+            matches!(err, HistoryError::Damaged { line: 1, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn blank_lines_are_skipped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = write(
+            tmp.path(),
+            format!("{}\n\n{}\n\n", line(1), line(2)).as_bytes(),
+        );
+        assert_eq!(read_all(&path).unwrap().lines.len(), 2);
+        let tail = read_tail(&path, 5).unwrap();
+        assert_eq!(tail.lines.len(), 2);
+    }
+
+    #[test]
+    fn append_creates_0600_and_reports_creation() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("work.history.jsonl");
+        let l: HistoryLine = record(Chain::NotInvoked).into();
+        assert!(append(&path, &l, false).unwrap());
+        assert!(!append(&path, &l, false).unwrap());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(read_all(&path).unwrap().lines.len(), 2);
+    }
+}

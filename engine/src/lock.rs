@@ -1,0 +1,890 @@
+//! The per-skill lockfile `.sdd/loop/{skill}.lock` (ADR-0028, "Concurrency
+//! model"): one tick at a time per skill, stale holders reaped by PID
+//! liveness alone.
+//!
+//! The contract's recipe — read the lock, check the PID, temp-write and
+//! rename — is atomic but not *exclusive*: two ticks released together both
+//! see "no lock" and both rename theirs into place, and two reapers of the
+//! same dead holder can each delete the other's fresh lock. So the whole
+//! read–check–reap–create sequence runs inside a short critical section
+//! under an OS advisory lock (`flock`) on a companion guard file,
+//! `{skill}.lock.guard`, which is never deleted (deleting it would let a new
+//! guard inode race the old one). Inside the section the lock JSON is
+//! published by unique temp file + rename, so readers that do not take the
+//! guard (`sdd-loop status`) never see a partial file. The lock file keeps
+//! its contract meaning: present while a tick runs, removed on graceful
+//! exit, its PID checked when found.
+//!
+//! The main type is [`HeldLock`], obtained from [`acquire`] in one of the
+//! three modes of [`LockMode`].
+
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::files::{self, FileError};
+use crate::liveness::{self, Liveness, ProcessProbe};
+use crate::paths::StatePaths;
+
+/// The lockfile's content: the contract's four fields, plus the holder's
+/// process start time (so a recycled PID is recognised) and any fields
+/// another implementation added, which are preserved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LockRecord {
+    /// The holder's process id.
+    pub pid: u32,
+    /// The iteration the holder is running.
+    pub iteration: u64,
+    /// When the holder acquired the lock (RFC 3339 UTC).
+    pub started_at: String,
+    /// `work` or `review`.
+    pub skill: String,
+    /// Opaque process start time of `pid` (Linux: `/proc/{pid}/stat`
+    /// field 22). Absent when the writer could not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_start: Option<u64>,
+    /// Fields written by other implementations; kept on rewrite.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl LockRecord {
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec(self).expect("a lock record always serialises");
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
+/// Who is asking for the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub pid: u32,
+    pub process_start: Option<u64>,
+}
+
+impl Identity {
+    /// The current process.
+    pub fn current(probe: &dyn ProcessProbe) -> Self {
+        let (pid, process_start) = liveness::current_process(probe);
+        Self { pid, process_start }
+    }
+}
+
+/// The `--lock=force` confirmation, answered by the force-unlock gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForceDecision {
+    /// Reap the holder's lock and proceed.
+    Yes,
+    /// Leave it; skip this tick.
+    No,
+    /// Halt the loop.
+    Stop,
+}
+
+/// How to behave when the lock is held by a live (or unknowable) holder.
+pub enum LockMode<'a> {
+    /// `--lock=skip` (default): give up at once.
+    Skip,
+    /// `--lock=wait`: poll until the holder is gone or `deadline` passes.
+    Wait { poll: Duration, deadline: Instant },
+    /// `--lock=force`: ask `decide` (the force-unlock gate) about the
+    /// holder; it is called outside the critical section, so it may block
+    /// on a person.
+    Force(&'a mut dyn FnMut(&Holder) -> ForceDecision),
+}
+
+impl std::fmt::Debug for LockMode<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockMode::Skip => f.write_str("Skip"),
+            LockMode::Wait { poll, deadline } => f
+                .debug_struct("Wait")
+                .field("poll", poll)
+                .field("deadline", deadline)
+                .finish(),
+            LockMode::Force(_) => f.write_str("Force(..)"),
+        }
+    }
+}
+
+/// What was found in an existing lockfile that blocks acquisition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Holder {
+    /// A live holder.
+    Alive(LockRecord),
+    /// The liveness probe could not decide; treated as alive.
+    Ambiguous { record: LockRecord, detail: String },
+    /// The file exists but is not a lock record; treated as alive.
+    Unreadable { detail: String },
+}
+
+impl Holder {
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Holder::Alive(r) | Holder::Ambiguous { record: r, .. } => Some(r.pid),
+            Holder::Unreadable { .. } => None,
+        }
+    }
+
+    fn same_as(&self, found: &Found) -> bool {
+        match (self, found) {
+            (Holder::Alive(a) | Holder::Ambiguous { record: a, .. }, Found::Record(b)) => {
+                a.pid == b.pid && a.process_start == b.process_start && a.started_at == b.started_at
+            }
+            (Holder::Unreadable { .. }, Found::Unreadable(_)) => true,
+            _ => false,
+        }
+    }
+
+    /// The contract's one-line note for a tick that does not get the lock.
+    pub fn skip_note(&self, platform: &str) -> String {
+        match self {
+            Holder::Alive(r) => format!(
+                "Previous iteration {} still active (pid {}) — skipping this tick",
+                r.iteration, r.pid
+            ),
+            Holder::Ambiguous { record, .. } => format!(
+                "Lockfile staleness check ambiguous for pid {} on {platform} — treating as alive (skipping this tick).",
+                record.pid
+            ),
+            Holder::Unreadable { detail } => format!(
+                "Lockfile is unreadable ({detail}) — treating as held (skipping this tick). Delete it if no loop is running, or pass --lock=force."
+            ),
+        }
+    }
+}
+
+/// How the lock was obtained.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Acquisition {
+    /// No lock was present.
+    Fresh,
+    /// A dead (or recycled-PID) holder's lock was replaced.
+    Reaped { pid: u32, verdict: Liveness },
+    /// A live or unknowable holder's lock was replaced after confirmation.
+    Forced { pid: Option<u32> },
+}
+
+impl Acquisition {
+    /// The contract's one-line note, if this acquisition warrants one.
+    pub fn note(&self) -> Option<String> {
+        match self {
+            Acquisition::Fresh => None,
+            Acquisition::Reaped { pid, .. } => Some(format!("Reaped stale lock for pid {pid}")),
+            Acquisition::Forced { pid: Some(pid) } => Some(format!(
+                "Force-unlocked previous iteration (was pid {pid}) — proceeding"
+            )),
+            Acquisition::Forced { pid: None } => Some(
+                "Force-unlocked previous iteration (unreadable lockfile) — proceeding".to_owned(),
+            ),
+        }
+    }
+}
+
+/// Why the lock was not obtained.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Denied {
+    /// `skip` mode met a holder.
+    Held(Holder),
+    /// `wait` mode's deadline passed with the holder still there.
+    WaitExpired(Holder),
+    /// The force-unlock gate answered `no`.
+    ForceDeclined(Holder),
+    /// The force-unlock gate answered `stop`.
+    ForceStopped(Holder),
+}
+
+impl Denied {
+    pub fn holder(&self) -> &Holder {
+        match self {
+            Denied::Held(h)
+            | Denied::WaitExpired(h)
+            | Denied::ForceDeclined(h)
+            | Denied::ForceStopped(h) => h,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("cannot take the advisory lock on {path}: {source}")]
+    Guard {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What the critical section read at the lock path.
+#[derive(Debug)]
+enum Found {
+    Nothing,
+    Record(LockRecord),
+    Unreadable(String),
+}
+
+fn read_found(path: &Path) -> Result<Found, FileError> {
+    Ok(match files::read_bytes(path)? {
+        None => Found::Nothing,
+        Some(bytes) => match serde_json::from_slice::<LockRecord>(&bytes) {
+            Ok(record) => Found::Record(record),
+            Err(err) => Found::Unreadable(format!("{}: {err}", path.display())),
+        },
+    })
+}
+
+/// Reads the lockfile without taking the guard; for read-only inspection
+/// (`sdd-loop status`). Publication is by rename, so the read is whole.
+pub fn peek(paths: &StatePaths) -> Result<Option<Result<LockRecord, String>>, FileError> {
+    Ok(match read_found(&paths.lock())? {
+        Found::Nothing => None,
+        Found::Record(r) => Some(Ok(r)),
+        Found::Unreadable(d) => Some(Err(d)),
+    })
+}
+
+/// Runs `f` while holding the guard's advisory lock. The lock is released
+/// when the file handle closes, including when this process dies.
+fn with_guard<T>(guard: &Path, f: impl FnOnce() -> Result<T, LockError>) -> Result<T, LockError> {
+    let file = files::open_persistent(guard)?;
+    file.lock().map_err(|source| LockError::Guard {
+        path: guard.to_path_buf(),
+        source,
+    })?;
+    let result = f();
+    drop(file);
+    result
+}
+
+/// One pass of the critical section.
+enum Step {
+    Got(Acquisition),
+    Blocked(Holder),
+}
+
+struct Acquirer<'a> {
+    paths: &'a StatePaths,
+    probe: &'a dyn ProcessProbe,
+    me: Identity,
+    record: LockRecord,
+}
+
+impl Acquirer<'_> {
+    fn classify(&self, found: Found) -> Result<Holder, Acquisition> {
+        match found {
+            Found::Nothing => Err(Acquisition::Fresh),
+            Found::Unreadable(detail) => Ok(Holder::Unreadable { detail }),
+            Found::Record(record) => {
+                let verdict = if record.pid == self.me.pid {
+                    if record.process_start == self.me.process_start {
+                        // Our own live lock: a lock is not re-entrant.
+                        Liveness::Alive
+                    } else {
+                        // We are this PID now, so the recorded process is gone.
+                        Liveness::Recycled {
+                            recorded: record.process_start.unwrap_or(0),
+                            actual: self.me.process_start.unwrap_or(0),
+                        }
+                    }
+                } else {
+                    liveness::check(self.probe, record.pid, record.process_start)
+                };
+                match verdict {
+                    Liveness::Alive => Ok(Holder::Alive(record)),
+                    Liveness::Ambiguous { detail } => Ok(Holder::Ambiguous { record, detail }),
+                    dead => Err(Acquisition::Reaped {
+                        pid: record.pid,
+                        verdict: dead,
+                    }),
+                }
+            }
+        }
+    }
+
+    fn publish(&self) -> Result<(), FileError> {
+        files::write_atomic(&self.paths.lock(), &self.record.to_bytes())
+    }
+
+    /// Read, check, reap-or-create: the critical section.
+    fn attempt(&self) -> Result<Step, LockError> {
+        with_guard(&self.paths.lock_guard(), || {
+            let found = read_found(&self.paths.lock())?;
+            match self.classify(found) {
+                Err(acquisition) => {
+                    // Rename replaces a dead holder's file in one step: there
+                    // is no moment with no lock for a third tick to take.
+                    self.publish()?;
+                    Ok(Step::Got(acquisition))
+                }
+                Ok(holder) => Ok(Step::Blocked(holder)),
+            }
+        })
+    }
+
+    /// Replaces `holder`'s lock if it is still the one there.
+    fn force(&self, holder: &Holder) -> Result<Option<Acquisition>, LockError> {
+        with_guard(&self.paths.lock_guard(), || {
+            let found = read_found(&self.paths.lock())?;
+            if matches!(found, Found::Nothing) {
+                self.publish()?;
+                return Ok(Some(Acquisition::Fresh));
+            }
+            if !holder.same_as(&found) {
+                return Ok(None);
+            }
+            self.publish()?;
+            Ok(Some(Acquisition::Forced { pid: holder.pid() }))
+        })
+    }
+
+    fn hold(self, how: Acquisition) -> (HeldLock, Acquisition) {
+        (
+            HeldLock {
+                path: self.paths.lock(),
+                guard: self.paths.lock_guard(),
+                record: self.record,
+                released: false,
+            },
+            how,
+        )
+    }
+}
+
+/// Takes `paths.lock()` for `me`, recording `iteration` and `started_at`.
+///
+/// `Ok(Err(denied))` is the normal "someone else holds it" answer;
+/// `Err` is a filesystem failure.
+pub fn acquire(
+    paths: &StatePaths,
+    probe: &dyn ProcessProbe,
+    me: Identity,
+    iteration: u64,
+    started_at: &str,
+    mut mode: LockMode<'_>,
+) -> Result<Result<(HeldLock, Acquisition), Denied>, LockError> {
+    files::ensure_private_dir(&paths.dir)?;
+    let acquirer = Acquirer {
+        paths,
+        probe,
+        me,
+        record: LockRecord {
+            pid: me.pid,
+            iteration,
+            started_at: started_at.to_owned(),
+            skill: paths.skill.to_string(),
+            process_start: me.process_start,
+            extra: Map::new(),
+        },
+    };
+    loop {
+        let holder = match acquirer.attempt()? {
+            Step::Got(how) => return Ok(Ok(acquirer.hold(how))),
+            Step::Blocked(holder) => holder,
+        };
+        match &mut mode {
+            LockMode::Skip => return Ok(Err(Denied::Held(holder))),
+            LockMode::Wait { poll, deadline } => {
+                let now = Instant::now();
+                if now >= *deadline {
+                    return Ok(Err(Denied::WaitExpired(holder)));
+                }
+                thread::sleep((*poll).min(*deadline - now));
+            }
+            LockMode::Force(decide) => match decide(&holder) {
+                ForceDecision::No => return Ok(Err(Denied::ForceDeclined(holder))),
+                ForceDecision::Stop => return Ok(Err(Denied::ForceStopped(holder))),
+                ForceDecision::Yes => {
+                    if let Some(how) = acquirer.force(&holder)? {
+                        return Ok(Ok(acquirer.hold(how)));
+                    }
+                    // The lock changed hands while the question was open:
+                    // the answer was about another holder, so ask again.
+                }
+            },
+        }
+    }
+}
+
+/// What [`HeldLock::release`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Release {
+    /// Our lock was removed.
+    Released,
+    /// The lock was gone already.
+    AlreadyGone,
+    /// Another tick force-unlocked us; its lock was left in place.
+    TakenOver { by_pid: Option<u32> },
+}
+
+/// A lock this process holds. Release it with [`HeldLock::release`]; if it
+/// is dropped instead (an early return, a panic) it is released then.
+#[derive(Debug)]
+pub struct HeldLock {
+    path: PathBuf,
+    guard: PathBuf,
+    record: LockRecord,
+    released: bool,
+}
+
+impl HeldLock {
+    pub fn record(&self) -> &LockRecord {
+        &self.record
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn still_ours(&self, found: &Found) -> bool {
+        matches!(found, Found::Record(r)
+            if r.pid == self.record.pid
+                && r.process_start == self.record.process_start
+                && r.started_at == self.record.started_at)
+    }
+
+    /// Rewrites the lock with the iteration number, once the tick knows it.
+    pub fn set_iteration(&mut self, iteration: u64) -> Result<bool, LockError> {
+        let mut record = self.record.clone();
+        record.iteration = iteration;
+        let ours = with_guard(&self.guard, || {
+            let found = read_found(&self.path)?;
+            if !self.still_ours(&found) {
+                return Ok(false);
+            }
+            files::write_atomic(&self.path, &record.to_bytes())?;
+            Ok(true)
+        })?;
+        if ours {
+            self.record = record;
+        }
+        Ok(ours)
+    }
+
+    /// Removes the lock if it is still ours (graceful exit).
+    pub fn release(mut self) -> Result<Release, LockError> {
+        self.released = true;
+        self.release_inner()
+    }
+
+    fn release_inner(&self) -> Result<Release, LockError> {
+        with_guard(&self.guard, || {
+            let found = read_found(&self.path)?;
+            match &found {
+                Found::Nothing => Ok(Release::AlreadyGone),
+                _ if self.still_ours(&found) => {
+                    files::remove_if_present(&self.path)?;
+                    Ok(Release::Released)
+                }
+                Found::Record(r) => Ok(Release::TakenOver {
+                    by_pid: Some(r.pid),
+                }),
+                Found::Unreadable(_) => Ok(Release::TakenOver { by_pid: None }),
+            }
+        })
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        if !self.released {
+            let _ = self.release_inner();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::liveness::SignalZero;
+    use crate::paths::Skill;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    /// A process table where listed PIDs answer as given, all others ESRCH.
+    #[derive(Debug, Default)]
+    struct Table(Mutex<HashMap<u32, (SignalZero, Option<u64>)>>);
+
+    impl Table {
+        fn with(self, pid: u32, answer: SignalZero, start: Option<u64>) -> Self {
+            self.0.lock().unwrap().insert(pid, (answer, start));
+            self
+        }
+        fn kill(&self, pid: u32) {
+            self.0.lock().unwrap().remove(&pid);
+        }
+    }
+
+    impl ProcessProbe for Table {
+        fn signal_zero(&self, pid: u32) -> SignalZero {
+            self.0
+                .lock()
+                .unwrap()
+                .get(&pid)
+                .map(|a| a.0.clone())
+                .unwrap_or(SignalZero::NoSuchProcess)
+        }
+        fn start_time(&self, pid: u32) -> Option<u64> {
+            self.0.lock().unwrap().get(&pid).and_then(|a| a.1)
+        }
+    }
+
+    const ME: Identity = Identity {
+        pid: 100,
+        process_start: Some(1),
+    };
+
+    fn setup() -> (tempfile::TempDir, StatePaths) {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(tmp.path(), Skill::Work, None);
+        (tmp, paths)
+    }
+
+    fn plant(paths: &StatePaths, pid: u32, iteration: u64, start: Option<u64>) {
+        files::ensure_private_dir(&paths.dir).unwrap();
+        let record = LockRecord {
+            pid,
+            iteration,
+            started_at: "2026-05-09T14:50:00Z".into(),
+            skill: "work".into(),
+            process_start: start,
+            extra: Map::new(),
+        };
+        std::fs::write(paths.lock(), record.to_bytes()).unwrap();
+    }
+
+    fn on_disk(paths: &StatePaths) -> LockRecord {
+        serde_json::from_slice(&std::fs::read(paths.lock()).unwrap()).unwrap()
+    }
+
+    #[expect(
+        clippy::result_large_err,
+        reason = "test helper mirrors acquire's answer"
+    )]
+    fn take(
+        paths: &StatePaths,
+        probe: &Table,
+        mode: LockMode<'_>,
+    ) -> Result<(HeldLock, Acquisition), Denied> {
+        acquire(paths, probe, ME, 3, "2026-05-09T15:00:00Z", mode).unwrap()
+    }
+
+    #[test]
+    fn fresh_acquire_writes_contract_fields_and_release_removes() {
+        let (_tmp, paths) = setup();
+        let (held, how) = take(&paths, &Table::default(), LockMode::Skip).unwrap();
+        assert_eq!(how, Acquisition::Fresh);
+        let rec = on_disk(&paths);
+        assert_eq!(
+            (rec.pid, rec.iteration, rec.skill.as_str()),
+            (100, 3, "work")
+        );
+        assert_eq!(rec.started_at, "2026-05-09T15:00:00Z");
+        assert_eq!(rec.process_start, Some(1));
+        assert_eq!(held.release().unwrap(), Release::Released);
+        assert!(!paths.lock().exists());
+        assert!(paths.lock_guard().exists(), "the guard is never deleted");
+    }
+
+    #[test]
+    fn skip_mode_reports_live_holder_with_contract_note() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, Some(70));
+        let probe = Table::default().with(7, SignalZero::Delivered, Some(70));
+        let denied = take(&paths, &probe, LockMode::Skip).unwrap_err();
+        assert_eq!(
+            denied.holder().skip_note("linux"),
+            "Previous iteration 2 still active (pid 7) — skipping this tick"
+        );
+        assert_eq!(on_disk(&paths).pid, 7, "the holder's lock is untouched");
+    }
+
+    #[test]
+    fn eperm_holder_is_treated_as_alive() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, None);
+        let probe = Table::default().with(7, SignalZero::PermissionDenied, None);
+        assert!(matches!(
+            take(&paths, &probe, LockMode::Skip).unwrap_err(),
+            Denied::Held(Holder::Alive(_))
+        ));
+    }
+
+    #[test]
+    fn dead_holder_is_reaped_with_note() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, Some(70));
+        let (_held, how) = take(&paths, &Table::default(), LockMode::Skip).unwrap();
+        assert_eq!(how.note().unwrap(), "Reaped stale lock for pid 7");
+        assert_eq!(on_disk(&paths).pid, 100);
+    }
+
+    #[test]
+    fn recycled_pid_holder_is_reaped() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, Some(70));
+        let probe = Table::default().with(7, SignalZero::Delivered, Some(71));
+        let (_held, how) = take(&paths, &probe, LockMode::Skip).unwrap();
+        assert!(matches!(
+            how,
+            Acquisition::Reaped {
+                pid: 7,
+                verdict: Liveness::Recycled { .. }
+            }
+        ));
+    }
+
+    #[test]
+    fn lock_recording_our_pid_from_an_earlier_process_is_stale() {
+        let (_tmp, paths) = setup();
+        plant(&paths, ME.pid, 2, Some(99));
+        let (_held, how) = take(&paths, &Table::default(), LockMode::Skip).unwrap();
+        assert!(matches!(how, Acquisition::Reaped { pid: 100, .. }));
+    }
+
+    #[test]
+    fn lock_is_not_reentrant() {
+        let (_tmp, paths) = setup();
+        let (_held, _) = take(&paths, &Table::default(), LockMode::Skip).unwrap();
+        assert!(matches!(
+            take(&paths, &Table::default(), LockMode::Skip).unwrap_err(),
+            Denied::Held(Holder::Alive(_))
+        ));
+    }
+
+    #[test]
+    fn ambiguous_holder_skips_with_warning() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, None);
+        let probe = Table::default().with(7, SignalZero::Failed("EINVAL".into()), None);
+        let denied = take(&paths, &probe, LockMode::Skip).unwrap_err();
+        assert_eq!(
+            denied.holder().skip_note("linux"),
+            "Lockfile staleness check ambiguous for pid 7 on linux — treating as alive (skipping this tick)."
+        );
+    }
+
+    #[test]
+    fn unreadable_lock_is_treated_as_held() {
+        let (_tmp, paths) = setup();
+        files::ensure_private_dir(&paths.dir).unwrap();
+        std::fs::write(paths.lock(), "{not json").unwrap();
+        let denied = take(&paths, &Table::default(), LockMode::Skip).unwrap_err();
+        assert!(matches!(denied.holder(), Holder::Unreadable { .. }));
+        assert!(denied.holder().skip_note("linux").contains("--lock=force"));
+    }
+
+    #[test]
+    fn unknown_lock_fields_are_tolerated() {
+        let (_tmp, paths) = setup();
+        files::ensure_private_dir(&paths.dir).unwrap();
+        std::fs::write(
+            paths.lock(),
+            r#"{"pid":7,"iteration":2,"started_at":"2026-05-09T14:50:00Z","skill":"work","host":"ci-3"}"#,
+        )
+        .unwrap();
+        let probe = Table::default().with(7, SignalZero::Delivered, None);
+        let denied = take(&paths, &probe, LockMode::Skip).unwrap_err();
+        let Holder::Alive(rec) = denied.holder() else {
+            panic!("{denied:?}")
+        };
+        assert_eq!(rec.extra["host"], "ci-3");
+    }
+
+    #[test]
+    fn wait_mode_expires_on_a_live_holder() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, None);
+        let probe = Table::default().with(7, SignalZero::Delivered, None);
+        let mode = LockMode::Wait {
+            poll: Duration::from_millis(1),
+            deadline: Instant::now() + Duration::from_millis(20),
+        };
+        assert!(matches!(
+            take(&paths, &probe, mode).unwrap_err(),
+            Denied::WaitExpired(Holder::Alive(_))
+        ));
+    }
+
+    #[test]
+    fn wait_mode_acquires_once_the_holder_dies() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, None);
+        let probe = std::sync::Arc::new(Table::default().with(7, SignalZero::Delivered, None));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let killer = {
+            let probe = probe.clone();
+            thread::spawn(move || {
+                // The waiter has been refused once: now let the holder die.
+                rx.recv().unwrap();
+                probe.kill(7);
+            })
+        };
+        #[derive(Debug)]
+        struct Notify<'a>(&'a Table, Mutex<Option<std::sync::mpsc::Sender<()>>>);
+        impl ProcessProbe for Notify<'_> {
+            fn signal_zero(&self, pid: u32) -> SignalZero {
+                let answer = self.0.signal_zero(pid);
+                if let Some(tx) = self.1.lock().unwrap().take() {
+                    tx.send(()).unwrap();
+                }
+                answer
+            }
+            fn start_time(&self, pid: u32) -> Option<u64> {
+                self.0.start_time(pid)
+            }
+        }
+        let notify = Notify(&probe, Mutex::new(Some(tx)));
+        let mode = LockMode::Wait {
+            poll: Duration::from_millis(1),
+            deadline: Instant::now() + Duration::from_secs(60),
+        };
+        let (_held, how) = acquire(&paths, &notify, ME, 3, "2026-05-09T15:00:00Z", mode)
+            .unwrap()
+            .unwrap();
+        killer.join().unwrap();
+        assert!(matches!(how, Acquisition::Reaped { pid: 7, .. }));
+    }
+
+    #[test]
+    fn force_yes_replaces_live_holder_with_note() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, None);
+        let probe = Table::default().with(7, SignalZero::Delivered, None);
+        let mut asked = Vec::new();
+        let mut decide = |h: &Holder| {
+            asked.push(h.pid());
+            ForceDecision::Yes
+        };
+        let (_held, how) = take(&paths, &probe, LockMode::Force(&mut decide)).unwrap();
+        assert_eq!(asked, vec![Some(7)]);
+        assert_eq!(
+            how.note().unwrap(),
+            "Force-unlocked previous iteration (was pid 7) — proceeding"
+        );
+        assert_eq!(on_disk(&paths).pid, 100);
+    }
+
+    #[test]
+    fn force_no_and_stop_leave_the_holder() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, None);
+        let probe = Table::default().with(7, SignalZero::Delivered, None);
+        let mut no = |_: &Holder| ForceDecision::No;
+        assert!(matches!(
+            take(&paths, &probe, LockMode::Force(&mut no)).unwrap_err(),
+            Denied::ForceDeclined(_)
+        ));
+        let mut stop = |_: &Holder| ForceDecision::Stop;
+        assert!(matches!(
+            take(&paths, &probe, LockMode::Force(&mut stop)).unwrap_err(),
+            Denied::ForceStopped(_)
+        ));
+        assert_eq!(on_disk(&paths).pid, 7);
+    }
+
+    #[test]
+    fn force_does_not_ask_about_a_dead_holder() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, None);
+        let mut never = |_: &Holder| panic!("asked about a dead holder");
+        let (_held, how) = take(&paths, &Table::default(), LockMode::Force(&mut never)).unwrap();
+        assert!(matches!(how, Acquisition::Reaped { pid: 7, .. }));
+    }
+
+    #[test]
+    fn force_asks_again_when_the_lock_changes_hands_meanwhile() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, None);
+        let probe = Table::default().with(7, SignalZero::Delivered, None).with(
+            8,
+            SignalZero::Delivered,
+            None,
+        );
+        let mut asked = Vec::new();
+        let mut decide = |h: &Holder| {
+            asked.push(h.pid());
+            if asked.len() == 1 {
+                plant(&paths, 8, 3, None);
+            }
+            ForceDecision::Yes
+        };
+        let (_held, _) = take(&paths, &probe, LockMode::Force(&mut decide)).unwrap();
+        assert_eq!(asked, vec![Some(7), Some(8)]);
+    }
+
+    #[test]
+    fn release_leaves_a_successor_lock_alone() {
+        let (_tmp, paths) = setup();
+        let (held, _) = take(&paths, &Table::default(), LockMode::Skip).unwrap();
+        plant(&paths, 8, 4, None);
+        assert_eq!(
+            held.release().unwrap(),
+            Release::TakenOver { by_pid: Some(8) }
+        );
+        assert_eq!(on_disk(&paths).pid, 8);
+    }
+
+    #[test]
+    fn drop_releases_and_set_iteration_rewrites() {
+        let (_tmp, paths) = setup();
+        {
+            let (mut held, _) = take(&paths, &Table::default(), LockMode::Skip).unwrap();
+            assert!(held.set_iteration(9).unwrap());
+            assert_eq!(on_disk(&paths).iteration, 9);
+        }
+        assert!(!paths.lock().exists());
+    }
+
+    #[test]
+    fn symlinked_lock_is_refused() {
+        let (tmp, paths) = setup();
+        files::ensure_private_dir(&paths.dir).unwrap();
+        let target = tmp.path().join("elsewhere");
+        std::fs::write(&target, "x").unwrap();
+        std::os::unix::fs::symlink(&target, paths.lock()).unwrap();
+        let err = acquire(&paths, &Table::default(), ME, 1, "t", LockMode::Skip).unwrap_err();
+        assert!(
+            matches!(err, LockError::File(FileError::Symlink { .. })),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn racing_threads_produce_one_holder() {
+        let (_tmp, paths) = setup();
+        let probe = Table::default();
+        let barrier = std::sync::Barrier::new(8);
+        let winners: Vec<bool> = thread::scope(|s| {
+            let handles: Vec<_> = (0..8u32)
+                .map(|i| {
+                    let (paths, probe, barrier) = (&paths, &probe, &barrier);
+                    s.spawn(move || {
+                        let me = Identity {
+                            pid: 1000 + i,
+                            process_start: Some(1),
+                        };
+                        // Every racer sees the others as alive.
+                        for other in 0..8 {
+                            probe
+                                .0
+                                .lock()
+                                .unwrap()
+                                .insert(1000 + other, (SignalZero::Delivered, Some(1)));
+                        }
+                        barrier.wait();
+                        let got = acquire(paths, probe, me, 1, "t", LockMode::Skip).unwrap();
+                        got.map(|(held, _)| std::mem::forget(held)).is_ok()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(winners.iter().filter(|w| **w).count(), 1, "{winners:?}");
+    }
+}

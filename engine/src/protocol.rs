@@ -1,0 +1,311 @@
+//! The wrapped-skill protocol (DESIGN §7): what the engine hands the skill it
+//! runs each tick, and what the skill hands back.
+//!
+//! The engine runs the skill command with three environment variables:
+//! - `SDD_LOOP_REQUEST` — path of a JSON [`SkillRequest`] (what to work on
+//!   this tick and what the gates decided);
+//! - `SDD_LOOP_RESULT` — path where the skill writes its JSON
+//!   [`SkillResult`] before exiting;
+//! - `SDD_LOOP_EVENTS` — path of an optional JSON Lines stream of
+//!   [`SkillEvent`]s, appended as work happens. If the engine is killed
+//!   mid-tick, recovery reads this stream so no reported spend and no PR is
+//!   lost; each event also counts as progress for the stall watchdog.
+//!
+//! Exit status 78 (`EX_QMD_UNREACHABLE`, BSD `EX_CONFIG`) or a stderr line
+//! containing `qmd-unreachable` is the qmd signal of stop condition #11; the
+//! exit status is read first and stderr scanned as the fallback. A missing or
+//! invalid result makes the tick `errored` with a root cause that says why.
+//!
+//! The types are the one definition shared by the engine, the fake skill and
+//! the harness; `sdd-loop schema skill-request|skill-result|skill-event`
+//! prints their JSON Schemas.
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::PrState;
+use crate::paths::Skill;
+
+/// Protocol version written in every request and expected in every result.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Reserved exit status for "qmd unreachable" (ADR-0028 condition #11).
+pub const EX_QMD_UNREACHABLE: i32 = 78;
+/// The stderr sentinel for "qmd unreachable".
+pub const QMD_SENTINEL: &str = "qmd-unreachable";
+pub const ENV_REQUEST: &str = "SDD_LOOP_REQUEST";
+pub const ENV_RESULT: &str = "SDD_LOOP_RESULT";
+pub const ENV_EVENTS: &str = "SDD_LOOP_EVENTS";
+
+/// How the skill should read an issue's acceptance criteria.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Criteria {
+    /// The issue has a usable `### Acceptance Criteria` section.
+    Clear,
+    /// Ambiguous, and the user answered `proceed`: implement the best
+    /// interpretation.
+    BestInterpretation,
+}
+
+/// One issue `/sdd:work` is to implement this tick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssueAssignment {
+    pub number: u64,
+    pub title: String,
+    pub criteria: Criteria,
+}
+
+/// One PR `/sdd:review` is to review this tick (one round, ADR-0010).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrAssignment {
+    pub number: u64,
+    pub branch: String,
+    /// Remote head at tick start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_sha: Option<String>,
+    /// Whether the skill may merge this PR this tick (post-feedback-merge
+    /// gate answered `merge`, or no human feedback was involved).
+    pub merge_allowed: bool,
+}
+
+/// What the engine asks of the skill this tick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillRequest {
+    pub protocol: u32,
+    pub skill: Skill,
+    pub iteration: u64,
+    /// `owner/name` of the tracker repository, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// `/sdd:work`: the issues selected this tick.
+    #[serde(default)]
+    pub issues: Vec<IssueAssignment>,
+    /// `/sdd:review`: the PRs to review this tick.
+    #[serde(default)]
+    pub prs: Vec<PrAssignment>,
+    /// How many new PRs the skill may open this tick (the remaining PR
+    /// budget); `None` when no PR ceiling applies (single-PR review).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_new_prs: Option<u64>,
+    /// `--no-chain`: `/sdd:work` must not chain into review.
+    pub no_chain: bool,
+    /// `--dry-run`: plan and report, change nothing.
+    pub dry_run: bool,
+}
+
+/// A PR the skill touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrReport {
+    pub number: u64,
+    pub branch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_sha_at_start: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_sha_at_end: Option<String>,
+    pub state: PrState,
+    /// The skill opened this PR this tick.
+    #[serde(default)]
+    pub opened: bool,
+}
+
+/// Tokens one model used this tick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelUsage {
+    pub model: String,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+}
+
+/// A worktree the skill left on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeReport {
+    pub path: String,
+    pub branch: String,
+    pub head_sha: String,
+}
+
+/// A target that failed, with its root cause (drives condition #6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Failure {
+    /// `"#N"`: the issue or PR.
+    pub target: String,
+    pub root_cause: String,
+}
+
+/// Whether work chained into review, and how that went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChainReport {
+    pub invoked: bool,
+    /// Required when `invoked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_outcome: Option<String>,
+    /// Present when `invoked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autofix_pr: Option<AutofixReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AutofixReport {
+    pub invoked: bool,
+    /// Required when `invoked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// Review-response rounds run on one PR this tick (ADR-0010: at most one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewRounds {
+    pub pr: u64,
+    pub rounds: u64,
+}
+
+/// What the skill reports at the end of its tick.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillResult {
+    pub protocol: u32,
+    #[serde(default)]
+    pub prs: Vec<PrReport>,
+    #[serde(default)]
+    pub usage: Vec<ModelUsage>,
+    #[serde(default)]
+    pub agents_dispatched: u64,
+    /// Top-level review comments and replies.
+    #[serde(default)]
+    pub comments_pushed: u64,
+    #[serde(default)]
+    pub merges_attempted: u64,
+    #[serde(default)]
+    pub worktrees: Vec<WorktreeReport>,
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<ChainReport>,
+    #[serde(default)]
+    pub review_rounds: Vec<ReviewRounds>,
+    /// One line for the status block's `Outcome:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// One progress event on the `SDD_LOOP_EVENTS` stream. Usage and counts are
+/// increments; the final result carries the tick's totals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SkillEvent {
+    /// Tokens spent since the last usage event for this model.
+    Usage {
+        model: String,
+        tokens_in: u64,
+        tokens_out: u64,
+    },
+    /// A PR was opened, pushed to, merged or closed.
+    Pr {
+        number: u64,
+        branch: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        head_sha: Option<String>,
+        state: PrState,
+        #[serde(default)]
+        opened: bool,
+    },
+    AgentDispatched {
+        #[serde(default = "one")]
+        count: u64,
+    },
+    CommentPushed {
+        pr: u64,
+        #[serde(default = "one")]
+        count: u64,
+    },
+    MergeAttempted {
+        pr: u64,
+    },
+    Worktree {
+        path: String,
+        branch: String,
+        head_sha: String,
+    },
+    Failure {
+        target: String,
+        root_cause: String,
+    },
+    /// A heartbeat with no accounting effect.
+    Progress {
+        message: String,
+    },
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_result_parses_with_defaults() {
+        let r: SkillResult = serde_json::from_str(r#"{"protocol":1}"#).unwrap();
+        assert_eq!(
+            r,
+            SkillResult {
+                protocol: 1,
+                ..Default::default()
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_result_field_is_an_error_naming_it() {
+        let err = serde_json::from_str::<SkillResult>(r#"{"protocol":1,"tokens":5}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field `tokens`"), "{err}");
+    }
+
+    #[test]
+    fn events_are_tagged_lines() {
+        let e: SkillEvent = serde_json::from_str(
+            r#"{"event":"usage","model":"claude-opus-4-7","tokens_in":10,"tokens_out":2}"#,
+        )
+        .unwrap();
+        assert!(matches!(e, SkillEvent::Usage { tokens_in: 10, .. }));
+        let e: SkillEvent = serde_json::from_str(r#"{"event":"agent_dispatched"}"#).unwrap();
+        assert_eq!(e, SkillEvent::AgentDispatched { count: 1 });
+        assert!(
+            serde_json::from_str::<SkillEvent>(
+                r#"{"event":"usage","model":"m","tokens_in":1,"tokens_out":1,"x":1}"#
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn request_round_trips() {
+        let req = SkillRequest {
+            protocol: PROTOCOL_VERSION,
+            skill: Skill::Work,
+            iteration: 2,
+            repository: Some("acme/app".into()),
+            issues: vec![IssueAssignment {
+                number: 12,
+                title: "Add login".into(),
+                criteria: Criteria::Clear,
+            }],
+            prs: vec![],
+            max_new_prs: Some(1),
+            no_chain: false,
+            dry_run: false,
+        };
+        let text = serde_json::to_string(&req).unwrap();
+        assert_eq!(serde_json::from_str::<SkillRequest>(&text).unwrap(), req);
+    }
+}

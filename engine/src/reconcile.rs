@@ -1,0 +1,354 @@
+//! Reconciliation of the budget checkpoint against the history log
+//! (DESIGN §4: history is the write-ahead log, `budget.json` a checkpoint).
+//!
+//! A tick appends its history line, then rewrites `budget.json`; a crash
+//! between the two leaves the checkpoint one tick behind. [`reconcile`] is the
+//! one function that decides the run's counters from both — history wins —
+//! and says what it did in one line.
+//!
+//! A history line belongs to the checkpoint's run when its snapshot's
+//! `run_started_at` equals the budget's `started_at` (lines of the contract's
+//! older shapes, which lack it, are assumed to). A missing `budget.json` with
+//! history present is a deleted checkpoint: the contract makes deleting it
+//! the way to start a fresh run, so the counters are rebuilt from history
+//! only when resuming.
+
+use crate::budget::{Budget, Ceilings, PrSet, round_dollars};
+use crate::history::{HistoryLine, Outcome};
+
+/// What the reconciliation decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum State {
+    /// No checkpoint and no history (or a deliberate fresh start).
+    Fresh,
+    /// The checkpoint agrees with the last history line (or there is no
+    /// history line of its run).
+    InSync,
+    /// The checkpoint lagged or disagreed; these fields were taken from
+    /// history line `iteration`.
+    Restored {
+        iteration: Option<u64>,
+        fields: Vec<&'static str>,
+    },
+    /// No checkpoint: rebuilt entirely from the last history line (resume).
+    Rebuilt { iteration: Option<u64> },
+    /// No checkpoint while history exists, not resuming: a fresh run.
+    FreshAfterDeletedCheckpoint,
+}
+
+/// The decided budget and its one-line report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reconciliation {
+    /// `None` for a fresh run: the caller creates the first write.
+    pub budget: Option<Budget>,
+    pub state: State,
+}
+
+impl Reconciliation {
+    /// One line describing the reconciliation (`None` when nothing notable
+    /// happened).
+    pub fn note(&self, budget_path: &str) -> Option<String> {
+        match &self.state {
+            State::Fresh | State::InSync => None,
+            State::Restored { iteration, fields } => Some(format!(
+                "Reconciled {budget_path} with history (history wins): {} restored from iteration {}",
+                fields.join(", "),
+                iteration.map_or("?".to_owned(), |i| i.to_string())
+            )),
+            State::Rebuilt { iteration } => Some(format!(
+                "Reconciled: {budget_path} was missing — counters rebuilt from history iteration {}",
+                iteration.map_or("?".to_owned(), |i| i.to_string())
+            )),
+            State::FreshAfterDeletedCheckpoint => Some(format!(
+                "{budget_path} is absent while history exists — starting a fresh run (history kept; pass --resume to continue the recorded run instead)"
+            )),
+        }
+    }
+}
+
+fn same_run(budget: &Budget, line: &HistoryLine) -> bool {
+    match line
+        .budget_snapshot
+        .as_ref()
+        .and_then(|s| s.run_started_at.as_deref())
+    {
+        Some(run) => run == budget.started_at,
+        None => true,
+    }
+}
+
+/// Overwrites `budget` with every value the line records; returns the
+/// names of the fields that changed.
+fn apply_line(budget: &mut Budget, line: &HistoryLine) -> Vec<&'static str> {
+    let mut changed = Vec::new();
+    let snap = line.snapshot();
+    macro_rules! take {
+        ($field:ident, $value:expr) => {
+            if let Some(v) = $value {
+                if budget.$field != v {
+                    budget.$field = v;
+                    changed.push(stringify!($field));
+                }
+            }
+        };
+    }
+    // Older shapes carry no snapshot; a non-skipped line still proves its
+    // iteration was used.
+    let iterations = snap.iterations_used.or(match line.outcome {
+        Some(Outcome::SkippedLock) => None,
+        _ => line.iteration.filter(|i| *i > budget.iterations_used),
+    });
+    take!(iterations_used, iterations);
+    take!(comments_pushed, snap.comments_pushed);
+    take!(merges_attempted, snap.merges_attempted);
+    take!(tokens_in, snap.tokens_in);
+    take!(tokens_out, snap.tokens_out);
+    take!(agents_dispatched, snap.agents_dispatched);
+    take!(dollars_estimate, snap.dollars_estimate.map(round_dollars));
+    take!(qmd_failures_consecutive, snap.qmd_failures_consecutive);
+    take!(tokens_by_model, snap.tokens_by_model.clone());
+    take!(max_iterations, snap.max_iterations);
+    take!(max_prs, snap.max_prs);
+    take!(max_minutes, snap.max_minutes);
+    take!(max_dollars, snap.max_dollars);
+    take!(rate_table_source, snap.rate_table_source.clone());
+    if let Some(prs) = &snap.prs_touched {
+        let set: PrSet = prs.iter().cloned().collect();
+        if budget.prs_touched != set {
+            budget.prs_touched = set;
+            changed.push("prs_touched");
+        }
+    }
+    match (snap.seconds_elapsed, snap.minutes_elapsed) {
+        (Some(secs), _) if budget.seconds_elapsed != Some(secs) => {
+            budget.set_elapsed_seconds(secs);
+            changed.push("minutes_elapsed");
+        }
+        (None, Some(mins)) if budget.minutes_elapsed != mins => {
+            budget.minutes_elapsed = mins;
+            budget.seconds_elapsed = Some(mins * 60);
+            changed.push("minutes_elapsed");
+        }
+        _ => {}
+    }
+    if snap.stopped.is_some() && budget.stopped != snap.stopped {
+        budget.stopped = snap.stopped.clone();
+        changed.push("stopped");
+    }
+    changed
+}
+
+/// Decides the run's budget from the checkpoint and the last history line.
+///
+/// `resuming` allows rebuilding a deleted checkpoint from history.
+pub fn reconcile(
+    budget: Option<Budget>,
+    last: Option<&HistoryLine>,
+    resuming: bool,
+) -> Reconciliation {
+    match (budget, last) {
+        (None, None) => Reconciliation {
+            budget: None,
+            state: State::Fresh,
+        },
+        (None, Some(line)) if resuming => {
+            let snap = line.snapshot();
+            let started = snap
+                .run_started_at
+                .clone()
+                .or_else(|| line.started_at.clone())
+                .unwrap_or_default();
+            let d = Ceilings::default();
+            let ceilings = Ceilings {
+                max_iterations: snap.max_iterations.unwrap_or(d.max_iterations),
+                max_prs: snap.max_prs.unwrap_or(d.max_prs),
+                max_minutes: snap.max_minutes.unwrap_or(d.max_minutes),
+                max_dollars: snap.max_dollars.unwrap_or(d.max_dollars),
+            };
+            let source = snap
+                .rate_table_source
+                .clone()
+                .unwrap_or_else(|| "built-in default".to_owned());
+            let mut rebuilt = Budget::start(&started, ceilings, &source);
+            apply_line(&mut rebuilt, line);
+            if snap.prs_touched.is_none() {
+                // Older shapes: at least the PRs this line touched.
+                for pr in line.prs_touched_this_iter.iter().flatten() {
+                    rebuilt.prs_touched.insert(pr.clone());
+                }
+            }
+            Reconciliation {
+                budget: Some(rebuilt),
+                state: State::Rebuilt {
+                    iteration: line.iteration,
+                },
+            }
+        }
+        (None, Some(_)) => Reconciliation {
+            budget: None,
+            state: State::FreshAfterDeletedCheckpoint,
+        },
+        (Some(budget), None) => Reconciliation {
+            budget: Some(budget),
+            state: State::InSync,
+        },
+        (Some(mut budget), Some(line)) => {
+            if !same_run(&budget, line) {
+                return Reconciliation {
+                    budget: Some(budget),
+                    state: State::InSync,
+                };
+            }
+            let fields = apply_line(&mut budget, line);
+            let state = if fields.is_empty() {
+                State::InSync
+            } else {
+                State::Restored {
+                    iteration: line.iteration,
+                    fields,
+                }
+            };
+            Reconciliation {
+                budget: Some(budget),
+                state,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::BudgetSnapshot;
+
+    fn budget() -> Budget {
+        let mut b = Budget::start(
+            "2026-05-09T14:32:00Z",
+            Ceilings::default(),
+            "built-in default",
+        );
+        b.iterations_used = 2;
+        b.prs_touched.insert("#1");
+        b.add_usage("claude-opus-4-7", 100, 10);
+        b.dollars_estimate = 0.00225;
+        b.set_elapsed_seconds(600);
+        b
+    }
+
+    fn snapshot_of(b: &Budget) -> BudgetSnapshot {
+        BudgetSnapshot {
+            iterations_used: Some(b.iterations_used),
+            prs_touched_total: Some(b.prs_touched.len() as u64),
+            minutes_elapsed: Some(b.minutes_elapsed),
+            tokens_in: Some(b.tokens_in),
+            tokens_out: Some(b.tokens_out),
+            dollars_estimate: Some(b.dollars_estimate),
+            qmd_failures_consecutive: Some(b.qmd_failures_consecutive),
+            prs_touched: Some(b.prs_touched.iter().map(str::to_owned).collect()),
+            comments_pushed: Some(b.comments_pushed),
+            merges_attempted: Some(b.merges_attempted),
+            agents_dispatched: Some(b.agents_dispatched),
+            seconds_elapsed: b.seconds_elapsed,
+            tokens_by_model: Some(b.tokens_by_model.clone()),
+            run_started_at: Some(b.started_at.clone()),
+            max_iterations: Some(b.max_iterations),
+            max_prs: Some(b.max_prs),
+            max_minutes: Some(b.max_minutes),
+            max_dollars: Some(b.max_dollars),
+            rate_table_source: Some(b.rate_table_source.clone()),
+            stopped: b.stopped.clone(),
+            extra: Default::default(),
+        }
+    }
+
+    fn line_for(b: &Budget, iteration: u64) -> HistoryLine {
+        HistoryLine {
+            iteration: Some(iteration),
+            outcome: Some(Outcome::Ok),
+            budget_snapshot: Some(snapshot_of(b)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn nothing_is_fresh() {
+        let r = reconcile(None, None, false);
+        assert_eq!(r.state, State::Fresh);
+        assert!(r.budget.is_none());
+        assert!(r.note("b").is_none());
+    }
+
+    #[test]
+    fn agreeing_files_are_in_sync() {
+        let b = budget();
+        let line = line_for(&b, 2);
+        let r = reconcile(Some(b.clone()), Some(&line), false);
+        assert_eq!(r.state, State::InSync);
+        assert_eq!(r.budget.unwrap(), b);
+    }
+
+    #[test]
+    fn lagging_checkpoint_is_restored_from_history() {
+        let lagging = budget();
+        let mut ahead = lagging.clone();
+        ahead.iterations_used = 3;
+        ahead.prs_touched.insert("#2");
+        ahead.add_usage("claude-opus-4-7", 50, 5);
+        ahead.set_elapsed_seconds(900);
+        let line = line_for(&ahead, 3);
+        let r = reconcile(Some(lagging), Some(&line), false);
+        let State::Restored { iteration, fields } = &r.state else {
+            panic!("{:?}", r.state)
+        };
+        assert_eq!(*iteration, Some(3));
+        assert!(fields.contains(&"iterations_used"));
+        assert!(fields.contains(&"prs_touched"));
+        assert_eq!(r.budget.as_ref().unwrap(), &ahead);
+        assert!(r.note("work.budget.json").unwrap().contains("history wins"));
+    }
+
+    #[test]
+    fn history_of_an_older_run_is_ignored() {
+        let b = budget();
+        let mut old = b.clone();
+        old.started_at = "2026-01-01T00:00:00Z".into();
+        old.iterations_used = 5;
+        let line = line_for(&old, 5);
+        assert_eq!(reconcile(Some(b), Some(&line), false).state, State::InSync);
+    }
+
+    #[test]
+    fn deleted_checkpoint_starts_fresh_unless_resuming() {
+        let b = budget();
+        let line = line_for(&b, 2);
+        let r = reconcile(None, Some(&line), false);
+        assert_eq!(r.state, State::FreshAfterDeletedCheckpoint);
+        assert!(r.budget.is_none());
+
+        let r = reconcile(None, Some(&line), true);
+        assert_eq!(r.state, State::Rebuilt { iteration: Some(2) });
+        assert_eq!(r.budget.unwrap(), b);
+    }
+
+    #[test]
+    fn older_partial_line_still_advances_iterations() {
+        let b = budget();
+        let line = HistoryLine {
+            iteration: Some(3),
+            outcome: Some(Outcome::Ok),
+            ..Default::default()
+        };
+        let r = reconcile(Some(b), Some(&line), false);
+        assert_eq!(r.budget.unwrap().iterations_used, 3);
+
+        let skipped = HistoryLine {
+            iteration: Some(3),
+            outcome: Some(Outcome::SkippedLock),
+            ..Default::default()
+        };
+        assert_eq!(
+            reconcile(Some(budget()), Some(&skipped), false).state,
+            State::InSync
+        );
+    }
+}
