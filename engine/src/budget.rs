@@ -180,6 +180,14 @@ pub struct Budget {
     /// Set once the run has stopped (engine extra).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<RunStop>,
+    /// When the last tick of the run ended; the wall-clock budget counts
+    /// the time between ticks too (engine extra).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_tick_ended_at: Option<String>,
+    /// Targets (`#N`) deferred for the rest of the run by a repeated-failure
+    /// `skip` answer (engine extra).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deferred: Vec<String>,
     /// Fields written by other tools, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -407,6 +415,8 @@ impl Budget {
             tokens_by_model: BTreeMap::new(),
             seconds_elapsed: Some(0),
             stopped: None,
+            last_tick_ended_at: None,
+            deferred: Vec::new(),
             extra: Map::new(),
         }
     }

@@ -145,6 +145,24 @@ impl ClaudeMd {
     }
 }
 
+impl ClaudeMd {
+    /// Logins that belong to agents (the responder, workers), from an
+    /// `Agent Logins` sub-block: a bullet list, or a table whose first
+    /// column (or `Login` column) holds them. Anyone else is a human.
+    pub fn agent_logins(&self) -> Vec<String> {
+        let Some(section) = self.sdd_section("Agent Logins") else {
+            return Vec::new();
+        };
+        let mut logins: Vec<String> = section.bullets().into_iter().map(|(_, l)| l).collect();
+        if let Some(table) = section.table() {
+            let col = table.column("login").unwrap_or(0);
+            logins.extend(table.rows.iter().filter_map(|r| r.cells.get(col).cloned()));
+        }
+        logins.retain(|l| !l.is_empty());
+        logins
+    }
+}
+
 fn cells(line: &str) -> Vec<String> {
     let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
     inner
@@ -241,6 +259,21 @@ mod tests {
             "```md\n### SDD Configuration\n### Loop Cost Rates\n| m | 1 | 2 |\n```\n",
         );
         assert!(md.sdd_section("Loop Cost Rates").is_none());
+    }
+
+    #[test]
+    fn agent_logins_from_bullets_or_table() {
+        let md = ClaudeMd::parse(
+            Path::new("CLAUDE.md"),
+            "### SDD Configuration\n#### Agent Logins\n- `sdd-responder`\n- sdd-worker\n",
+        );
+        assert_eq!(md.agent_logins(), vec!["sdd-responder", "sdd-worker"]);
+        let md = ClaudeMd::parse(
+            Path::new("CLAUDE.md"),
+            "### SDD Configuration\n### Agent Logins\n| Login | Role |\n|---|---|\n| bot-1 | responder |\n",
+        );
+        assert_eq!(md.agent_logins(), vec!["bot-1"]);
+        assert!(ClaudeMd::default().agent_logins().is_empty());
     }
 
     #[test]

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::budget::{ModelTokens, RunStop};
+use crate::budget::{Budget, ModelTokens, RunStop};
 use crate::files::{self, FileError};
 
 /// How a tick ended.
@@ -167,8 +167,43 @@ pub struct BudgetSnapshot {
     pub rate_table_source: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<RunStop>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_tick_ended_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deferred: Option<Vec<String>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl From<&Budget> for BudgetSnapshot {
+    /// Everything in the budget, so the run can be restored from the line.
+    fn from(b: &Budget) -> Self {
+        Self {
+            iterations_used: Some(b.iterations_used),
+            prs_touched_total: Some(b.prs_touched.len() as u64),
+            minutes_elapsed: Some(b.minutes_elapsed),
+            tokens_in: Some(b.tokens_in),
+            tokens_out: Some(b.tokens_out),
+            dollars_estimate: Some(b.dollars_estimate),
+            qmd_failures_consecutive: Some(b.qmd_failures_consecutive),
+            prs_touched: Some(b.prs_touched.iter().map(str::to_owned).collect()),
+            comments_pushed: Some(b.comments_pushed),
+            merges_attempted: Some(b.merges_attempted),
+            agents_dispatched: Some(b.agents_dispatched),
+            seconds_elapsed: Some(b.elapsed_seconds()),
+            tokens_by_model: Some(b.tokens_by_model.clone()),
+            run_started_at: Some(b.started_at.clone()),
+            max_iterations: Some(b.max_iterations),
+            max_prs: Some(b.max_prs),
+            max_minutes: Some(b.max_minutes),
+            max_dollars: Some(b.max_dollars),
+            rate_table_source: Some(b.rate_table_source.clone()),
+            stopped: b.stopped.clone(),
+            last_tick_ended_at: b.last_tick_ended_at.clone(),
+            deferred: Some(b.deferred.clone()),
+            extra: Map::new(),
+        }
+    }
 }
 
 /// One history line as read: every field optional (older writers and the
@@ -214,6 +249,17 @@ pub struct HistoryLine {
     /// Work: the workable issue set seen at entry (backlog-drift input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backlog_snapshot: Option<Vec<u64>>,
+    /// Work: the issues handed to the skill this tick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issues_dispatched_this_iter: Option<Vec<u64>>,
+    /// `false` on lines written by a tick that did not hold the lock
+    /// (skipped ticks, an aborted resume): their snapshot is a read-only
+    /// copy, never authoritative for reconciliation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_held: Option<bool>,
+    /// Why an `errored` tick failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_invoked: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -230,6 +276,11 @@ impl HistoryLine {
     /// Compact one-line JSON (no newline).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a history line always serialises")
+    }
+
+    /// Whether the line was written under the lock (older shapes: yes).
+    pub fn authoritative(&self) -> bool {
+        self.lock_held != Some(false)
     }
 
     /// The budget snapshot, or an empty one for older shapes without it.
@@ -281,7 +332,11 @@ pub struct TickRecord {
     pub failures_this_iter: Vec<FailureRecord>,
     /// `Some` on work lines.
     pub backlog_snapshot: Option<Vec<u64>>,
+    /// `Some` on work lines.
+    pub issues_dispatched_this_iter: Option<Vec<u64>>,
     pub chain: Chain,
+    pub lock_held: bool,
+    pub error: Option<String>,
 }
 
 impl From<TickRecord> for HistoryLine {
@@ -319,6 +374,9 @@ impl From<TickRecord> for HistoryLine {
             stop_conditions_fired: Some(r.stop_conditions_fired),
             failures_this_iter: Some(r.failures_this_iter),
             backlog_snapshot: r.backlog_snapshot,
+            issues_dispatched_this_iter: r.issues_dispatched_this_iter,
+            lock_held: Some(r.lock_held),
+            error: r.error,
             chain_invoked,
             review_outcome,
             autofix_pr_invoked,
@@ -656,7 +714,10 @@ mod tests {
             stop_conditions_fired: vec![],
             failures_this_iter: vec![],
             backlog_snapshot: Some(vec![1, 2]),
+            issues_dispatched_this_iter: Some(vec![1]),
             chain,
+            lock_held: true,
+            error: None,
         }
     }
 

@@ -3,17 +3,26 @@
 //! every tick whatever the wrapped skill does.
 //!
 //! Modules, one concept each: the on-disk contract ([`lock`], [`budget`],
-//! [`history`], [`reconcile`]), its inputs ([`rates`], [`redact`],
-//! [`claude_md`]), the seams ([`clock`], [`liveness`], [`files`]), the
-//! skill protocol ([`protocol`]), and the command line ([`cli`]).
+//! [`history`], [`reconcile`], [`journal`]), its inputs ([`rates`],
+//! [`redact`], [`claude_md`]), the contract's closed sets ([`stop`],
+//! [`gates`]), the world ([`backlog`], [`tracker`], [`git`]), the wrapped
+//! skill ([`protocol`], [`exchange`], [`runner`]), the seams ([`clock`],
+//! [`liveness`], [`files`]), and the command line ([`cli`]).
 
+pub mod backlog;
 pub mod budget;
 pub mod claude_md;
 pub mod cli;
 pub mod clock;
+pub mod config;
+pub mod crash;
+pub mod exchange;
 pub mod exit;
 pub mod files;
+pub mod gates;
+pub mod git;
 pub mod history;
+pub mod journal;
 pub mod liveness;
 pub mod lock;
 pub mod paths;
@@ -21,4 +30,11 @@ pub mod protocol;
 pub mod rates;
 pub mod reconcile;
 pub mod redact;
+pub mod report;
+pub mod runner;
 pub mod schema;
+pub mod status;
+pub mod stop;
+pub mod tick;
+pub mod tracker;
+pub mod yaml;

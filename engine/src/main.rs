@@ -1,14 +1,26 @@
-//! `sdd-loop`: parse, run one command, exit with its code.
+//! `sdd-loop`: capture the process environment, run one command, exit with
+//! its code.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    let signals = sdd_loop::runner::SignalFlag::install().ok();
     let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr().lock());
+    let stdin = std::io::stdin();
+    let terminal = stdin
+        .is_terminal()
+        .then(|| Box::new(stdin.lock()) as Box<dyn std::io::BufRead>);
     let code = {
         let mut env = sdd_loop::cli::Env {
             stdout: &mut stdout,
             stderr: &mut stderr,
+            vars: std::env::vars().collect(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+            terminal,
+            interrupts: signals
+                .as_ref()
+                .map(|s| s as &dyn sdd_loop::runner::Interrupts),
         };
         sdd_loop::cli::main_with(std::env::args_os(), &mut env)
     };

@@ -131,10 +131,15 @@ fn apply_line(budget: &mut Budget, line: &HistoryLine) -> Vec<&'static str> {
         }
         _ => {}
     }
-    if snap.stopped.is_some() && budget.stopped != snap.stopped {
+    if budget.stopped != snap.stopped && (snap.stopped.is_some() || snap.run_started_at.is_some()) {
         budget.stopped = snap.stopped.clone();
         changed.push("stopped");
     }
+    take!(
+        last_tick_ended_at,
+        snap.last_tick_ended_at.clone().map(Some)
+    );
+    take!(deferred, snap.deferred.clone());
     changed
 }
 
@@ -236,29 +241,7 @@ mod tests {
     }
 
     fn snapshot_of(b: &Budget) -> BudgetSnapshot {
-        BudgetSnapshot {
-            iterations_used: Some(b.iterations_used),
-            prs_touched_total: Some(b.prs_touched.len() as u64),
-            minutes_elapsed: Some(b.minutes_elapsed),
-            tokens_in: Some(b.tokens_in),
-            tokens_out: Some(b.tokens_out),
-            dollars_estimate: Some(b.dollars_estimate),
-            qmd_failures_consecutive: Some(b.qmd_failures_consecutive),
-            prs_touched: Some(b.prs_touched.iter().map(str::to_owned).collect()),
-            comments_pushed: Some(b.comments_pushed),
-            merges_attempted: Some(b.merges_attempted),
-            agents_dispatched: Some(b.agents_dispatched),
-            seconds_elapsed: b.seconds_elapsed,
-            tokens_by_model: Some(b.tokens_by_model.clone()),
-            run_started_at: Some(b.started_at.clone()),
-            max_iterations: Some(b.max_iterations),
-            max_prs: Some(b.max_prs),
-            max_minutes: Some(b.max_minutes),
-            max_dollars: Some(b.max_dollars),
-            rate_table_source: Some(b.rate_table_source.clone()),
-            stopped: b.stopped.clone(),
-            extra: Default::default(),
-        }
+        BudgetSnapshot::from(b)
     }
 
     fn line_for(b: &Budget, iteration: u64) -> HistoryLine {

@@ -1,0 +1,104 @@
+//! The resolved configuration of one tick: flags, environment and defaults
+//! gathered once by the binary ([`crate::cli`]) and passed down, so the
+//! library never reads the process environment itself.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::budget::CeilingFlags;
+use crate::crash::CrashPoints;
+use crate::gates::AnswerFlag;
+use crate::paths::Skill;
+
+/// `--lock` (ADR-0028 concurrency model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LockChoice {
+    /// Skip the tick when a live tick holds the lock (default).
+    #[default]
+    Skip,
+    /// Wait for the holder to finish, bounded by the wall-clock budget left.
+    Wait,
+    /// Override the lock after confirming at the force-unlock gate (discouraged).
+    Force,
+}
+
+/// Defaults that are not the contract's budgets.
+pub const DEFAULT_MAX_AGENTS: u64 = 4;
+pub const DEFAULT_STALL_SECS: u64 = 1200;
+pub const DEFAULT_DRAIN_SECS: u64 = 60;
+pub const DEFAULT_LOCK_POLL_MS: u64 = 5000;
+pub const DEFAULT_TRACKER_URL: &str = "https://api.github.com";
+
+/// One tick's configuration.
+#[derive(Debug, Clone)]
+pub struct TickConfig {
+    pub skill: Skill,
+    /// The project root (holds `.sdd/` and `CLAUDE.md`).
+    pub root: PathBuf,
+    /// `--loop`: enforce the contract. Without it the skill runs once and
+    /// nothing under `.sdd/loop/` is created.
+    pub loop_mode: bool,
+    /// `review --pr N`: single-PR watch mode.
+    pub pr: Option<u64>,
+    pub ceilings: CeilingFlags,
+    pub lock: LockChoice,
+    pub lock_poll: Duration,
+    pub resume: bool,
+    /// `--fresh`: start a new run even though one is recorded.
+    pub fresh: bool,
+    pub budget_file: Option<PathBuf>,
+    pub no_chain: bool,
+    pub dry_run: bool,
+    /// The wrapped skill's command line (`sh -c`).
+    pub skill_cmd: String,
+    pub answers: Vec<AnswerFlag>,
+    pub answers_file: Option<PathBuf>,
+    pub json: bool,
+    /// `owner/name` on the tracker, when known.
+    pub repository: Option<String>,
+    /// git remote for `ls-remote`.
+    pub remote: String,
+    /// Most issues (work) or PRs (review) dispatched in one tick.
+    pub max_agents: u64,
+    pub stall_timeout: Duration,
+    pub drain_timeout: Duration,
+    pub claude_md: PathBuf,
+    pub crash: CrashPoints,
+}
+
+impl TickConfig {
+    /// A configuration with the contract's defaults, for tests and callers
+    /// that set only what they need.
+    pub fn new(skill: Skill, root: impl Into<PathBuf>, skill_cmd: impl Into<String>) -> Self {
+        let root = root.into();
+        Self {
+            skill,
+            claude_md: root.join("CLAUDE.md"),
+            root,
+            loop_mode: true,
+            pr: None,
+            ceilings: CeilingFlags::default(),
+            lock: LockChoice::Skip,
+            lock_poll: Duration::from_millis(DEFAULT_LOCK_POLL_MS),
+            resume: false,
+            fresh: false,
+            budget_file: None,
+            no_chain: false,
+            dry_run: false,
+            skill_cmd: skill_cmd.into(),
+            answers: Vec::new(),
+            answers_file: None,
+            json: false,
+            repository: None,
+            remote: "origin".into(),
+            max_agents: DEFAULT_MAX_AGENTS,
+            stall_timeout: Duration::from_secs(DEFAULT_STALL_SECS),
+            drain_timeout: Duration::from_secs(DEFAULT_DRAIN_SECS),
+            crash: CrashPoints::none(),
+        }
+    }
+
+    pub fn single_pr(&self) -> bool {
+        self.skill == Skill::Review && self.pr.is_some()
+    }
+}

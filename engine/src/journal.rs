@@ -1,0 +1,122 @@
+//! The interrupted-iteration journal `.sdd/loop/{skill}.inflight.json`
+//! (DESIGN §5).
+//!
+//! Written after every gate is answered and before the skill starts;
+//! removed once the tick's history line and budget are on disk. A journal
+//! found by a later tick (which holds the lock, so the writer is gone)
+//! marks an iteration that was killed mid-flight: recovery turns it into an
+//! `errored` history line with root cause `interrupted`, carrying the spend
+//! and PRs the skill had reported (its result if it got that far, else its
+//! progress events), so nothing is lost before counters resume.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::files::{self, FileError};
+use crate::history::TrackedPr;
+use crate::protocol::SkillRequest;
+
+/// What a tick records before it dispatches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Journal {
+    pub iteration: u64,
+    pub pid: u32,
+    #[serde(default)]
+    pub process_start: Option<u64>,
+    /// The tick's start (RFC 3339).
+    pub started_at: String,
+    /// The run the iteration belongs to (`budget.json` `started_at`).
+    pub run_started_at: String,
+    /// Elapsed seconds of the run when the tick started.
+    pub seconds_at_start: u64,
+    /// The selected work, as handed to the skill.
+    pub request: SkillRequest,
+    /// PRs tracked at the start of the tick.
+    pub tracked_prs: Vec<TrackedPr>,
+    /// Work-skill backlog snapshot at entry.
+    #[serde(default)]
+    pub backlog_snapshot: Option<Vec<u64>>,
+    /// Gates answered at entry, already redacted.
+    #[serde(default)]
+    pub gates: Vec<crate::history::GateRecord>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("interrupted-iteration journal {path} is unreadable: {detail}")]
+    Invalid { path: String, detail: String },
+}
+
+impl Journal {
+    pub fn save(&self, path: &Path) -> Result<(), FileError> {
+        let mut json = serde_json::to_vec_pretty(self).expect("journals serialise");
+        json.push(b'\n');
+        files::write_atomic(path, &json)
+    }
+
+    pub fn load(path: &Path) -> Result<Option<Self>, JournalError> {
+        match files::read_bytes(path)? {
+            None => Ok(None),
+            Some(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| JournalError::Invalid {
+                        path: path.display().to_string(),
+                        detail: e.to_string(),
+                    })
+            }
+        }
+    }
+
+    pub fn remove(path: &Path) -> Result<bool, FileError> {
+        files::remove_if_present(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::Skill;
+    use crate::protocol::PROTOCOL_VERSION;
+
+    #[test]
+    fn round_trip_and_removal() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("work.inflight.json");
+        assert!(Journal::load(&path).unwrap().is_none());
+        let j = Journal {
+            iteration: 2,
+            pid: 42,
+            process_start: Some(9),
+            started_at: "2026-05-09T14:50:00Z".into(),
+            run_started_at: "2026-05-09T14:00:00Z".into(),
+            seconds_at_start: 60,
+            request: SkillRequest {
+                protocol: PROTOCOL_VERSION,
+                skill: Skill::Work,
+                iteration: 2,
+                repository: None,
+                issues: vec![],
+                prs: vec![],
+                max_new_prs: None,
+                no_chain: true,
+                dry_run: false,
+            },
+            tracked_prs: vec![],
+            backlog_snapshot: Some(vec![1]),
+            gates: vec![],
+        };
+        j.save(&path).unwrap();
+        assert_eq!(Journal::load(&path).unwrap().unwrap(), j);
+        assert!(Journal::remove(&path).unwrap());
+        std::fs::write(&path, "{").unwrap();
+        assert!(matches!(
+            Journal::load(&path).unwrap_err(),
+            JournalError::Invalid { .. }
+        ));
+    }
+}

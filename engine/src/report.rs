@@ -1,0 +1,316 @@
+//! What a tick prints (ADR-0028 "Telemetry and observability"; DESIGN §6):
+//! the one-screen status block on every tick — skipped ones too — and the
+//! final report on any stop, in the seeds' layouts.
+
+use std::fmt::Write as _;
+
+use crate::budget::Budget;
+use crate::history::GateRecord;
+use crate::paths::Skill;
+use crate::stop::{Fired, dollars};
+
+/// Everything the status block shows.
+#[derive(Debug, Clone)]
+pub struct StatusView<'a> {
+    pub skill: Skill,
+    pub iteration: u64,
+    pub started_at: &'a str,
+    /// `Backlog: …` (work) or `Tracked PR: …` (review) line.
+    pub context: String,
+    /// The `Iteration plan:` text.
+    pub plan: String,
+    /// Review: (comments pushed, merges attempted), shown on every block.
+    pub review_counters: Option<(u64, u64)>,
+    pub budget: Option<&'a Budget>,
+    /// Elapsed minutes to show (the budget's, or the tick's view at entry).
+    pub minutes: u64,
+    pub single_pr: bool,
+    pub stops: &'a [Fired],
+    pub concurrency: String,
+    pub outcome: String,
+    pub ended: bool,
+}
+
+/// `Budget remaining: 2 iterations, 16 PRs, 42 minutes, $10.08`.
+pub fn remaining(budget: &Budget, minutes: u64, single_pr: bool) -> String {
+    let mut parts = vec![format!(
+        "{} iterations",
+        budget.max_iterations.saturating_sub(budget.iterations_used)
+    )];
+    if !single_pr {
+        parts.push(format!(
+            "{} PRs",
+            budget
+                .max_prs
+                .saturating_sub(budget.prs_touched.len() as u64)
+        ));
+    }
+    parts.push(format!(
+        "{} minutes",
+        budget.max_minutes.saturating_sub(minutes)
+    ));
+    if budget.max_dollars > 0.0 {
+        parts.push(dollars(
+            (budget.max_dollars - budget.dollars_estimate).max(0.0),
+        ));
+    } else {
+        parts.push(format!(
+            "no cost ceiling ({} spent)",
+            dollars(budget.dollars_estimate)
+        ));
+    }
+    format!("Budget remaining: {}", parts.join(", "))
+}
+
+fn stops_line(stops: &[Fired]) -> String {
+    if stops.is_empty() {
+        "Stop conditions evaluated: none triggered".into()
+    } else {
+        let names: Vec<String> = stops
+            .iter()
+            .map(|f| format!("{} (#{})", f.cause.name(), f.cause.number()))
+            .collect();
+        format!("Stop conditions evaluated: {} triggered", names.join(", "))
+    }
+}
+
+/// The status block, ending with a newline.
+pub fn status_block(v: &StatusView<'_>) -> String {
+    let mut s = String::new();
+    let max = v.budget.map_or(0, |b| b.max_iterations);
+    let _ = writeln!(
+        s,
+        "## Loop Iteration {}/{} — /sdd:{} --loop\n",
+        v.iteration, max, v.skill
+    );
+    let _ = writeln!(s, "Started: {}", v.started_at);
+    let _ = writeln!(s, "{}", v.context);
+    let _ = writeln!(s, "Iteration plan: {}", v.plan);
+    if let Some((comments, merges)) = v.review_counters {
+        let _ = writeln!(
+            s,
+            "Comments pushed: {comments} · Merges attempted: {merges}"
+        );
+    }
+    s.push('\n');
+    match v.budget {
+        Some(b) => {
+            let _ = writeln!(s, "{}\n", remaining(b, v.minutes, v.single_pr));
+        }
+        None => s.push_str("Budget remaining: no budget recorded yet\n\n"),
+    }
+    let _ = writeln!(s, "{}", stops_line(v.stops));
+    let _ = writeln!(s, "Concurrency: {}\n", v.concurrency);
+    let _ = writeln!(s, "Outcome: {}\n", v.outcome);
+    let _ = writeln!(
+        s,
+        "Next tick: {}",
+        if v.ended {
+            "Loop ended"
+        } else {
+            "scheduled by /loop"
+        }
+    );
+    s
+}
+
+/// Everything the final report shows.
+#[derive(Debug, Clone)]
+pub struct FinalView<'a> {
+    pub skill: Skill,
+    pub cause: &'a Fired,
+    pub budget: Option<&'a Budget>,
+    pub minutes: u64,
+    /// Review `--pr N`.
+    pub single_pr: Option<u64>,
+    /// Every gate fired in the run, with its iteration.
+    pub gates: Vec<(u64, GateRecord)>,
+    pub budget_path: String,
+    pub history_path: String,
+}
+
+/// The final report, ending with a newline.
+pub fn final_report(v: &FinalView<'_>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "## Loop Ended — /sdd:{} --loop\n", v.skill);
+    let _ = writeln!(
+        s,
+        "Stop cause: {} (#{}, {}) — {}",
+        v.cause.cause.name(),
+        v.cause.cause.number(),
+        v.cause.cause.prose(),
+        v.cause.message
+    );
+    if let Some(b) = v.budget {
+        let _ = writeln!(s, "Iterations: {}/{}", b.iterations_used, b.max_iterations);
+        let list: Vec<&str> = b.prs_touched.iter().collect();
+        let list = if list.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", list.join(", "))
+        };
+        match v.single_pr {
+            Some(n) => {
+                let _ = writeln!(s, "PRs touched: #{n} (single-PR mode, not budgeted)");
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "PRs touched: {}/{}{list}",
+                    b.prs_touched.len(),
+                    b.max_prs
+                );
+            }
+        }
+        let _ = writeln!(s, "Minutes: {}/{}", v.minutes, b.max_minutes);
+        if b.max_dollars > 0.0 {
+            let _ = writeln!(
+                s,
+                "Dollars: {}/{}",
+                dollars(b.dollars_estimate),
+                dollars(b.max_dollars)
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "Dollars: {} (no cost ceiling)",
+                dollars(b.dollars_estimate)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "Comments pushed: {} · Merges attempted: {}",
+            b.comments_pushed, b.merges_attempted
+        );
+    }
+    if v.gates.is_empty() {
+        s.push_str("Gates fired: none\n");
+    } else {
+        s.push_str("Gates fired:\n");
+        for (iteration, g) in &v.gates {
+            let _ = writeln!(
+                s,
+                "- iteration {iteration} · {} · \"{}\" → {}",
+                g.name, g.question, g.answer
+            );
+        }
+    }
+    let _ = writeln!(s, "Budget: {}", v.budget_path);
+    let _ = writeln!(s, "History: {}", v.history_path);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::Ceilings;
+    use crate::stop::StopCause;
+
+    fn budget() -> Budget {
+        let mut b = Budget::start(
+            "2026-05-09T14:32:00Z",
+            Ceilings::default(),
+            "built-in default",
+        );
+        b.iterations_used = 3;
+        for pr in ["#141", "#142", "#143", "#145"] {
+            b.prs_touched.insert(pr);
+        }
+        b.dollars_estimate = 14.92;
+        b.set_elapsed_seconds(18 * 60);
+        b
+    }
+
+    #[test]
+    fn status_block_layout() {
+        let b = budget();
+        let text = status_block(&StatusView {
+            skill: Skill::Work,
+            iteration: 3,
+            started_at: "2026-05-09T14:50:00Z",
+            context: "Backlog: 12 unblocked, 4 blocked, 0 in-progress".into(),
+            plan: "implement #143, #145, #149 (3 of 4 max-agents)".into(),
+            review_counters: None,
+            budget: Some(&b),
+            minutes: 18,
+            single_pr: false,
+            stops: &[],
+            concurrency: "lock acquired".into(),
+            outcome: "3 PRs opened (#151, #152, #153).".into(),
+            ended: false,
+        });
+        assert_eq!(
+            text,
+            "## Loop Iteration 3/5 — /sdd:work --loop\n\nStarted: 2026-05-09T14:50:00Z\nBacklog: 12 unblocked, 4 blocked, 0 in-progress\nIteration plan: implement #143, #145, #149 (3 of 4 max-agents)\n\nBudget remaining: 2 iterations, 16 PRs, 42 minutes, $10.08\n\nStop conditions evaluated: none triggered\nConcurrency: lock acquired\n\nOutcome: 3 PRs opened (#151, #152, #153).\n\nNext tick: scheduled by /loop\n"
+        );
+    }
+
+    #[test]
+    fn single_pr_block_shows_review_counters_and_no_pr_budget() {
+        let b = budget();
+        let text = status_block(&StatusView {
+            skill: Skill::Review,
+            iteration: 2,
+            started_at: "t",
+            context: "Tracked PR: #142".into(),
+            plan: "review #142".into(),
+            review_counters: Some((3, 1)),
+            budget: Some(&b),
+            minutes: 18,
+            single_pr: true,
+            stops: &[Fired::new(
+                StopCause::TerminalPr,
+                "PR #142 reached terminal state: merged",
+            )],
+            concurrency: "lock acquired".into(),
+            outcome: "halted".into(),
+            ended: true,
+        });
+        assert!(text.contains("Comments pushed: 3 · Merges attempted: 1\n"));
+        assert!(text.contains("Budget remaining: 2 iterations, 42 minutes, $10.08\n"));
+        assert!(text.contains("Stop conditions evaluated: terminal_pr (#2) triggered\n"));
+        assert!(text.ends_with("Next tick: Loop ended\n"));
+    }
+
+    #[test]
+    fn final_report_lists_cause_budgets_gates_and_paths() {
+        let b = budget();
+        let fired = Fired::new(
+            StopCause::PrsTouchedBudget,
+            "PR-touch budget reached: 4/4 PRs",
+        );
+        let text = final_report(&FinalView {
+            skill: Skill::Work,
+            cause: &fired,
+            budget: Some(&b),
+            minutes: 18,
+            single_pr: None,
+            gates: vec![(
+                2,
+                GateRecord {
+                    name: "backlog-drift".into(),
+                    question: "Backlog changed since last iteration. Re-propose the next batch?"
+                        .into(),
+                    answer: "continue".into(),
+                    at: "t".into(),
+                    extra: Default::default(),
+                },
+            )],
+            budget_path: ".sdd/loop/work.budget.json".into(),
+            history_path: ".sdd/loop/work.history.jsonl".into(),
+        });
+        assert!(text.starts_with("## Loop Ended — /sdd:work --loop\n\nStop cause: prs_touched_budget (#4, PR-touch budget reached) — PR-touch budget reached: 4/4 PRs\n"));
+        assert!(text.contains("Iterations: 3/5\nPRs touched: 4/20 (#141, #142, #143, #145)\nMinutes: 18/60\nDollars: $14.92/$25.00\n"));
+        assert!(text.contains("- iteration 2 · backlog-drift · \"Backlog changed since last iteration. Re-propose the next batch?\" → continue\n"));
+        assert!(text.ends_with(
+            "Budget: .sdd/loop/work.budget.json\nHistory: .sdd/loop/work.history.jsonl\n"
+        ));
+    }
+
+    #[test]
+    fn no_cost_ceiling_is_spelled_out() {
+        let mut b = budget();
+        b.max_dollars = 0.0;
+        assert!(remaining(&b, 0, false).ends_with("no cost ceiling ($14.92 spent)"));
+    }
+}

@@ -1,0 +1,510 @@
+//! Running the wrapped skill (DESIGN §5, §7) behind the [`SkillRunner`]
+//! seam.
+//!
+//! [`ProcessRunner`] starts the skill command with `sh -c` in its own
+//! process group, with `SDD_LOOP_REQUEST`, `SDD_LOOP_RESULT` and
+//! `SDD_LOOP_EVENTS` set, and watches it:
+//! - its stdout and stderr are passed through (to the engine's stderr, so
+//!   stdout stays the loop's report); stderr is scanned line by line for the
+//!   `qmd-unreachable` sentinel and its tail is kept, bounded, for the
+//!   root cause of a failure;
+//! - a stall watchdog kills the group when neither output nor progress
+//!   events have arrived for the stall timeout;
+//! - on SIGINT/SIGTERM to the engine, or when the stop-request file
+//!   appears, the interrupt is forwarded to the group and the skill gets the
+//!   drain timeout to finish its iteration before the group is killed (ADR-
+//!   0028 #8: stop after the current iteration drains, no half-states).
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::exchange::Exchange;
+use crate::protocol::{ENV_EVENTS, ENV_REQUEST, ENV_RESULT, EX_QMD_UNREACHABLE, QMD_SENTINEL};
+
+/// Lines of stderr kept for error reports.
+pub const STDERR_TAIL_LINES: usize = 40;
+/// Longest stderr line kept (longer ones are cut).
+pub const STDERR_LINE_MAX: usize = 2000;
+
+/// Pending interrupts of the engine process.
+pub trait Interrupts: std::fmt::Debug {
+    /// The signal number received, if any.
+    fn pending(&self) -> Option<i32>;
+}
+
+/// The real signal flags, set by handlers the binary installs.
+#[derive(Debug, Clone, Default)]
+pub struct SignalFlag(pub Arc<AtomicUsize>);
+
+impl SignalFlag {
+    /// Installs SIGINT and SIGTERM handlers that set the flag instead of
+    /// killing the process.
+    pub fn install() -> std::io::Result<Self> {
+        let flag = Arc::new(AtomicUsize::new(0));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register_usize(sig, flag.clone(), sig as usize)?;
+        }
+        Ok(Self(flag))
+    }
+}
+
+impl Interrupts for SignalFlag {
+    fn pending(&self) -> Option<i32> {
+        match self.0.load(Ordering::SeqCst) {
+            0 => None,
+            sig => Some(sig as i32),
+        }
+    }
+}
+
+/// No interrupts (tests).
+#[derive(Debug, Default)]
+pub struct NoInterrupts;
+
+impl Interrupts for NoInterrupts {
+    fn pending(&self) -> Option<i32> {
+        None
+    }
+}
+
+/// What to run and how to watch it.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// Shell command line (`sh -c`).
+    pub command: String,
+    pub cwd: PathBuf,
+    /// Extra environment for the skill.
+    pub env: Vec<(String, String)>,
+    pub stall_timeout: Duration,
+    pub drain_timeout: Duration,
+    /// `.sdd/loop/{skill}.stop`.
+    pub stop_file: PathBuf,
+    /// `after-spawn` is hit once the skill runs.
+    pub crash: crate::crash::CrashPoints,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunOutcome {
+    pub exit_code: Option<i32>,
+    /// The signal that ended the skill, if one did.
+    pub signal: Option<i32>,
+    /// The stall watchdog killed it.
+    pub stalled: bool,
+    /// An interrupt arrived while it ran.
+    pub interrupted: Option<InterruptKind>,
+    /// It had to be killed after the drain timeout.
+    pub drain_expired: bool,
+    /// The last stderr lines.
+    pub stderr_tail: Vec<String>,
+    /// The first stderr line carrying the qmd sentinel.
+    pub qmd_line: Option<String>,
+    /// The command could not be started.
+    pub spawn_error: Option<String>,
+}
+
+/// What interrupted a running skill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterruptKind {
+    Signal(i32),
+    StopFile,
+}
+
+impl RunOutcome {
+    /// The qmd signal of condition #11: exit status 78 first; on another
+    /// non-zero status, the stderr sentinel.
+    pub fn qmd_signal(&self) -> bool {
+        match self.exit_code {
+            Some(EX_QMD_UNREACHABLE) => true,
+            Some(0) => false,
+            _ => self.qmd_line.is_some(),
+        }
+    }
+
+    /// The last non-empty stderr line, for root causes.
+    pub fn last_stderr(&self) -> Option<&str> {
+        self.stderr_tail
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .find(|l| !l.is_empty())
+    }
+
+    /// One line describing an unsuccessful run, or `None` if it exited 0.
+    pub fn failure(&self) -> Option<String> {
+        if let Some(e) = &self.spawn_error {
+            return Some(format!("skill command could not start: {e}"));
+        }
+        if self.stalled {
+            return Some("stalled: no output or progress events within the stall timeout".into());
+        }
+        let how = match (self.exit_code, self.signal) {
+            (Some(0), _) => return None,
+            (Some(code), _) => format!("skill exited {code}"),
+            (None, Some(sig)) => format!("skill killed by signal {sig}"),
+            (None, None) => "skill ended without a status".into(),
+        };
+        Some(match self.last_stderr() {
+            Some(line) => format!("{how}: {line}"),
+            None => how,
+        })
+    }
+}
+
+/// Runs a wrapped skill.
+pub trait SkillRunner: std::fmt::Debug {
+    /// Runs the skill for `exchange`, echoing its output to `echo`.
+    fn run(&mut self, spec: &RunSpec, exchange: &Exchange, echo: &mut dyn Write) -> RunOutcome;
+}
+
+/// The real runner: a child process group.
+#[derive(Debug)]
+pub struct ProcessRunner<'a> {
+    pub interrupts: &'a dyn Interrupts,
+    /// How often the watchdog looks at the clock, the stop file and the
+    /// events file while no output arrives.
+    pub tick: Duration,
+}
+
+enum Line {
+    Out(String),
+    Err(String),
+}
+
+fn pump(reader: impl Read + Send + 'static, tx: mpsc::Sender<Line>, err: bool) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(reader);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&buf)
+                        .trim_end_matches(['\n', '\r'])
+                        .to_owned();
+                    let msg = if err {
+                        Line::Err(line)
+                    } else {
+                        Line::Out(line)
+                    };
+                    if tx.send(msg).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+}
+
+fn signal_group(pgid: u32, sig: rustix::process::Signal) {
+    if let Some(pid) = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, sig);
+    }
+}
+
+fn to_signal(sig: i32) -> rustix::process::Signal {
+    if sig == signal_hook::consts::SIGTERM {
+        rustix::process::Signal::TERM
+    } else {
+        rustix::process::Signal::INT
+    }
+}
+
+impl SkillRunner for ProcessRunner<'_> {
+    fn run(&mut self, spec: &RunSpec, exchange: &Exchange, echo: &mut dyn Write) -> RunOutcome {
+        let mut outcome = RunOutcome::default();
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&spec.command)
+            .current_dir(&spec.cwd)
+            .env(ENV_REQUEST, exchange.request_path())
+            .env(ENV_RESULT, exchange.result_path())
+            .env(ENV_EVENTS, exchange.events_path())
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Its own group: terminal Ctrl-C reaches the engine only, which
+        // forwards it; and the watchdog can kill the skill's whole tree.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                outcome.spawn_error = Some(format!("sh -c {:?}: {e}", spec.command));
+                return outcome;
+            }
+        };
+        let pgid = child.id();
+        spec.crash.hit("after-spawn");
+        let (tx, rx) = mpsc::channel();
+        if let Some(out) = child.stdout.take() {
+            pump(out, tx.clone(), false);
+        }
+        if let Some(err) = child.stderr.take() {
+            pump(err, tx.clone(), true);
+        }
+        drop(tx);
+
+        let mut tail: VecDeque<String> = VecDeque::new();
+        let mut last_progress = Instant::now();
+        let mut events_len = exchange.events_len();
+        let mut interrupt_at: Option<Instant> = None;
+        let mut killed = false;
+        let mut pipes_open = true;
+        let mut exited_at: Option<Instant> = None;
+        loop {
+            let wait = if pipes_open {
+                self.tick
+            } else {
+                Duration::ZERO
+            };
+            match rx.recv_timeout(wait) {
+                Ok(line) => {
+                    last_progress = Instant::now();
+                    let (text, is_err) = match line {
+                        Line::Out(t) => (t, false),
+                        Line::Err(t) => (t, true),
+                    };
+                    let _ = writeln!(echo, "{text}");
+                    if is_err {
+                        if outcome.qmd_line.is_none() && text.contains(QMD_SENTINEL) {
+                            outcome.qmd_line = Some(text.chars().take(STDERR_LINE_MAX).collect());
+                        }
+                        tail.push_back(text.chars().take(STDERR_LINE_MAX).collect());
+                        if tail.len() > STDERR_TAIL_LINES {
+                            tail.pop_front();
+                        }
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => pipes_open = false,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if exited_at.is_none()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                outcome.exit_code = status.code();
+                outcome.signal = status.signal();
+                exited_at = Some(Instant::now());
+            }
+            if let Some(at) = exited_at {
+                // Output still buffered in the pipes is read to the end, but
+                // a background process that inherited them must not hold the
+                // tick: give it a moment, then stop reading.
+                if !pipes_open || at.elapsed() > Duration::from_secs(2) {
+                    break;
+                }
+                continue;
+            }
+            if killed {
+                continue;
+            }
+            let len = exchange.events_len();
+            if len != events_len {
+                events_len = len;
+                last_progress = Instant::now();
+            }
+            match interrupt_at {
+                None => {
+                    let trigger = match self.interrupts.pending() {
+                        Some(sig) => Some(InterruptKind::Signal(sig)),
+                        None if spec.stop_file.exists() => Some(InterruptKind::StopFile),
+                        None => None,
+                    };
+                    if let Some(kind) = trigger {
+                        outcome.interrupted = Some(kind);
+                        interrupt_at = Some(Instant::now());
+                        let sig = match kind {
+                            InterruptKind::Signal(s) => to_signal(s),
+                            InterruptKind::StopFile => rustix::process::Signal::INT,
+                        };
+                        signal_group(pgid, sig);
+                    }
+                }
+                Some(at) if at.elapsed() > spec.drain_timeout => {
+                    outcome.drain_expired = true;
+                    signal_group(pgid, rustix::process::Signal::KILL);
+                    killed = true;
+                }
+                Some(_) => {}
+            }
+            if !killed && interrupt_at.is_none() && last_progress.elapsed() > spec.stall_timeout {
+                outcome.stalled = true;
+                signal_group(pgid, rustix::process::Signal::KILL);
+                killed = true;
+            }
+        }
+        if exited_at.is_none()
+            && let Ok(status) = child.wait()
+        {
+            outcome.exit_code = status.code();
+            outcome.signal = status.signal();
+        }
+        outcome.stderr_tail = tail.into_iter().collect();
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::{Skill, StatePaths};
+
+    fn setup() -> (tempfile::TempDir, Exchange, RunSpec) {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(tmp.path(), Skill::Work, None);
+        let ex = Exchange::for_iteration(&paths, 1);
+        ex.prepare(&crate::protocol::SkillRequest {
+            protocol: 1,
+            skill: Skill::Work,
+            iteration: 1,
+            repository: None,
+            issues: vec![],
+            prs: vec![],
+            max_new_prs: None,
+            no_chain: false,
+            dry_run: false,
+        })
+        .unwrap();
+        let spec = RunSpec {
+            command: String::new(),
+            cwd: tmp.path().to_path_buf(),
+            env: vec![("EXTRA".into(), "x".into())],
+            stall_timeout: Duration::from_secs(60),
+            drain_timeout: Duration::from_secs(60),
+            stop_file: paths.stop_request(),
+            crash: crate::crash::CrashPoints::none(),
+        };
+        (tmp, ex, spec)
+    }
+
+    fn run(spec: &RunSpec, ex: &Exchange, interrupts: &dyn Interrupts) -> (RunOutcome, String) {
+        let mut echo = Vec::new();
+        let mut runner = ProcessRunner {
+            interrupts,
+            tick: Duration::from_millis(10),
+        };
+        let outcome = runner.run(spec, ex, &mut echo);
+        (outcome, String::from_utf8(echo).unwrap())
+    }
+
+    #[test]
+    fn passes_protocol_env_and_echoes_output() {
+        let (_tmp, ex, mut spec) = setup();
+        spec.command = "echo \"req=$SDD_LOOP_REQUEST\"; echo \"$EXTRA\" >&2; echo '{\"protocol\":1}' > \"$SDD_LOOP_RESULT\"".into();
+        let (outcome, echo) = run(&spec, &ex, &NoInterrupts);
+        assert_eq!(outcome.exit_code, Some(0));
+        assert!(echo.contains(&format!("req={}", ex.request_path().display())));
+        assert_eq!(outcome.stderr_tail, vec!["x".to_owned()]);
+        assert!(ex.read_result().is_ok());
+        assert_eq!(outcome.failure(), None);
+    }
+
+    #[test]
+    fn qmd_signal_by_exit_status_first_then_sentinel() {
+        let (_tmp, ex, mut spec) = setup();
+        spec.command = "exit 78".into();
+        assert!(run(&spec, &ex, &NoInterrupts).0.qmd_signal());
+        spec.command = "echo 'error: qmd-unreachable: connection refused' >&2; exit 1".into();
+        let (o, _) = run(&spec, &ex, &NoInterrupts);
+        assert!(o.qmd_signal());
+        assert_eq!(
+            o.qmd_line.as_deref(),
+            Some("error: qmd-unreachable: connection refused")
+        );
+        assert_eq!(
+            o.failure().unwrap(),
+            "skill exited 1: error: qmd-unreachable: connection refused"
+        );
+        spec.command = "echo 'warning: qmd-unreachable earlier' >&2; exit 0".into();
+        assert!(!run(&spec, &ex, &NoInterrupts).0.qmd_signal());
+    }
+
+    #[test]
+    fn stderr_tail_is_bounded() {
+        let (_tmp, ex, mut spec) = setup();
+        spec.command =
+            "i=0; while [ $i -lt 100 ]; do echo line$i >&2; i=$((i+1)); done; exit 3".into();
+        let (o, _) = run(&spec, &ex, &NoInterrupts);
+        assert_eq!(o.stderr_tail.len(), STDERR_TAIL_LINES);
+        assert_eq!(o.stderr_tail.last().unwrap(), "line99");
+        assert_eq!(o.failure().unwrap(), "skill exited 3: line99");
+    }
+
+    #[test]
+    fn stall_watchdog_kills_a_silent_skill() {
+        let (_tmp, ex, mut spec) = setup();
+        spec.command = "exec sleep 600".into();
+        spec.stall_timeout = Duration::from_millis(200);
+        let (o, _) = run(&spec, &ex, &NoInterrupts);
+        assert!(o.stalled);
+        assert_eq!(o.signal, Some(9));
+        assert!(o.failure().unwrap().starts_with("stalled"));
+    }
+
+    #[derive(Debug)]
+    struct Pending(i32);
+    impl Interrupts for Pending {
+        fn pending(&self) -> Option<i32> {
+            Some(self.0)
+        }
+    }
+
+    #[test]
+    fn interrupt_is_forwarded_and_the_skill_drains() {
+        let (_tmp, ex, mut spec) = setup();
+        // The skill records the interrupt and finishes its iteration.
+        spec.command = "trap 'echo drained >&2; echo \"{\\\"protocol\\\":1}\" > \"$SDD_LOOP_RESULT\"; exit 0' INT; echo ready >&2; while :; do sleep 0.05; done".into();
+        let (o, _) = run(&spec, &ex, &Pending(2));
+        assert_eq!(o.interrupted, Some(InterruptKind::Signal(2)));
+        assert!(!o.drain_expired);
+        assert_eq!(o.exit_code, Some(0));
+        assert!(o.stderr_tail.contains(&"drained".to_owned()));
+        assert!(ex.read_result().is_ok());
+    }
+
+    #[test]
+    fn drain_timeout_kills_a_skill_that_ignores_the_interrupt() {
+        let (_tmp, ex, mut spec) = setup();
+        spec.command = "trap '' INT TERM; while :; do sleep 0.05; done".into();
+        spec.drain_timeout = Duration::from_millis(200);
+        let (o, _) = run(&spec, &ex, &Pending(15));
+        assert!(o.drain_expired);
+        assert_eq!(o.signal, Some(9));
+    }
+
+    #[test]
+    fn stop_file_interrupts_like_a_signal() {
+        let (_tmp, ex, mut spec) = setup();
+        std::fs::write(&spec.stop_file, "").unwrap();
+        spec.command = "trap 'exit 0' INT; while :; do sleep 0.05; done".into();
+        let (o, _) = run(&spec, &ex, &NoInterrupts);
+        assert_eq!(o.interrupted, Some(InterruptKind::StopFile));
+        assert_eq!(o.exit_code, Some(0));
+    }
+
+    #[test]
+    fn missing_command_is_a_clear_failure() {
+        let (_tmp, ex, mut spec) = setup();
+        spec.command = "definitely-not-a-command-xyz".into();
+        let (o, _) = run(&spec, &ex, &NoInterrupts);
+        assert_eq!(o.exit_code, Some(127));
+        assert!(
+            o.failure().unwrap().contains("not found"),
+            "{:?}",
+            o.failure()
+        );
+    }
+}

@@ -1,0 +1,345 @@
+//! `sdd-loop status work|review`: who holds the lock and whether it is
+//! alive, budget used and remaining per dimension, the last tick, an
+//! in-flight iteration, and the stop cause if the run has ended.
+//!
+//! Read-only and safe while a tick runs: the lock is peeked without the
+//! guard (it is published by rename, so the read is whole), nothing is
+//! repaired — a torn history line is only reported — and no file is
+//! created.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::budget::Budget;
+use crate::clock::{self, Clock};
+use crate::exit;
+use crate::history::{self, HistoryLine};
+use crate::journal::Journal;
+use crate::liveness::{self, Liveness, ProcessProbe};
+use crate::lock;
+use crate::paths::{Skill, StatePaths};
+use crate::report;
+use crate::stop::dollars;
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the status command's inputs, gathered by the CLI"
+)]
+pub fn run(
+    root: &Path,
+    skill: Skill,
+    budget_file: Option<&Path>,
+    as_json: bool,
+    clock: &dyn Clock,
+    probe: &dyn ProcessProbe,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let paths = StatePaths::new(root, skill, budget_file);
+    match gather(&paths, clock, probe) {
+        Ok(s) => {
+            let text = if as_json {
+                format!("{}\n", s.json(root, &paths))
+            } else {
+                s.text(root, &paths)
+            };
+            match out.write_all(text.as_bytes()) {
+                Ok(()) => exit::TICK_DONE,
+                Err(_) => exit::CANT_WRITE,
+            }
+        }
+        Err((code, message, help)) => {
+            let _ = writeln!(err, "error: {message}");
+            let _ = writeln!(err, "help: {help}");
+            code
+        }
+    }
+}
+
+struct Status {
+    skill: Skill,
+    lock: Option<Result<(lock::LockRecord, Liveness), String>>,
+    budget: Option<Budget>,
+    minutes_now: u64,
+    last: Option<HistoryLine>,
+    torn: Option<usize>,
+    inflight: Option<Journal>,
+}
+
+type Refusal = (u8, String, String);
+
+fn gather(
+    paths: &StatePaths,
+    clock: &dyn Clock,
+    probe: &dyn ProcessProbe,
+) -> Result<Status, Refusal> {
+    let lock = lock::peek(paths)
+        .map_err(|e| (exit::DATA, e.to_string(), e.help()))?
+        .map(|r| {
+            r.map(|rec| {
+                let verdict = liveness::check(probe, rec.pid, rec.process_start);
+                (rec, verdict)
+            })
+        });
+    let budget = Budget::load(paths.budget()).map_err(|e| {
+        (
+            exit::DATA,
+            e.to_string(),
+            "status never changes the file; fix or delete it, then look again".to_owned(),
+        )
+    })?;
+    let tail = history::read_tail(&paths.history(), 1)
+        .map_err(|e| (exit::DATA, e.to_string(), e.help()))?;
+    let inflight = Journal::load(&paths.inflight()).ok().flatten();
+    let now = clock.now();
+    let minutes_now = budget.as_ref().map_or(0, |b| {
+        let gap = b
+            .last_tick_ended_at
+            .as_deref()
+            .and_then(|t| clock::parse(t).ok())
+            .filter(|_| b.stopped.is_none() && lock.is_none())
+            .map(|end| (now.as_second() - end.as_second()).max(0) as u64)
+            .unwrap_or(0);
+        (b.elapsed_seconds() + gap) / 60
+    });
+    Ok(Status {
+        skill: paths.skill,
+        lock,
+        budget,
+        minutes_now,
+        last: tail.last().cloned(),
+        torn: tail.torn.map(|t| t.bytes.len()),
+        inflight,
+    })
+}
+
+fn liveness_word(v: &Liveness) -> &'static str {
+    match v {
+        Liveness::Alive => "alive",
+        Liveness::Dead => "dead — stale, the next tick reaps it",
+        Liveness::Recycled { .. } => {
+            "dead (PID reused by another process) — stale, the next tick reaps it"
+        }
+        Liveness::Ambiguous { .. } => "unknown (treated as alive)",
+    }
+}
+
+impl Status {
+    fn text(&self, root: &Path, paths: &StatePaths) -> String {
+        let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+        let mut s = format!("## Loop Status — /sdd:{} --loop\n\n", self.skill);
+        s.push_str(&match &self.lock {
+            None => "Lock: free\n".to_owned(),
+            Some(Ok((r, v))) => format!(
+                "Lock: held by pid {} ({}), iteration {}, since {}\n",
+                r.pid,
+                liveness_word(v),
+                r.iteration,
+                r.started_at
+            ),
+            Some(Err(detail)) => format!("Lock: unreadable ({detail})\n"),
+        });
+        if let Some(j) = &self.inflight {
+            s.push_str(&format!(
+                "In flight: iteration {} (pid {}), started {}\n",
+                j.iteration, j.pid, j.started_at
+            ));
+        }
+        match &self.budget {
+            None => s.push_str("Run: none recorded yet\n"),
+            Some(b) => {
+                s.push_str(&format!(
+                    "Run: started {}, rates from {}\n",
+                    b.started_at, b.rate_table_source
+                ));
+                s.push_str(&format!(
+                    "Used: {}/{} iterations, {}/{} PRs, {}/{} minutes, {}/{}\n",
+                    b.iterations_used,
+                    b.max_iterations,
+                    b.prs_touched.len(),
+                    b.max_prs,
+                    self.minutes_now,
+                    b.max_minutes,
+                    dollars(b.dollars_estimate),
+                    if b.max_dollars > 0.0 {
+                        dollars(b.max_dollars)
+                    } else {
+                        "no ceiling".into()
+                    }
+                ));
+                s.push_str(&report::remaining(b, self.minutes_now, false));
+                s.push('\n');
+                s.push_str(&format!(
+                    "Comments pushed: {} · Merges attempted: {} · Agents dispatched: {} · qmd failures in a row: {}\n",
+                    b.comments_pushed, b.merges_attempted, b.agents_dispatched, b.qmd_failures_consecutive
+                ));
+            }
+        }
+        match &self.last {
+            None => s.push_str("Last tick: none\n"),
+            Some(l) => s.push_str(&format!(
+                "Last tick: iteration {}, {}, ended {}{}\n",
+                l.iteration.map_or("?".into(), |i| i.to_string()),
+                l.outcome.map_or("?", |o| o.as_str()),
+                l.ended_at.as_deref().unwrap_or("?"),
+                match l.stop_conditions_fired.as_deref() {
+                    Some([]) | None => String::new(),
+                    Some(f) => format!(" — stop: {}", f.join(", ")),
+                }
+            )),
+        }
+        if let Some(n) = self.torn {
+            s.push_str(&format!(
+                "History: the last line is torn ({n} bytes); the next tick moves it aside\n"
+            ));
+        }
+        s.push_str(&match self.budget.as_ref().and_then(|b| b.stopped.as_ref()) {
+            Some(stop) => format!(
+                "Stopped: {} in iteration {}{} — `--resume` reopens the run, `--fresh` starts a new one\n",
+                stop.cause,
+                stop.iteration,
+                stop.gate.as_ref().map_or(String::new(), |g| format!(" (gate {g})"))
+            ),
+            None => "Stopped: no — the loop continues\n".to_owned(),
+        });
+        s.push_str(&format!(
+            "Files: {} · {}\n",
+            rel(paths.budget()),
+            rel(&paths.history())
+        ));
+        s
+    }
+
+    fn json(&self, root: &Path, paths: &StatePaths) -> serde_json::Value {
+        let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+        json!({
+            "skill": self.skill.as_str(),
+            "lock": match &self.lock {
+                None => json!(null),
+                Some(Ok((r, v))) => json!({
+                    "pid": r.pid, "iteration": r.iteration, "started_at": r.started_at,
+                    "alive": !v.is_dead(), "liveness": liveness_word(v),
+                }),
+                Some(Err(d)) => json!({"unreadable": d}),
+            },
+            "in_flight": self.inflight.as_ref().map(|j| json!({"iteration": j.iteration, "pid": j.pid, "started_at": j.started_at})),
+            "budget": self.budget.as_ref().map(|b| json!({
+                "iterations": {"used": b.iterations_used, "max": b.max_iterations, "remaining": b.max_iterations.saturating_sub(b.iterations_used)},
+                "prs": {"used": b.prs_touched.len(), "max": b.max_prs, "remaining": b.max_prs.saturating_sub(b.prs_touched.len() as u64), "touched": b.prs_touched},
+                "minutes": {"used": self.minutes_now, "max": b.max_minutes, "remaining": b.max_minutes.saturating_sub(self.minutes_now)},
+                "dollars": {"used": b.dollars_estimate, "max": b.max_dollars, "remaining": if b.max_dollars > 0.0 { json!((b.max_dollars - b.dollars_estimate).max(0.0)) } else { json!(null) }},
+                "comments_pushed": b.comments_pushed,
+                "merges_attempted": b.merges_attempted,
+                "qmd_failures_consecutive": b.qmd_failures_consecutive,
+                "rate_table_source": b.rate_table_source,
+                "started_at": b.started_at,
+            })),
+            "last_tick": self.last.as_ref().map(|l| json!({
+                "iteration": l.iteration, "outcome": l.outcome.map(|o| o.as_str()),
+                "ended_at": l.ended_at, "stop_conditions_fired": l.stop_conditions_fired,
+            })),
+            "torn_last_line_bytes": self.torn,
+            "stopped": self.budget.as_ref().and_then(|b| b.stopped.as_ref()).map(|s| json!({"cause": s.cause, "iteration": s.iteration, "gate": s.gate})),
+            "files": {"budget": rel(paths.budget()), "history": rel(&paths.history())},
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::Ceilings;
+    use crate::clock::ManualClock;
+    use crate::liveness::OsProbe;
+
+    fn status(root: &Path, as_json: bool) -> (u8, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let clock = ManualClock::at_str("2026-05-09T15:00:00Z");
+        let code = run(
+            root,
+            Skill::Work,
+            None,
+            as_json,
+            &clock,
+            &OsProbe,
+            &mut out,
+            &mut err,
+        );
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn empty_project_reports_nothing_and_creates_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (code, out, _) = status(tmp.path(), false);
+        assert_eq!(code, 0);
+        assert!(out.contains("Lock: free"));
+        assert!(out.contains("Run: none recorded yet"));
+        assert!(!tmp.path().join(".sdd").exists());
+    }
+
+    #[test]
+    fn live_lock_budget_and_stop_are_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(tmp.path(), Skill::Work, None);
+        crate::files::ensure_private_dir(&paths.dir).unwrap();
+        let me = std::process::id();
+        std::fs::write(
+            paths.lock(),
+            format!("{{\"pid\":{me},\"iteration\":3,\"started_at\":\"2026-05-09T14:50:00Z\",\"skill\":\"work\"}}"),
+        )
+        .unwrap();
+        let mut b = Budget::start(
+            "2026-05-09T14:00:00Z",
+            Ceilings::default(),
+            "built-in default",
+        );
+        b.iterations_used = 2;
+        b.prs_touched.insert("#1");
+        b.set_elapsed_seconds(20 * 60);
+        b.stopped = Some(crate::budget::RunStop {
+            cause: "prior_gate_stop".into(),
+            iteration: 2,
+            gate: Some("backlog-drift".into()),
+        });
+        b.save(paths.budget()).unwrap();
+        let before = std::fs::read(paths.budget()).unwrap();
+        let (code, out, _) = status(tmp.path(), false);
+        assert_eq!(code, 0);
+        assert!(
+            out.contains(&format!("Lock: held by pid {me} (alive), iteration 3")),
+            "{out}"
+        );
+        assert!(
+            out.contains("Used: 2/5 iterations, 1/20 PRs, 20/60 minutes"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Stopped: prior_gate_stop in iteration 2 (gate backlog-drift)"),
+            "{out}"
+        );
+        let (_, json, _) = status(tmp.path(), true);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["lock"]["alive"], true);
+        assert_eq!(v["budget"]["iterations"]["remaining"], 3);
+        assert_eq!(std::fs::read(paths.budget()).unwrap(), before, "read-only");
+    }
+
+    #[test]
+    fn broken_budget_is_refused_without_touching_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(tmp.path(), Skill::Work, None);
+        crate::files::ensure_private_dir(&paths.dir).unwrap();
+        std::fs::write(paths.budget(), "{}").unwrap();
+        let (code, _, err) = status(tmp.path(), false);
+        assert_eq!(code, exit::DATA);
+        assert!(err.contains("missing required field started_at"), "{err}");
+        assert_eq!(std::fs::read_to_string(paths.budget()).unwrap(), "{}");
+    }
+}

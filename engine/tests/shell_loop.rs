@@ -1,0 +1,211 @@
+//! The engine as a real process: a shell `while` loop is a valid `/loop`,
+//! and a tick killed at a crash point is recovered by the next one.
+
+use std::path::Path;
+use std::process::Command;
+
+use sdd_loop::history::{self, Outcome};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const SKILL: &str = r#"#!/bin/sh
+# A stub wrapped skill: one PR and some usage per iteration.
+it=$(sed -n 's/.*"iteration": *\([0-9][0-9]*\).*/\1/p' "$SDD_LOOP_REQUEST" | head -n 1)
+pr=$((100 + it))
+echo "stub skill: iteration $it" >&2
+printf '{"event":"usage","model":"claude-haiku-4-7","tokens_in":1000,"tokens_out":100}\n' >> "$SDD_LOOP_EVENTS"
+cat > "$SDD_LOOP_RESULT" <<EOF
+{"protocol": 1,
+ "prs": [{"number": $pr, "branch": "feature/$pr", "head_sha_at_end": "sha$pr", "state": "open", "opened": true}],
+ "usage": [{"model": "claude-haiku-4-7", "tokens_in": 1000, "tokens_out": 100}],
+ "agents_dispatched": 1}
+EOF
+"#;
+
+struct World {
+    _rt: tokio::runtime::Runtime,
+    server: MockServer,
+    dir: tempfile::TempDir,
+}
+
+fn world() -> World {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(MockServer::builder().start());
+    let issues = serde_json::json!([
+        {"number": 1, "title": "One", "body": "### Acceptance Criteria\n- one", "labels": []},
+        {"number": 2, "title": "Two", "body": "### Acceptance Criteria\n- two", "labels": []}
+    ]);
+    rt.block_on(
+        Mock::given(method("GET"))
+            .and(path("/repos/acme/app/issues"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(issues))
+            .mount(&server),
+    );
+    rt.block_on(
+        Mock::given(method("GET"))
+            .and(path("/repos/acme/app/pulls"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!([])))
+            .mount(&server),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let skill = dir.path().join("skill.sh");
+    std::fs::write(&skill, SKILL).unwrap();
+    std::fs::write(
+        dir.path().join("user.yaml"),
+        "- gate: budget-escalation\n  answer: continue\n",
+    )
+    .unwrap();
+    World {
+        _rt: rt,
+        server,
+        dir,
+    }
+}
+
+fn engine(w: &World) -> Command {
+    in_world(Command::new(env!("CARGO_BIN_EXE_sdd-loop")), w)
+}
+
+fn in_world(mut cmd: Command, w: &World) -> Command {
+    cmd.current_dir(w.dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("SDD_LOOP_TRACKER_URL", w.server.uri())
+        .env("SDD_LOOP_REPO", "acme/app")
+        .env("SDD_LOOP_SKILL_CMD", "sh ./skill.sh")
+        .env("SDD_LOOP_NOW", "2026-05-09T14:00:00Z");
+    cmd
+}
+
+fn lines(root: &Path) -> Vec<history::HistoryLine> {
+    history::read_all(&root.join(".sdd/loop/work.history.jsonl"))
+        .unwrap()
+        .lines
+        .into_iter()
+        .map(|l| l.line)
+        .collect()
+}
+
+#[test]
+fn a_shell_while_loop_runs_to_a_clean_stop() {
+    let w = world();
+    let bin = env!("CARGO_BIN_EXE_sdd-loop");
+    let script = format!(
+        "n=0; while '{bin}' work --loop --max-iterations 3 --answers user.yaml; do n=$((n+1)); [ $n -lt 20 ] || exit 99; done; echo ticks=$n"
+    );
+    let out = in_world(Command::new("sh"), &w)
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("ticks=3"), "{stdout}");
+    assert!(stdout.contains("## Loop Ended — /sdd:work --loop"));
+    assert!(stdout.contains("Stop cause: iteration_budget"));
+
+    let history = lines(w.dir.path());
+    let outcomes: Vec<_> = history
+        .iter()
+        .map(|l| (l.iteration.unwrap(), l.outcome.unwrap()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (1, Outcome::Ok),
+            (2, Outcome::Ok),
+            (3, Outcome::Ok),
+            (4, Outcome::Halted)
+        ]
+    );
+    let last = history.last().unwrap();
+    assert_eq!(
+        last.stop_conditions_fired.as_deref().unwrap(),
+        ["iteration_budget"]
+    );
+    let snap = last.budget_snapshot.as_ref().unwrap();
+    assert_eq!(snap.iterations_used, Some(3));
+    assert_eq!(snap.prs_touched_total, Some(3));
+    assert_eq!(snap.tokens_in, Some(3000));
+    assert_eq!(
+        history[2].gates.as_ref().unwrap()[0].question,
+        "Approaching iterations (3/3). Continue, raise ceiling, or stop?"
+    );
+    assert!(!w.dir.path().join(".sdd/loop/work.lock").exists());
+
+    // Ticks after the end keep reporting it (exit 3) without dispatching.
+    let again = engine(&w).args(["work", "--loop"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(3));
+    assert_eq!(lines(w.dir.path()).len(), 5);
+}
+
+#[test]
+fn a_tick_killed_at_a_crash_point_is_recovered_by_the_next() {
+    let w = world();
+    // Tokens on record afterwards: the crashed tick's own spend counts once
+    // if its skill ran (from its result), never twice.
+    for (point, tokens) in [
+        ("after-lock", 1000),
+        ("after-gates", 1000),
+        ("after-commit", 1000),
+        ("after-journal", 1000),
+        ("after-skill", 2000),
+        ("after-history", 2000),
+        ("after-budget", 2000),
+        ("after-journal-removed", 2000),
+        ("before-release", 2000),
+    ] {
+        let _ = std::fs::remove_dir_all(w.dir.path().join(".sdd"));
+        let crashed = engine(&w)
+            .args(["work", "--loop"])
+            .env("SDD_LOOP_CRASH_AT", point)
+            .output()
+            .unwrap();
+        assert_eq!(crashed.status.code(), None, "{point}: aborted by a signal");
+        assert!(
+            w.dir.path().join(".sdd/loop/work.lock").exists(),
+            "{point}: lock left behind"
+        );
+
+        let next = engine(&w).args(["work", "--loop"]).output().unwrap();
+        let out = String::from_utf8_lossy(&next.stdout);
+        assert_eq!(
+            next.status.code(),
+            Some(0),
+            "{point}: {out}{}",
+            String::from_utf8_lossy(&next.stderr)
+        );
+        assert!(out.contains("Reaped stale lock for pid"), "{point}: {out}");
+        let history = lines(w.dir.path());
+        let iterations: Vec<u64> = history.iter().map(|l| l.iteration.unwrap()).collect();
+        let expected: &[u64] = if tokens == 1000 && point != "after-journal" {
+            &[1]
+        } else {
+            &[1, 2]
+        };
+        assert_eq!(
+            iterations, expected,
+            "{point}: one line per iteration, none lost or doubled"
+        );
+        let budget: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(w.dir.path().join(".sdd/loop/work.budget.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(budget["iterations_used"], expected.len(), "{point}");
+        assert_eq!(
+            budget["tokens_in"], tokens,
+            "{point}: no spend lost or doubled"
+        );
+        assert!(
+            !w.dir.path().join(".sdd/loop/work.inflight.json").exists(),
+            "{point}"
+        );
+    }
+}

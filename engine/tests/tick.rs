@@ -1,0 +1,1412 @@
+//! The tick's decision logic, in-process: every stop condition (and its
+//! boundary), every gate's exact prompt, batching and 100%-wins, no replay
+//! on resume, each resume branch, every exit code. The world is faked at
+//! the seams: tracker, git, skill runner, clock, process table, prompt.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use jiff::SignedDuration;
+use sdd_loop::backlog::Issue;
+use sdd_loop::clock::ManualClock;
+use sdd_loop::config::{LockChoice, TickConfig};
+use sdd_loop::exchange::Exchange;
+use sdd_loop::gates::{NoPrompt, Prompt};
+use sdd_loop::git::{Git, GitError, WorktreeState};
+use sdd_loop::history::{self, HistoryLine, Outcome, PrState};
+use sdd_loop::liveness::{ProcessProbe, SignalZero};
+use sdd_loop::lock::Identity;
+use sdd_loop::paths::{Skill, StatePaths};
+use sdd_loop::protocol::{
+    ChainReport, Failure, ModelUsage, PrReport, ReviewRounds, SkillRequest, SkillResult,
+};
+use sdd_loop::runner::{InterruptKind, NoInterrupts, RunOutcome, RunSpec, SkillRunner};
+use sdd_loop::tick::{self, World};
+use sdd_loop::tracker::{Pull, ReviewComment, Tracker, TrackerError};
+
+// ------------------------------------------------------------------ fakes
+
+#[derive(Debug, Default)]
+struct FakeTracker {
+    issues: RefCell<Vec<Issue>>,
+    pulls: RefCell<Vec<Pull>>,
+    comments: RefCell<BTreeMap<u64, Vec<ReviewComment>>>,
+    posted: RefCell<Vec<(u64, String)>>,
+    down: RefCell<bool>,
+}
+
+impl FakeTracker {
+    fn check(&self) -> Result<(), TrackerError> {
+        if *self.down.borrow() {
+            return Err(TrackerError::Unreachable {
+                url: "http://127.0.0.1:9".into(),
+                detail: "connection refused".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Tracker for FakeTracker {
+    fn open_issues(&self) -> Result<Vec<Issue>, TrackerError> {
+        self.check()?;
+        Ok(self.issues.borrow().clone())
+    }
+    fn open_pulls(&self) -> Result<Vec<Pull>, TrackerError> {
+        self.check()?;
+        Ok(self
+            .pulls
+            .borrow()
+            .iter()
+            .filter(|p| p.state == PrState::Open)
+            .cloned()
+            .collect())
+    }
+    fn pull(&self, number: u64) -> Result<Pull, TrackerError> {
+        self.check()?;
+        self.pulls
+            .borrow()
+            .iter()
+            .find(|p| p.number == number)
+            .cloned()
+            .ok_or(TrackerError::Status {
+                method: "GET",
+                url: format!("/pulls/{number}"),
+                status: 404,
+                message: "Not Found".into(),
+            })
+    }
+    fn review_comments(&self, number: u64) -> Result<Vec<ReviewComment>, TrackerError> {
+        self.check()?;
+        Ok(self
+            .comments
+            .borrow()
+            .get(&number)
+            .cloned()
+            .unwrap_or_default())
+    }
+    fn comment(&self, number: u64, body: &str) -> Result<(), TrackerError> {
+        self.check()?;
+        self.posted.borrow_mut().push((number, body.to_owned()));
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+struct FakeGit {
+    heads: RefCell<BTreeMap<String, String>>,
+    worktrees: RefCell<BTreeMap<PathBuf, (String, String)>>,
+}
+
+impl Git for FakeGit {
+    fn remote_heads(
+        &self,
+        _: &str,
+        branches: &[String],
+    ) -> Result<BTreeMap<String, String>, GitError> {
+        Ok(self
+            .heads
+            .borrow()
+            .iter()
+            .filter(|(b, _)| branches.contains(b))
+            .map(|(b, s)| (b.clone(), s.clone()))
+            .collect())
+    }
+    fn worktree(&self, path: &Path) -> WorktreeState {
+        match self.worktrees.borrow().get(path) {
+            Some((branch, head)) => WorktreeState::At {
+                branch: branch.clone(),
+                head: head.clone(),
+            },
+            None => WorktreeState::Missing,
+        }
+    }
+    fn remote_url(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+/// What the fake skill does on one tick.
+#[derive(Debug, Clone)]
+struct Step {
+    result: Option<SkillResult>,
+    exit: i32,
+    stderr: Vec<String>,
+    interrupted: Option<InterruptKind>,
+}
+
+impl Step {
+    fn ok(result: SkillResult) -> Self {
+        Self {
+            result: Some(result),
+            exit: 0,
+            stderr: vec![],
+            interrupted: None,
+        }
+    }
+    fn qmd_down() -> Self {
+        Self {
+            result: Some(result()),
+            exit: 78,
+            stderr: vec!["qmd-unreachable: connection refused".into()],
+            interrupted: None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct FakeRunner {
+    steps: Vec<Step>,
+    requests: Vec<SkillRequest>,
+}
+
+impl SkillRunner for FakeRunner {
+    fn run(&mut self, _: &RunSpec, exchange: &Exchange, echo: &mut dyn Write) -> RunOutcome {
+        let request: SkillRequest =
+            serde_json::from_slice(&std::fs::read(exchange.request_path()).unwrap()).unwrap();
+        self.requests.push(request);
+        let step = if self.steps.is_empty() {
+            Step::ok(result())
+        } else {
+            self.steps.remove(0)
+        };
+        if let Some(r) = &step.result {
+            std::fs::write(exchange.result_path(), serde_json::to_vec(r).unwrap()).unwrap();
+        }
+        for l in &step.stderr {
+            let _ = writeln!(echo, "{l}");
+        }
+        RunOutcome {
+            exit_code: Some(step.exit),
+            qmd_line: step
+                .stderr
+                .iter()
+                .find(|l| l.contains("qmd-unreachable"))
+                .cloned(),
+            stderr_tail: step.stderr.clone(),
+            interrupted: step.interrupted,
+            ..Default::default()
+        }
+    }
+}
+
+/// Every PID dead except those listed as alive.
+#[derive(Debug, Default)]
+struct Procs(Vec<u32>);
+
+impl ProcessProbe for Procs {
+    fn signal_zero(&self, pid: u32) -> SignalZero {
+        if self.0.contains(&pid) {
+            SignalZero::Delivered
+        } else {
+            SignalZero::NoSuchProcess
+        }
+    }
+    fn start_time(&self, _: u32) -> Option<u64> {
+        None
+    }
+}
+
+fn result() -> SkillResult {
+    SkillResult {
+        protocol: 1,
+        ..Default::default()
+    }
+}
+
+fn opened(number: u64, model_tokens: u64) -> SkillResult {
+    SkillResult {
+        protocol: 1,
+        prs: vec![PrReport {
+            number,
+            branch: format!("feature/{number}"),
+            head_sha_at_start: None,
+            head_sha_at_end: Some(format!("sha{number}")),
+            state: PrState::Open,
+            opened: true,
+        }],
+        usage: vec![ModelUsage {
+            model: "claude-sonnet-4-7".into(),
+            tokens_in: model_tokens,
+            tokens_out: model_tokens / 10,
+        }],
+        agents_dispatched: 1,
+        ..Default::default()
+    }
+}
+
+fn issue(number: u64, body: &str) -> Issue {
+    Issue {
+        number,
+        title: format!("Story {number}"),
+        body: body.into(),
+        labels: vec![],
+    }
+}
+
+const CLEAR: &str = "### Acceptance Criteria\n- it works\n";
+
+fn pull(number: u64, state: PrState, labels: &[&str], sha: &str) -> Pull {
+    Pull {
+        number,
+        title: format!("PR {number}"),
+        body: String::new(),
+        state,
+        labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+        head_ref: format!("feature/{number}"),
+        head_sha: sha.into(),
+        author: "sdd-worker".into(),
+    }
+}
+
+// ---------------------------------------------------------------- sandbox
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+    tracker: FakeTracker,
+    git: FakeGit,
+    runner: FakeRunner,
+    clock: ManualClock,
+    procs: Procs,
+}
+
+struct Ran {
+    code: u8,
+    out: String,
+    err: String,
+    summary: serde_json::Value,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            tracker: FakeTracker::default(),
+            git: FakeGit::default(),
+            runner: FakeRunner::default(),
+            clock: ManualClock::at_str("2026-05-09T14:00:00Z"),
+            procs: Procs::default(),
+        }
+    }
+
+    fn with_issues(self, issues: Vec<Issue>) -> Self {
+        *self.tracker.issues.borrow_mut() = issues;
+        self
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn paths(&self, skill: Skill) -> StatePaths {
+        StatePaths::new(self.root(), skill, None)
+    }
+
+    fn cfg(&self, skill: Skill) -> TickConfig {
+        TickConfig::new(skill, self.root(), "fake")
+    }
+
+    fn tick_with(&mut self, cfg: &TickConfig, prompt: &mut dyn Prompt) -> Ran {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let result = {
+            let mut world = World {
+                clock: &self.clock,
+                probe: &self.procs,
+                me: Identity {
+                    pid: 4242,
+                    process_start: Some(1),
+                },
+                tracker: &self.tracker,
+                git: &self.git,
+                runner: &mut self.runner,
+                prompt,
+                interrupts: &NoInterrupts,
+                out: &mut out,
+                err: &mut err,
+                platform: "linux",
+            };
+            tick::run(cfg, &mut world)
+        };
+        self.clock.advance(SignedDuration::from_secs(30));
+        Ran {
+            code: result.code,
+            out: String::from_utf8(out).unwrap(),
+            err: String::from_utf8(err).unwrap(),
+            summary: result.summary,
+        }
+    }
+
+    /// A tick with no person to ask: an unexpected gate shows as exit 4.
+    fn tick(&mut self, cfg: &TickConfig) -> Ran {
+        self.tick_with(cfg, &mut NoPrompt)
+    }
+
+    fn history(&self, skill: Skill) -> Vec<HistoryLine> {
+        history::read_all(&self.paths(skill).history())
+            .unwrap()
+            .lines
+            .into_iter()
+            .map(|l| l.line)
+            .collect()
+    }
+
+    fn last(&self, skill: Skill) -> HistoryLine {
+        self.history(skill).pop().expect("a history line")
+    }
+
+    fn budget(&self, skill: Skill) -> sdd_loop::budget::Budget {
+        sdd_loop::budget::Budget::load(self.paths(skill).budget())
+            .unwrap()
+            .unwrap()
+    }
+}
+
+fn answer(cfg: &mut TickConfig, a: &str) {
+    cfg.answers.push(a.parse().unwrap());
+}
+
+fn fired(line: &HistoryLine) -> Vec<String> {
+    line.stop_conditions_fired.clone().unwrap_or_default()
+}
+
+fn gates(line: &HistoryLine) -> Vec<(String, String, String)> {
+    line.gates
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| (g.name, g.question, g.answer))
+        .collect()
+}
+
+// ------------------------------------------------------- stop conditions
+
+#[test]
+fn backlog_empty_stops_with_the_contract_line() {
+    let mut s = Sandbox::new();
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 3, "{}{}", r.out, r.err);
+    assert!(
+        r.out
+            .contains("Backlog empty — 0 iterations used, 0 PRs touched"),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains("## Loop Ended — /sdd:work --loop"));
+    let line = s.last(Skill::Work);
+    assert_eq!(line.outcome, Some(Outcome::Halted));
+    assert_eq!(fired(&line), ["backlog_empty"]);
+    assert!(s.runner.requests.is_empty(), "nothing dispatched");
+}
+
+#[test]
+fn confirmation_4_pr_budget_stops_at_iteration_2() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.runner.steps = vec![Step::ok(opened(10, 1000))];
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_iterations = Some(5);
+    cfg.ceilings.max_prs = Some(1);
+    // One new PR of one is past 80%: the gate asks, the user continues.
+    answer(&mut cfg, "budget-escalation=continue");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert_eq!(
+        s.runner.requests[0].issues.len(),
+        1,
+        "max_new_prs bounds the batch"
+    );
+    assert_eq!(s.runner.requests[0].max_new_prs, Some(1));
+    let line = s.last(Skill::Work);
+    assert_eq!(
+        gates(&line)[0].1,
+        "Approaching PRs (1/1). Continue, raise ceiling, or stop?"
+    );
+
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 3, "{}{}", r.out, r.err);
+    let line = s.last(Skill::Work);
+    assert_eq!(line.iteration, Some(2));
+    assert_eq!(fired(&line), ["prs_touched_budget"]);
+    assert_eq!(
+        s.budget(Skill::Work).stopped.unwrap().cause,
+        "prs_touched_budget"
+    );
+}
+
+#[test]
+fn iteration_budget_fires_at_the_ceiling_not_before() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_iterations = Some(2);
+    assert_eq!(s.tick(&cfg).code, 0);
+    answer(&mut cfg, "budget-escalation=continue");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "iteration 2 of 2 still runs\n{}", r.out);
+    assert_eq!(
+        gates(&s.last(Skill::Work))[0].1,
+        "Approaching iterations (2/2). Continue, raise ceiling, or stop?"
+    );
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 3);
+    assert!(r.out.contains("Iteration budget reached: 2/2 iterations"));
+    assert_eq!(fired(&s.last(Skill::Work)), ["iteration_budget"]);
+    assert_eq!(s.runner.requests.len(), 2);
+}
+
+#[test]
+fn wall_clock_budget_counts_time_between_ticks() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_minutes = Some(60);
+    assert_eq!(s.tick(&cfg).code, 0);
+    s.clock.advance(SignedDuration::from_mins(58));
+    answer(&mut cfg, "budget-escalation=continue");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "59 minutes is under 60\n{}", r.out);
+    assert_eq!(
+        gates(&s.last(Skill::Work))[0].1,
+        "Approaching minutes (58/60). Continue, raise ceiling, or stop?"
+    );
+    s.clock.advance(SignedDuration::from_mins(2));
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 3, "{}", r.out);
+    assert_eq!(fired(&s.last(Skill::Work)), ["wall_clock_budget"]);
+}
+
+#[test]
+fn cost_budget_fires_on_exit_with_spend_recorded() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.runner.steps = vec![Step::ok(opened(10, 100_000))];
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_dollars = Some(0.01);
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 3, "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains("Cost budget reached: $0.45 / $0.01"),
+        "{}",
+        r.out
+    );
+    let line = s.last(Skill::Work);
+    assert_eq!(fired(&line), ["cost_budget"]);
+    let snap = line.budget_snapshot.unwrap();
+    assert!(snap.dollars_estimate.unwrap() >= 0.01);
+    assert_eq!(line.dollars_this_iter, Some(0.45));
+}
+
+#[test]
+fn zero_dollar_ceiling_disables_the_cost_stop_but_tracks_spend() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.runner.steps = vec![Step::ok(opened(10, 100_000))];
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_dollars = Some(0.0);
+    assert_eq!(s.tick(&cfg).code, 0);
+    assert_eq!(s.budget(Skill::Work).dollars_estimate, 0.45);
+}
+
+#[test]
+fn dependency_cycle_stops_and_names_its_edges() {
+    let mut s = Sandbox::new().with_issues(vec![
+        issue(50, "Blocked by: #51"),
+        issue(51, "Blocked by: #50"),
+        issue(52, CLEAR),
+    ]);
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 3);
+    assert!(
+        r.out
+            .contains("Dependency cycle detected: #50 ↔ #51 — please resolve manually")
+    );
+    assert_eq!(fired(&s.last(Skill::Work)), ["dependency_cycle"]);
+}
+
+#[test]
+fn in_progress_issues_are_never_picked() {
+    let mut s = Sandbox::new().with_issues(vec![
+        Issue {
+            labels: vec!["in-progress".into()],
+            ..issue(1, CLEAR)
+        },
+        issue(2, CLEAR),
+    ]);
+    assert_eq!(s.tick(&s.cfg(Skill::Work)).code, 0);
+    let picked: Vec<u64> = s.runner.requests[0]
+        .issues
+        .iter()
+        .map(|i| i.number)
+        .collect();
+    assert_eq!(picked, [2]);
+}
+
+#[test]
+fn stop_file_stops_before_dispatch_and_is_consumed() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let paths = s.paths(Skill::Work);
+    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    std::fs::write(paths.stop_request(), "").unwrap();
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 3);
+    assert_eq!(fired(&s.last(Skill::Work)), ["user_interrupt"]);
+    assert!(!paths.stop_request().exists());
+    assert!(s.runner.requests.is_empty());
+}
+
+#[test]
+fn interrupt_during_the_skill_records_the_drained_iteration() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.runner.steps = vec![Step {
+        interrupted: Some(InterruptKind::Signal(2)),
+        ..Step::ok(opened(10, 1000))
+    }];
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 3);
+    let line = s.last(Skill::Work);
+    assert_eq!(fired(&line), ["user_interrupt"]);
+    assert_eq!(
+        line.prs_touched_this_iter.unwrap(),
+        ["#10"],
+        "drained work is kept"
+    );
+    assert_eq!(s.budget(Skill::Work).iterations_used, 1);
+}
+
+#[test]
+fn qmd_unreachable_twice_stops_with_the_adr_0024_message() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    s.runner.steps = vec![Step::qmd_down(), Step::qmd_down()];
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 0, "one failure is transient");
+    assert_eq!(s.budget(Skill::Work).qmd_failures_consecutive, 1);
+    assert_eq!(s.last(Skill::Work).outcome, Some(Outcome::Errored));
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 3, "{}", r.out);
+    assert!(r.out.contains(
+        "qmd unreachable for 2 iterations — fix per ADR-0024 (e.g., restart qmd daemon) and resume. Captured error: qmd-unreachable: connection refused"
+    ));
+    assert_eq!(fired(&s.last(Skill::Work)), ["qmd_unreachable"]);
+}
+
+#[test]
+fn one_transient_qmd_failure_then_recovery_resets_the_counter() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    s.runner.steps = vec![Step::qmd_down(), Step::ok(result()), Step::qmd_down()];
+    for _ in 0..3 {
+        assert_eq!(s.tick(&s.cfg(Skill::Work)).code, 0);
+    }
+    let counters: Vec<u64> = s
+        .history(Skill::Work)
+        .iter()
+        .map(|l| {
+            l.budget_snapshot
+                .as_ref()
+                .unwrap()
+                .qmd_failures_consecutive
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(counters, [1, 0, 1]);
+}
+
+#[test]
+fn repeated_failure_asks_and_stop_ends_the_run() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let failing = SkillResult {
+        failures: vec![Failure {
+            target: "#1".into(),
+            root_cause: "tests failed".into(),
+        }],
+        ..result()
+    };
+    s.runner.steps = vec![Step::ok(failing.clone()), Step::ok(failing)];
+    assert_eq!(s.tick(&s.cfg(Skill::Work)).code, 0);
+    assert_eq!(s.tick(&s.cfg(Skill::Work)).code, 0);
+    let mut cfg = s.cfg(Skill::Work);
+    answer(&mut cfg, "repeated-failure=stop");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 3);
+    let line = s.last(Skill::Work);
+    assert_eq!(
+        gates(&line),
+        [(
+            "repeated-failure".into(),
+            "Issue/PR #1 failed twice with: tests failed. Skip, retry once more, or stop the loop?"
+                .into(),
+            "stop".into()
+        )]
+    );
+    assert_eq!(fired(&line), ["repeated_failure"]);
+}
+
+#[test]
+fn repeated_failure_skip_defers_the_target_for_the_run() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let failing = SkillResult {
+        failures: vec![Failure {
+            target: "#1".into(),
+            root_cause: "tests failed".into(),
+        }],
+        ..result()
+    };
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.max_agents = 1;
+    cfg.ceilings.max_iterations = Some(10);
+    s.runner.steps = vec![Step::ok(failing.clone()), Step::ok(failing)];
+    s.tick(&cfg);
+    s.tick(&cfg);
+    let mut with = cfg.clone();
+    answer(&mut with, "repeated-failure=skip");
+    assert_eq!(s.tick(&with).code, 0);
+    assert_eq!(s.runner.requests[2].issues[0].number, 2);
+    assert_eq!(s.budget(Skill::Work).deferred, ["#1"]);
+    // Deferred for the rest of the run: not asked again, not picked.
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(s.runner.requests[3].issues[0].number, 2);
+}
+
+#[test]
+fn lock_held_by_a_live_pid_skips_without_advancing() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let paths = s.paths(Skill::Work);
+    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    std::fs::write(
+        paths.lock(),
+        r#"{"pid":777,"iteration":3,"started_at":"2026-05-09T13:59:00Z","skill":"work"}"#,
+    )
+    .unwrap();
+    s.procs.0.push(777);
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 0);
+    assert!(
+        r.out
+            .contains("Previous iteration 3 still active (pid 777) — skipping this tick")
+    );
+    assert!(
+        r.out.contains("## Loop Iteration 3/"),
+        "status block on skipped ticks too"
+    );
+    let line = s.last(Skill::Work);
+    assert_eq!(line.outcome, Some(Outcome::SkippedLock));
+    assert_eq!(line.lock_held, Some(false));
+    assert!(!paths.budget().exists(), "no counter advanced");
+    assert!(s.runner.requests.is_empty());
+}
+
+#[test]
+fn dead_pid_lock_is_reaped_and_the_tick_proceeds() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let paths = s.paths(Skill::Work);
+    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    std::fs::write(
+        paths.lock(),
+        r#"{"pid":778,"iteration":3,"started_at":"2026-05-09T13:59:00Z","skill":"work"}"#,
+    )
+    .unwrap();
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 0);
+    assert!(r.out.contains("Reaped stale lock for pid 778"));
+    assert!(!paths.lock().exists(), "released at the end");
+    assert_eq!(s.runner.requests.len(), 1);
+}
+
+#[test]
+fn resume_aborts_on_a_live_holder() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let paths = s.paths(Skill::Work);
+    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    std::fs::write(
+        paths.lock(),
+        r#"{"pid":777,"iteration":3,"started_at":"t","skill":"work"}"#,
+    )
+    .unwrap();
+    s.procs.0.push(777);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.resume = true;
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 3);
+    assert!(r.out.contains("Resume aborted: lockfile recorded pid 777 is still alive. Either wait for the previous run to exit, or pass --lock=force to override."));
+    assert_eq!(fired(&s.last(Skill::Work)), ["lock_contention"]);
+}
+
+#[test]
+fn force_unlock_asks_every_time() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let paths = s.paths(Skill::Work);
+    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    let plant = || {
+        std::fs::write(
+            paths.lock(),
+            r#"{"pid":777,"iteration":3,"started_at":"t","skill":"work"}"#,
+        )
+        .unwrap()
+    };
+    s.procs.0.push(777);
+    plant();
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.lock = LockChoice::Force;
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 4, "no answer, nothing changed: {}", r.err);
+    assert!(
+        r.err
+            .contains("help: answer it with --answer force-unlock=<yes|no|stop>")
+    );
+    assert!(!paths.history().exists());
+
+    answer(&mut cfg, "force-unlock=no");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0);
+    assert_eq!(s.last(Skill::Work).outcome, Some(Outcome::SkippedLock));
+    assert_eq!(
+        gates(&s.last(Skill::Work))[0].1,
+        "Force-unlock previous iteration's lock? This may corrupt in-flight work."
+    );
+
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.lock = LockChoice::Force;
+    answer(&mut cfg, "force-unlock=yes");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.out
+            .contains("Force-unlocked previous iteration (was pid 777) — proceeding")
+    );
+    plant();
+    let r = s.tick(&cfg);
+    assert!(
+        r.out.contains("Force-unlocked"),
+        "asked again: never debounced"
+    );
+}
+
+// ----------------------------------------------------------------- gates
+
+#[test]
+fn backlog_drift_asks_when_the_workable_set_changes() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.max_agents = 1;
+    s.tick(&cfg);
+    s.tracker.issues.borrow_mut().push(issue(3, CLEAR));
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 4, "{}", r.err);
+    assert!(
+        r.err
+            .contains("Backlog changed since last iteration. Re-propose the next batch?")
+    );
+    let mut with = cfg.clone();
+    answer(&mut with, "backlog-drift=stop");
+    let r = s.tick(&with);
+    assert_eq!(r.code, 3);
+    let line = s.last(Skill::Work);
+    assert_eq!(gates(&line)[0].0, "backlog-drift");
+    assert_eq!(fired(&line), ["prior_gate_stop"]);
+    // Condition #10: a later tick reports the stop and does nothing.
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 3);
+    assert!(
+        r.out
+            .contains("Loop already stopped at gate backlog-drift in iteration 2"),
+        "{}",
+        r.out
+    );
+}
+
+#[test]
+fn ambiguous_criteria_options_each_do_what_they_say() {
+    let mut s = Sandbox::new().with_issues(vec![
+        issue(1, "no criteria here"),
+        issue(2, "### Acceptance Criteria\n- TBD"),
+        issue(3, CLEAR),
+    ]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.answers_file = Some(s.root().join("user.yaml"));
+    std::fs::write(
+        s.root().join("user.yaml"),
+        "- gate: ambiguous-criteria\n  match: '#1 '\n  answer: escalate\n- gate: ambiguous-criteria\n  match: '#2 '\n  answer: proceed\n",
+    )
+    .unwrap();
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    let line = s.last(Skill::Work);
+    let g = gates(&line);
+    assert_eq!(g.len(), 2);
+    assert_eq!(
+        g[0].1,
+        "Issue #1 has ambiguous criteria. Skip, escalate, or proceed with my best interpretation?"
+    );
+    let req = &s.runner.requests[0];
+    let picked: Vec<(u64, sdd_loop::protocol::Criteria)> =
+        req.issues.iter().map(|i| (i.number, i.criteria)).collect();
+    assert_eq!(
+        picked,
+        [
+            (2, sdd_loop::protocol::Criteria::BestInterpretation),
+            (3, sdd_loop::protocol::Criteria::Clear)
+        ]
+    );
+    assert_eq!(
+        s.tracker.posted.borrow().len(),
+        1,
+        "escalate comments on #1"
+    );
+    assert_eq!(s.tracker.posted.borrow()[0].0, 1);
+    assert!(
+        r.out
+            .contains("1 issue (#1) escalated for ambiguous criteria.")
+    );
+}
+
+#[test]
+fn budget_gate_batches_every_tripped_budget_into_one_prompt() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    s.runner.steps = vec![Step::ok(opened(10, 200_000)), Step::ok(result())];
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_iterations = Some(5);
+    cfg.ceilings.max_minutes = Some(60);
+    cfg.ceilings.max_dollars = Some(1.0);
+    answer(&mut cfg, "budget-escalation=continue");
+    s.tick(&cfg);
+    s.tick(&cfg);
+    s.clock.advance(SignedDuration::from_mins(49));
+    s.tick(&cfg);
+    // Iteration 4: iterations 4/5, minutes 50/60 and dollars 0.90/1.00 are
+    // all past 80% at once.
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    let line = s.last(Skill::Work);
+    let g = gates(&line);
+    assert_eq!(g.len(), 1, "one combined prompt: {g:?}");
+    assert_eq!(
+        g[0].1,
+        "Approaching iterations (4/5), minutes (50/60), and dollars ($0.90/$1.00). Continue, raise ceiling(s), or stop?"
+    );
+}
+
+#[test]
+fn hundred_percent_wins_over_the_eighty_percent_gate() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_iterations = Some(1);
+    cfg.ceilings.max_minutes = Some(10);
+    answer(&mut cfg, "budget-escalation=continue");
+    s.tick(&cfg);
+    s.clock.advance(SignedDuration::from_mins(9));
+    // Iterations at 100% and minutes past 80%: the stop fires, no question.
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 3, "{}", r.err);
+    let line = s.last(Skill::Work);
+    assert!(gates(&line).is_empty());
+    assert_eq!(fired(&line), ["iteration_budget"]);
+}
+
+#[test]
+fn raise_updates_ceilings_in_place() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_iterations = Some(1);
+    answer(&mut cfg, "budget-escalation=raise max_iterations=3");
+    assert_eq!(s.tick(&cfg).code, 0);
+    assert_eq!(s.budget(Skill::Work).max_iterations, 3);
+    assert_eq!(gates(&s.last(Skill::Work))[0].2, "raise max_iterations=3");
+    // The same command line later does not shrink the raised ceiling back
+    // (flags narrow only when given lower than recorded; 1 < 3 narrows).
+    let mut plain = s.cfg(Skill::Work);
+    plain.ceilings.max_iterations = None;
+    answer(&mut plain, "budget-escalation=continue");
+    assert_eq!(s.tick(&plain).code, 0);
+    assert_eq!(s.budget(Skill::Work).max_iterations, 3);
+}
+
+#[test]
+fn single_pr_review_never_mentions_prs_and_shows_review_counters() {
+    let mut s = Sandbox::new();
+    s.tracker
+        .pulls
+        .borrow_mut()
+        .push(pull(142, PrState::Open, &[], "aaa111"));
+    let mut cfg = s.cfg(Skill::Review);
+    cfg.pr = Some(142);
+    cfg.ceilings.max_iterations = Some(2);
+    cfg.ceilings.max_prs = Some(1);
+    s.runner.steps = vec![Step::ok(SkillResult {
+        comments_pushed: 2,
+        ..result()
+    })];
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.out.contains("Comments pushed: 2 · Merges attempted: 0"));
+    s.tracker.pulls.borrow_mut()[0].head_sha = "bbb222".into();
+    answer(&mut cfg, "budget-escalation=continue");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    let g = gates(&s.last(Skill::Review));
+    assert_eq!(
+        g[0].1,
+        "Approaching iterations (2/2). Continue, raise ceiling, or stop?"
+    );
+    assert_eq!(
+        s.budget(Skill::Review)
+            .prs_touched
+            .iter()
+            .collect::<Vec<_>>(),
+        ["#142"]
+    );
+}
+
+#[test]
+fn terminal_pr_states_stop_the_review_loop() {
+    for (state, labels, word) in [
+        (PrState::Merged, vec![], "merged"),
+        (PrState::Closed, vec![], "closed"),
+        (PrState::Open, vec!["do-not-merge"], "do-not-merge"),
+    ] {
+        let mut s = Sandbox::new();
+        s.tracker
+            .pulls
+            .borrow_mut()
+            .push(pull(7, state, &labels, "abc"));
+        let mut cfg = s.cfg(Skill::Review);
+        cfg.pr = Some(7);
+        let r = s.tick(&cfg);
+        assert_eq!(r.code, 3);
+        assert!(
+            r.out
+                .contains(&format!("PR #7 reached terminal state: {word}")),
+            "{}",
+            r.out
+        );
+        assert_eq!(fired(&s.last(Skill::Review)), ["terminal_pr"]);
+    }
+}
+
+#[test]
+fn review_defers_a_pr_without_new_commits() {
+    let mut s = Sandbox::new();
+    s.tracker
+        .pulls
+        .borrow_mut()
+        .push(pull(5, PrState::Open, &[], "abc123"));
+    let mut cfg = s.cfg(Skill::Review);
+    cfg.pr = Some(5);
+    s.tick(&cfg);
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0);
+    assert!(r.out.contains("PR #5: no new commits since iteration 1 (head_sha_at_iteration_end matches remote HEAD)"), "{}", r.out);
+    assert_eq!(s.runner.requests.len(), 1, "not reviewed again");
+    s.tracker.pulls.borrow_mut()[0].head_sha = "def456".into();
+    s.tick(&cfg);
+    assert_eq!(s.runner.requests.len(), 2, "new commits: reviewed");
+}
+
+#[test]
+fn post_feedback_merge_gate_decides_merge_allowed() {
+    let mut s = Sandbox::new();
+    std::fs::write(
+        s.root().join("CLAUDE.md"),
+        "### SDD Configuration\n#### Agent Logins\n- sdd-responder\n",
+    )
+    .unwrap();
+    s.tracker
+        .pulls
+        .borrow_mut()
+        .push(pull(9, PrState::Open, &[], "abc"));
+    s.tracker.comments.borrow_mut().insert(
+        9,
+        vec![
+            ReviewComment {
+                id: 1,
+                author: "alice".into(),
+                body: "rename".into(),
+                in_reply_to: None,
+            },
+            ReviewComment {
+                id: 2,
+                author: "sdd-responder".into(),
+                body: "done".into(),
+                in_reply_to: Some(1),
+            },
+        ],
+    );
+    let mut cfg = s.cfg(Skill::Review);
+    cfg.pr = Some(9);
+    answer(&mut cfg, "post-feedback-merge=hold");
+    assert_eq!(s.tick(&cfg).code, 0);
+    assert!(!s.runner.requests[0].prs[0].merge_allowed);
+    assert_eq!(
+        gates(&s.last(Skill::Review))[0].1,
+        "Responder addressed human feedback on PR #9. Merge now or hold for human re-review?"
+    );
+}
+
+#[test]
+fn more_than_one_review_round_is_a_contract_violation() {
+    let mut s = Sandbox::new();
+    s.tracker
+        .pulls
+        .borrow_mut()
+        .push(pull(9, PrState::Open, &[], "abc"));
+    s.runner.steps = vec![Step::ok(SkillResult {
+        review_rounds: vec![ReviewRounds { pr: 9, rounds: 2 }],
+        ..result()
+    })];
+    let mut cfg = s.cfg(Skill::Review);
+    cfg.pr = Some(9);
+    assert_eq!(s.tick(&cfg).code, 0);
+    let line = s.last(Skill::Review);
+    assert_eq!(line.outcome, Some(Outcome::Errored));
+    assert!(line.error.unwrap().contains("ADR-0010"));
+}
+
+#[test]
+fn redaction_applies_to_recorded_gates() {
+    let mut s = Sandbox::new().with_issues(vec![issue(149, "none")]);
+    std::fs::write(
+        s.root().join("CLAUDE.md"),
+        "### SDD Configuration\n#### Loop Logging\n| Pattern | Replacement |\n|---|---|\n| `#149` | #[ISSUE] |\n",
+    )
+    .unwrap();
+    let mut cfg = s.cfg(Skill::Work);
+    answer(&mut cfg, "ambiguous-criteria=skip");
+    s.tick(&cfg);
+    assert_eq!(
+        gates(&s.last(Skill::Work))[0].1,
+        "Issue #[ISSUE] has ambiguous criteria. Skip, escalate, or proceed with my best interpretation?"
+    );
+}
+
+// ---------------------------------------------------------------- resume
+
+fn seed_tracked_run(s: &mut Sandbox) {
+    s.runner.steps = vec![Step::ok(SkillResult {
+        worktrees: vec![sdd_loop::protocol::WorktreeReport {
+            path: ".sdd/worktrees/feature-10".into(),
+            branch: "feature/10".into(),
+            head_sha: "sha10".into(),
+        }],
+        ..opened(10, 1000)
+    })];
+    let cfg = s.cfg(Skill::Work);
+    assert_eq!(s.tick(&cfg).code, 0);
+}
+
+#[test]
+fn resume_reattaches_a_pr_whose_head_has_not_moved() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    seed_tracked_run(&mut s);
+    s.git
+        .heads
+        .borrow_mut()
+        .insert("feature/10".into(), "sha10".into());
+    s.git.worktrees.borrow_mut().insert(
+        ".sdd/worktrees/feature-10".into(),
+        ("feature/10".into(), "sha10".into()),
+    );
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.resume = true;
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(!r.out.contains("diverged"));
+    let line = s.last(Skill::Work);
+    assert!(
+        line.tracked_prs.unwrap().iter().any(|p| p.number == 10),
+        "re-attached"
+    );
+    assert_eq!(
+        line.budget_snapshot.unwrap().iterations_used,
+        Some(2),
+        "counters resumed"
+    );
+}
+
+#[test]
+fn resume_asks_about_a_diverged_pr_and_reports_worktrees() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    seed_tracked_run(&mut s);
+    s.git
+        .heads
+        .borrow_mut()
+        .insert("feature/10".into(), "forced99".into());
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.resume = true;
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 4);
+    assert!(r.err.contains(
+        "PR #10 has diverged since the prior iteration crashed — re-attach, skip, or stop the loop?"
+    ));
+    answer(&mut cfg, "resume-divergence=re-attach");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.out.contains("Worktree .sdd/worktrees/feature-10 missing — leaving in place per worktree-preservation rule"));
+}
+
+#[test]
+fn resume_notes_merged_prs_and_does_not_reattach() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.runner.steps = vec![Step::ok(SkillResult {
+        prs: vec![PrReport {
+            number: 11,
+            branch: "feature/11".into(),
+            head_sha_at_start: Some("a".into()),
+            head_sha_at_end: Some("b".into()),
+            state: PrState::Merged,
+            opened: false,
+        }],
+        ..result()
+    })];
+    s.tick(&s.cfg(Skill::Work));
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.resume = true;
+    let r = s.tick(&cfg);
+    assert!(
+        r.out
+            .contains("PR #11 was already merged at prior iteration end — not re-attaching")
+    );
+}
+
+#[test]
+fn resume_never_replays_a_recorded_answer() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.max_agents = 1;
+    s.tick(&cfg);
+    s.tracker.issues.borrow_mut().push(issue(3, CLEAR));
+    let mut with = cfg.clone();
+    answer(&mut with, "backlog-drift=continue");
+    assert_eq!(s.tick(&with).code, 0);
+    s.tracker.issues.borrow_mut().push(issue(4, CLEAR));
+    let mut resume = cfg.clone();
+    resume.resume = true;
+    let r = s.tick(&resume);
+    assert_eq!(
+        r.code, 4,
+        "the recorded `continue` is not replayed: {}",
+        r.err
+    );
+}
+
+#[test]
+fn resume_reopens_a_stopped_run_and_restores_counters() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.max_agents = 1;
+    s.tick(&cfg);
+    s.tracker.issues.borrow_mut().push(issue(3, CLEAR));
+    let mut stop = cfg.clone();
+    answer(&mut stop, "backlog-drift=stop");
+    assert_eq!(s.tick(&stop).code, 3);
+    let mut resume = cfg.clone();
+    resume.resume = true;
+    answer(&mut resume, "backlog-drift=continue");
+    let r = s.tick(&resume);
+    assert!(
+        r.out
+            .contains("Resuming the run stopped by prior_gate_stop in iteration 2"),
+        "{}",
+        r.out
+    );
+    assert_eq!(r.code, 0);
+    assert_eq!(s.budget(Skill::Work).iterations_used, 2);
+}
+
+#[test]
+fn a_crashed_iteration_is_recovered_from_its_journal() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.tick(&s.cfg(Skill::Work));
+    let paths = s.paths(Skill::Work);
+    // A tick that died mid-flight: its lock, journal and progress events.
+    let budget = s.budget(Skill::Work);
+    let journal = sdd_loop::journal::Journal {
+        iteration: 2,
+        pid: 999,
+        process_start: None,
+        started_at: "2026-05-09T14:01:00Z".into(),
+        run_started_at: budget.started_at.clone(),
+        seconds_at_start: 60,
+        request: s.runner.requests[0].clone(),
+        tracked_prs: vec![],
+        backlog_snapshot: Some(vec![1, 2]),
+        gates: vec![],
+    };
+    journal.save(&paths.inflight()).unwrap();
+    std::fs::write(
+        paths.lock(),
+        r#"{"pid":999,"iteration":2,"started_at":"2026-05-09T14:01:00Z","skill":"work"}"#,
+    )
+    .unwrap();
+    let ex = Exchange::for_iteration(&paths, 2);
+    std::fs::create_dir_all(&ex.dir).unwrap();
+    std::fs::write(
+        ex.events_path(),
+        "{\"event\":\"usage\",\"model\":\"claude-opus-4-7\",\"tokens_in\":100000,\"tokens_out\":0}\n{\"event\":\"pr\",\"number\":21,\"branch\":\"feature/21\",\"head_sha\":\"x\",\"state\":\"open\",\"opened\":true}\n",
+    )
+    .unwrap();
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(r.out.contains("Reaped stale lock for pid 999"));
+    assert!(
+        r.out
+            .contains("Recovered interrupted iteration 2 (pid 999)"),
+        "{}",
+        r.out
+    );
+    let lines = s.history(Skill::Work);
+    let recovered = &lines[1];
+    assert_eq!(recovered.iteration, Some(2));
+    assert_eq!(recovered.outcome, Some(Outcome::Errored));
+    assert_eq!(recovered.error.as_deref(), Some("interrupted"));
+    assert_eq!(recovered.prs_touched_this_iter.as_deref().unwrap(), ["#21"]);
+    assert_eq!(lines[2].iteration, Some(3));
+    let b = s.budget(Skill::Work);
+    assert!(b.prs_touched.contains("#21"), "no PR lost");
+    assert_eq!(b.dollars_estimate, 1.5, "no spend lost");
+    assert!(!paths.inflight().exists());
+}
+
+// ---------------------------------------------------------- exit codes
+
+#[test]
+fn exit_64_for_an_answer_that_is_not_an_option() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, "vague")]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.answers.push(sdd_loop::gates::AnswerFlag {
+        gate: sdd_loop::gates::GateName::AmbiguousCriteria,
+        answer: "maybe".into(),
+    });
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 64, "{}", r.err);
+    assert!(
+        r.err
+            .contains("help: gate ambiguous-criteria accepts: skip, escalate, proceed, stop")
+    );
+}
+
+#[test]
+fn exit_65_for_a_budget_missing_a_field_left_untouched() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let paths = s.paths(Skill::Work);
+    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    std::fs::write(paths.budget(), "{\"started_at\": \"t\"}").unwrap();
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 65);
+    assert!(
+        r.err
+            .contains("is missing required field max_iterations — refusing to load")
+    );
+    assert_eq!(
+        std::fs::read_to_string(paths.budget()).unwrap(),
+        "{\"started_at\": \"t\"}"
+    );
+    assert!(!paths.lock().exists(), "lock released");
+}
+
+#[test]
+fn exit_69_when_the_tracker_is_down_and_nothing_changes() {
+    let mut s = Sandbox::new();
+    *s.tracker.down.borrow_mut() = true;
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 69, "{}", r.err);
+    assert!(!s.paths(Skill::Work).history().exists());
+    assert!(!s.paths(Skill::Work).lock().exists());
+}
+
+#[test]
+fn exit_73_when_state_cannot_be_written() {
+    let mut s = Sandbox::new();
+    std::fs::write(s.root().join(".sdd"), "a file where a directory belongs").unwrap();
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 73, "{}", r.err);
+}
+
+#[test]
+fn exit_4_changes_nothing() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, "vague")]);
+    let r = s.tick_with(&s.cfg(Skill::Work), &mut NoPrompt);
+    assert_eq!(r.code, 4);
+    assert!(r.err.contains("gate ambiguous-criteria needs an answer"));
+    assert!(
+        r.err
+            .contains("--answer ambiguous-criteria=<skip|escalate|proceed|stop>")
+    );
+    let paths = s.paths(Skill::Work);
+    assert!(!paths.history().exists() && !paths.budget().exists() && !paths.lock().exists());
+}
+
+#[test]
+fn json_summary_is_one_line_on_stdout() {
+    let mut s = Sandbox::new();
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.json = true;
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 3);
+    assert_eq!(r.out.lines().count(), 1);
+    let v: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+    assert_eq!(v["stop_cause"], "backlog_empty");
+    assert_eq!(v, r.summary);
+    assert!(r.err.contains("## Loop Ended"), "the report goes to stderr");
+}
+
+#[test]
+fn without_loop_nothing_under_sdd_loop_is_created() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.loop_mode = false;
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(s.runner.requests.len(), 1);
+    assert!(!s.root().join(".sdd").exists());
+}
+
+#[test]
+fn first_history_write_warns_once_and_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert!(r.out.contains("may hold sensitive content"));
+    assert!(
+        r.out.contains("Cost rates: using the built-in table"),
+        "built-in notice once per run"
+    );
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert!(!r.out.contains("may hold sensitive content"));
+    assert!(!r.out.contains("Cost rates: using the built-in table"));
+    let paths = s.paths(Skill::Work);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&paths.dir), 0o700);
+    assert_eq!(mode(&paths.history()), 0o600);
+    assert_eq!(mode(paths.budget()), 0o600);
+}
+
+#[test]
+fn unknown_model_costs_nothing_and_warns() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    s.runner.steps = vec![Step::ok(SkillResult {
+        usage: vec![ModelUsage {
+            model: "gpt-9".into(),
+            tokens_in: 5,
+            tokens_out: 5,
+        }],
+        ..result()
+    })];
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert!(r.out.contains("Unknown model in cost accounting: gpt-9 — contributing $0.00 to dollars_estimate. Add a row to ### Loop Cost Rates in CLAUDE.md to fix."));
+    assert_eq!(s.budget(Skill::Work).dollars_estimate, 0.0);
+}
+
+#[test]
+fn chain_telemetry_follows_the_presence_rules() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    s.runner.steps = vec![Step::ok(SkillResult {
+        chain: Some(ChainReport {
+            invoked: true,
+            review_outcome: Some("approved".into()),
+            autofix_pr: None,
+        }),
+        ..result()
+    })];
+    s.tick(&s.cfg(Skill::Work));
+    let line = s.last(Skill::Work);
+    assert_eq!(line.chain_invoked, Some(true));
+    assert_eq!(line.review_outcome.as_deref(), Some("approved"));
+    assert_eq!(line.autofix_pr_invoked, Some(false));
+    assert_eq!(line.autofix_pr_invocation_status, None);
+}
