@@ -1,0 +1,457 @@
+//! A real git world for the sandbox (DESIGN §8): a bare repository as
+//! `origin` plus a working clone, so PR heads are real refs, `git
+//! ls-remote` answers resume, and worktrees are real `git worktree`s.
+//!
+//! [`materialise`] turns a [`Backlog`] into [`GitWorld`]: the default
+//! branch with one initial commit (a README and a `.gitignore` that keeps
+//! `.sdd/` out of history) and one branch per pull request with one commit
+//! on it. Every command runs through [`Git`], which pins author, committer
+//! and dates and ignores the user's and the system's git configuration, so
+//! the same backlog always yields the same SHAs on any machine. The branch
+//! helpers ([`push_commits`], [`rewrite_branch`], [`worktree_add`]) are
+//! what the fake skill and the harness use to move the world between ticks.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::fixture::Backlog;
+
+/// Who commits, and when: fixed so SHAs are reproducible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitIdentity {
+    pub name: String,
+    pub email: String,
+    /// A date git accepts, e.g. RFC 3339 `2026-05-09T14:00:00Z`.
+    pub date: String,
+}
+
+impl Default for GitIdentity {
+    fn default() -> Self {
+        Self {
+            name: "SDD Fixture".to_owned(),
+            email: "fixture@sdd.invalid".to_owned(),
+            date: "2026-05-09T14:00:00Z".to_owned(),
+        }
+    }
+}
+
+/// A git command that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("cannot run `git {args}` in {}: {source}", dir.display())]
+    Spawn {
+        args: String,
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`git {args}` failed in {} ({status}): {stderr}", dir.display())]
+    Failed {
+        args: String,
+        dir: PathBuf,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Runs the `git` CLI with a pinned identity and no ambient configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Git {
+    pub identity: GitIdentity,
+}
+
+impl Git {
+    pub fn new(identity: GitIdentity) -> Self {
+        Self { identity }
+    }
+
+    /// A `git` command in `dir` with the deterministic environment.
+    pub fn command(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new("git");
+        let id = &self.identity;
+        cmd.current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_AUTHOR_NAME", &id.name)
+            .env("GIT_AUTHOR_EMAIL", &id.email)
+            .env("GIT_AUTHOR_DATE", &id.date)
+            .env("GIT_COMMITTER_NAME", &id.name)
+            .env("GIT_COMMITTER_EMAIL", &id.email)
+            .env("GIT_COMMITTER_DATE", &id.date);
+        // Set by git hooks and by some test runners; they would redirect
+        // every command to another repository.
+        for var in [
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+            "GIT_INDEX_FILE",
+            "GIT_OBJECT_DIRECTORY",
+            "GIT_COMMON_DIR",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd
+    }
+
+    /// Runs `git args…` in `dir`; its trimmed stdout.
+    pub fn run<I, S>(&self, dir: &Path, args: I) -> Result<String, GitError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<S> = args.into_iter().collect();
+        let shown = args
+            .iter()
+            .map(|a| a.as_ref().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let output = self
+            .command(dir)
+            .args(&args)
+            .output()
+            .map_err(|source| GitError::Spawn {
+                args: shown.clone(),
+                dir: dir.to_path_buf(),
+                source,
+            })?;
+        if !output.status.success() {
+            return Err(GitError::Failed {
+                args: shown,
+                dir: dir.to_path_buf(),
+                status: output.status,
+                stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    }
+}
+
+/// The sandbox's repositories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitWorld {
+    /// The bare repository, `origin` of the clone.
+    pub origin: PathBuf,
+    /// A working clone (the project the engine and the skill run in).
+    pub clone: PathBuf,
+    pub default_branch: String,
+}
+
+/// Creates `root/origin.git` and `root/work` from `backlog`.
+pub fn materialise(git: &Git, backlog: &Backlog, root: &Path) -> Result<GitWorld, GitError> {
+    let origin = root.join("origin.git");
+    let clone = root.join("work");
+    for dir in [&origin, &clone] {
+        std::fs::create_dir_all(dir).map_err(|source| GitError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let main = backlog.default_branch.as_str();
+    git.run(
+        &origin,
+        ["init", "--quiet", "--bare", "--initial-branch", main],
+    )?;
+    git.run(&clone, ["init", "--quiet", "--initial-branch", main])?;
+    write(
+        &clone.join("README.md"),
+        &format!("# {}\n", backlog.repository.value),
+    )?;
+    write(&clone.join(".gitignore"), ".sdd/\n")?;
+    git.run(&clone, ["add", "README.md", ".gitignore"])?;
+    git.run(&clone, ["commit", "--quiet", "-m", "Initial commit"])?;
+    git.run(
+        &clone,
+        [
+            OsStr::new("remote"),
+            "add".as_ref(),
+            "origin".as_ref(),
+            origin.as_os_str(),
+        ],
+    )?;
+    git.run(&clone, ["push", "--quiet", "origin", main])?;
+
+    for pr in &backlog.pull_requests {
+        let base = pr.base.as_deref().unwrap_or(main);
+        let base_ref = if base == main {
+            main.to_owned()
+        } else {
+            format!("origin/{base}")
+        };
+        git.run(&clone, ["checkout", "--quiet", "-B", &pr.branch, &base_ref])?;
+        commit_change(git, &clone, &pr.branch, &pr.title)?;
+        git.run(
+            &clone,
+            [
+                "push",
+                "--quiet",
+                "origin",
+                &format!("HEAD:refs/heads/{}", pr.branch),
+            ],
+        )?;
+    }
+    git.run(&clone, ["checkout", "--quiet", main])?;
+    git.run(&clone, ["fetch", "--quiet", "origin"])?;
+    Ok(GitWorld {
+        origin,
+        clone,
+        default_branch: main.to_owned(),
+    })
+}
+
+fn write(path: &Path, text: &str) -> Result<(), GitError> {
+    std::fs::write(path, text).map_err(|source| GitError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// One commit on the checked-out branch: a line appended to
+/// `.fixture/{branch}.log`, so every commit has content of its own.
+fn commit_change(git: &Git, clone: &Path, branch: &str, message: &str) -> Result<String, GitError> {
+    let log = clone
+        .join(".fixture")
+        .join(format!("{}.log", branch.replace('/', "-")));
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| GitError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let mut text = std::fs::read_to_string(&log).unwrap_or_default();
+    text.push_str(message);
+    text.push('\n');
+    write(&log, &text)?;
+    git.run(clone, [OsStr::new("add"), log.as_os_str()])?;
+    git.run(clone, ["commit", "--quiet", "-m", message])?;
+    git.run(clone, ["rev-parse", "HEAD"])
+}
+
+/// The SHA of `refs/heads/{branch}` in `repo` (bare or not), if it exists.
+pub fn ref_sha(git: &Git, repo: &Path, branch: &str) -> Result<Option<String>, GitError> {
+    match git.run(
+        repo,
+        [
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}^{{commit}}"),
+        ],
+    ) {
+        Ok(sha) => Ok(Some(sha)),
+        Err(GitError::Failed { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Checks out `branch` in `clone` as it is on origin, or — when origin has
+/// no such branch — as a new branch from `origin/{base}`.
+pub fn checkout_from_origin(
+    git: &Git,
+    clone: &Path,
+    branch: &str,
+    base: &str,
+) -> Result<(), GitError> {
+    git.run(clone, ["fetch", "--quiet", "origin"])?;
+    let remote = format!("refs/remotes/origin/{branch}");
+    let start = if git
+        .run(clone, ["rev-parse", "--verify", "--quiet", &remote])
+        .is_ok()
+    {
+        remote
+    } else {
+        format!("refs/remotes/origin/{base}")
+    };
+    git.run(clone, ["checkout", "--quiet", "-B", branch, &start])?;
+    Ok(())
+}
+
+/// Adds `count` commits to `branch` (from its origin state, or from
+/// `base` when new) and pushes it; the new head SHA.
+pub fn push_commits(
+    git: &Git,
+    clone: &Path,
+    branch: &str,
+    base: &str,
+    count: u32,
+    message: &str,
+) -> Result<String, GitError> {
+    checkout_from_origin(git, clone, branch, base)?;
+    let mut sha = git.run(clone, ["rev-parse", "HEAD"])?;
+    for i in 1..=count {
+        let text = if count == 1 {
+            message.to_owned()
+        } else {
+            format!("{message} ({i}/{count})")
+        };
+        sha = commit_change(git, clone, branch, &text)?;
+    }
+    git.run(
+        clone,
+        [
+            "push",
+            "--quiet",
+            "origin",
+            &format!("HEAD:refs/heads/{branch}"),
+        ],
+    )?;
+    Ok(sha)
+}
+
+/// Rewrites the last commit of `branch` and force-pushes it, as a rebase or
+/// an amend would; the new head SHA (never the old one).
+pub fn rewrite_branch(
+    git: &Git,
+    clone: &Path,
+    branch: &str,
+    message: &str,
+) -> Result<String, GitError> {
+    checkout_from_origin(git, clone, branch, branch)?;
+    let log = clone
+        .join(".fixture")
+        .join(format!("{}.log", branch.replace('/', "-")));
+    let mut text = std::fs::read_to_string(&log).unwrap_or_default();
+    text.push_str(&format!("rewritten: {message}\n"));
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| GitError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    write(&log, &text)?;
+    git.run(clone, [OsStr::new("add"), log.as_os_str()])?;
+    git.run(clone, ["commit", "--quiet", "--amend", "-m", message])?;
+    git.run(
+        clone,
+        [
+            "push",
+            "--quiet",
+            "--force",
+            "origin",
+            &format!("HEAD:refs/heads/{branch}"),
+        ],
+    )?;
+    git.run(clone, ["rev-parse", "HEAD"])
+}
+
+/// `git worktree add -B branch path start`: a real worktree; its head SHA.
+pub fn worktree_add(
+    git: &Git,
+    clone: &Path,
+    path: &Path,
+    branch: &str,
+    start: &str,
+) -> Result<String, GitError> {
+    git.run(clone, ["fetch", "--quiet", "origin"])?;
+    git.run(
+        clone,
+        [
+            OsStr::new("worktree"),
+            "add".as_ref(),
+            "--quiet".as_ref(),
+            "-B".as_ref(),
+            branch.as_ref(),
+            path.as_os_str(),
+            start.as_ref(),
+        ],
+    )?;
+    git.run(path, ["rev-parse", "HEAD"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backlog() -> Backlog {
+        Backlog::parse(
+            Path::new("t.yaml"),
+            "repository: acme/app\npull_requests:\n  - { number: 10, title: Login, branch: feature/1-login }\n  - { number: 11, title: Logout, branch: feature/2-logout, state: closed, merged: true }\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn same_backlog_same_shas() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let git = Git::default();
+        let wa = materialise(&git, &backlog(), a.path()).unwrap();
+        let wb = materialise(&git, &backlog(), b.path()).unwrap();
+        for branch in ["main", "feature/1-login", "feature/2-logout"] {
+            let sa = ref_sha(&git, &wa.origin, branch).unwrap().unwrap();
+            let sb = ref_sha(&git, &wb.origin, branch).unwrap().unwrap();
+            assert_eq!(sa, sb, "{branch}");
+            assert_eq!(sa.len(), 40);
+        }
+        assert_eq!(ref_sha(&git, &wa.origin, "nope").unwrap(), None);
+        assert_eq!(
+            git.run(&wa.clone, ["branch", "--show-current"]).unwrap(),
+            "main"
+        );
+    }
+
+    #[test]
+    fn push_and_rewrite_move_the_origin_ref() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = Git::default();
+        let world = materialise(&git, &backlog(), dir.path()).unwrap();
+        let before = ref_sha(&git, &world.origin, "feature/1-login")
+            .unwrap()
+            .unwrap();
+        let pushed = push_commits(&git, &world.clone, "feature/1-login", "main", 2, "fix").unwrap();
+        assert_ne!(pushed, before);
+        assert_eq!(
+            ref_sha(&git, &world.origin, "feature/1-login")
+                .unwrap()
+                .unwrap(),
+            pushed
+        );
+        let parent = git.run(&world.clone, ["rev-parse", "HEAD~2"]).unwrap();
+        assert_eq!(parent, before, "two commits on top of the old head");
+
+        let rewritten = rewrite_branch(&git, &world.clone, "feature/1-login", "rebased").unwrap();
+        assert_ne!(rewritten, pushed);
+        assert_eq!(
+            ref_sha(&git, &world.origin, "feature/1-login")
+                .unwrap()
+                .unwrap(),
+            rewritten
+        );
+        let ancestor = git
+            .command(&world.clone)
+            .args(["merge-base", "--is-ancestor", &pushed, &rewritten])
+            .status()
+            .unwrap();
+        assert!(!ancestor.success(), "a force-push is not a fast-forward");
+
+        let fresh = push_commits(&git, &world.clone, "feature/9-new", "main", 1, "new").unwrap();
+        assert_eq!(
+            ref_sha(&git, &world.origin, "feature/9-new")
+                .unwrap()
+                .unwrap(),
+            fresh
+        );
+    }
+
+    #[test]
+    fn worktree_is_real() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = Git::default();
+        let world = materialise(&git, &backlog(), dir.path()).unwrap();
+        let wt = dir.path().join("wt-10");
+        let sha = worktree_add(&git, &world.clone, &wt, "wt/10", "origin/feature/1-login").unwrap();
+        assert_eq!(
+            sha,
+            ref_sha(&git, &world.origin, "feature/1-login")
+                .unwrap()
+                .unwrap()
+        );
+        let list = git
+            .run(&world.clone, ["worktree", "list", "--porcelain"])
+            .unwrap();
+        assert!(list.contains("wt-10"), "{list}");
+    }
+}

@@ -1,0 +1,22 @@
+//! `sdd-mocks`: the world the scenario harness builds around the engine
+//! (DESIGN §8), each part usable on its own.
+//!
+//! - [`fixture`] — the fixture backlog format (`fixtures/backlogs/*.yaml`);
+//! - [`tracker`] — the mock tracker: a stateful GitHub-REST-shaped server
+//!   on wiremock, with pagination, auth, faults and a request journal; the
+//!   `mock-tracker` binary serves one standalone;
+//! - [`git`] — a real bare `origin` and working clone with deterministic
+//!   SHAs, and helpers to push, force-push and add worktrees;
+//! - [`qmd`] — `mock-qmd`, installed as `qmd` on the sandbox PATH;
+//! - [`skill`] — `fake-skill`, the scripted wrapped skill;
+//! - [`yaml`] — typed YAML loading with `file:line:column` errors.
+//!
+//! Formats, environment variables and exit codes: `fixtures/README.md`.
+
+pub mod fixture;
+pub mod git;
+mod hash;
+pub mod qmd;
+pub mod skill;
+pub mod tracker;
+pub mod yaml;

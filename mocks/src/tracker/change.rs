@@ -1,0 +1,168 @@
+//! Changes the world undergoes between ticks, "elsewhere" — a human merges
+//! a pull request, a reviewer leaves a comment, a new story lands.
+//!
+//! [`WorldChange`] is an externally tagged enum so a scenario can list
+//! changes in YAML with exact error locations:
+//!
+//! ```yaml
+//! - add_issue: { title: Urgent fix, body: "### Acceptance Criteria\n- works" }
+//! - merge_pr: 10
+//! - close_pr: 11
+//! - close_issue: 3
+//! - add_review_comment: { pr: 10, author: alice, body: Please rename }
+//! - reply_to_review_comment: { pr: 10, to: 100, author: alice, body: Thanks }
+//! - add_issue_comment: { number: 1, author: bob, body: Any news? }
+//! - add_review: { pr: 10, author: bob, state: APPROVED }
+//! - set_labels: { number: 1, labels: [in-progress] }
+//! - add_labels: { number: 1, labels: [do-not-merge] }
+//! - remove_label: { number: 1, label: in-progress }
+//! - set_head_sha: { pr: 10, sha: 0123abcd }
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use super::world::{NewIssue, World, WorldError};
+use crate::fixture::ReviewState;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorldChange {
+    AddIssue(NewIssue),
+    CloseIssue(u64),
+    MergePr(u64),
+    ClosePr(u64),
+    AddReviewComment {
+        pr: u64,
+        author: String,
+        body: String,
+        #[serde(default)]
+        path: Option<String>,
+    },
+    ReplyToReviewComment {
+        pr: u64,
+        to: u64,
+        author: String,
+        body: String,
+    },
+    AddIssueComment {
+        number: u64,
+        author: String,
+        body: String,
+    },
+    AddReview {
+        pr: u64,
+        author: String,
+        state: ReviewState,
+        #[serde(default)]
+        body: String,
+    },
+    SetLabels {
+        number: u64,
+        labels: Vec<String>,
+    },
+    AddLabels {
+        number: u64,
+        labels: Vec<String>,
+    },
+    RemoveLabel {
+        number: u64,
+        label: String,
+    },
+    SetHeadSha {
+        pr: u64,
+        sha: String,
+    },
+}
+
+impl WorldChange {
+    pub fn apply(&self, world: &mut World) -> Result<(), WorldError> {
+        match self {
+            WorldChange::AddIssue(issue) => world.add_issue(issue).map(drop),
+            WorldChange::CloseIssue(n) => world.close_issue(*n),
+            WorldChange::MergePr(n) => world.merge_pull(*n).map(drop),
+            WorldChange::ClosePr(n) => world.close_pull(*n),
+            WorldChange::AddReviewComment {
+                pr,
+                author,
+                body,
+                path,
+            } => world
+                .add_review_comment(*pr, author, body, path.as_deref())
+                .map(drop),
+            WorldChange::ReplyToReviewComment {
+                pr,
+                to,
+                author,
+                body,
+            } => world
+                .reply_to_review_comment(*pr, *to, author, body)
+                .map(drop),
+            WorldChange::AddIssueComment {
+                number,
+                author,
+                body,
+            } => world.add_issue_comment(*number, author, body).map(drop),
+            WorldChange::AddReview {
+                pr,
+                author,
+                state,
+                body,
+            } => world.add_review(*pr, author, *state, body).map(drop),
+            WorldChange::SetLabels { number, labels } => {
+                world.set_labels(*number, labels).map(drop)
+            }
+            WorldChange::AddLabels { number, labels } => {
+                world.add_labels(*number, labels).map(drop)
+            }
+            WorldChange::RemoveLabel { number, label } => {
+                world.remove_label(*number, label).map(drop)
+            }
+            WorldChange::SetHeadSha { pr, sha } => world.set_head_sha(*pr, sha),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn yaml_list_of_changes_parses_and_applies() {
+        let text = "- add_issue: { title: New }\n- merge_pr: 10\n- add_review_comment: { pr: 10, author: alice, body: hi }\n- set_labels: { number: 1, labels: [in-progress] }\n";
+        let changes: Vec<WorldChange> = crate::yaml::parse(Path::new("c.yaml"), text, "h").unwrap();
+        assert_eq!(changes[1], WorldChange::MergePr(10));
+        let backlog = crate::fixture::Backlog::parse(
+            Path::new("b.yaml"),
+            "repository: a/b\nissues: [{ number: 1, title: x }]\npull_requests: [{ number: 10, title: p, branch: f }]\n",
+        )
+        .unwrap();
+        let mut world = World::new(
+            &backlog,
+            "bot".into(),
+            None,
+            super::super::world::Clock::System,
+        );
+        for change in &changes {
+            change.apply(&mut world).unwrap();
+        }
+        assert_eq!(world.labels(1).unwrap(), vec!["in-progress"]);
+        assert!(world.is_merged(10).unwrap());
+        assert_eq!(
+            world.list_issues("open", &[]).len(),
+            2,
+            "#1 and the new #11"
+        );
+    }
+
+    #[test]
+    fn unknown_change_is_located() {
+        let err = crate::yaml::parse::<Vec<WorldChange>>(
+            Path::new("c.yaml"),
+            "- merge_pr: 1\n- explode: 2\n",
+            "h",
+        )
+        .unwrap_err();
+        assert_eq!(err.line, 2, "{}", err.render());
+    }
+}
