@@ -5,13 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::budget::CeilingFlags;
-use crate::clock::{self, Clock, OffsetClock, SystemClock};
+use crate::clock::{self, Clock, FixedClock, SystemClock};
 use crate::config::{self, LockChoice, TickConfig};
 use crate::crash::CrashPoints;
 use crate::exit;
@@ -48,7 +48,7 @@ Environment:
   SDD_LOOP_REPO            tracker repository OWNER/NAME (same as --repo)
   SDD_LOOP_TRACKER_URL     tracker API base URL (same as --tracker-url)
   SDD_LOOP_TRACKER_TOKEN   bearer token for the tracker (else GITHUB_TOKEN); never printed
-  SDD_LOOP_NOW             RFC 3339 instant the engine takes as \"now\" at start (tests)
+  SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)";
 
@@ -306,7 +306,7 @@ fn clock_from(env: &Env<'_>) -> Result<Box<dyn Clock>, String> {
     {
         None => Ok(Box::new(SystemClock)),
         Some(v) => clock::parse(v)
-            .map(|ts| Box::new(OffsetClock::starting_at(ts)) as Box<dyn Clock>)
+            .map(|ts| Box::new(FixedClock(ts)) as Box<dyn Clock>)
             .map_err(|e| format!("SDD_LOOP_NOW={v:?} is not an RFC 3339 instant: {e}")),
     }
 }
@@ -470,15 +470,6 @@ fn tick_command(skill: Skill, pr: Option<u64>, args: TickArgs, env: &mut Env<'_>
         platform: std::env::consts::OS,
     };
     tick::run(&cfg, &mut world).code
-}
-
-/// For callers that resolve relative paths the way the CLI does.
-pub fn resolve(cwd: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        cwd.join(p)
-    }
 }
 
 #[cfg(test)]

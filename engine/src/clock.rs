@@ -1,14 +1,15 @@
 //! The clock seam: every timestamp the engine records comes from a [`Clock`].
 //!
 //! Production uses [`SystemClock`]. The binary reads `SDD_LOOP_NOW`
-//! (RFC 3339) and builds an [`OffsetClock`] that starts at that instant and
-//! advances with real monotonic time, so a scenario can place a tick at any
-//! point of a run without waiting for real minutes. Tests of the library use
+//! (RFC 3339) and builds a [`FixedClock`]: every timestamp of that tick is
+//! that instant, so a scenario places each tick anywhere in a run without
+//! waiting for real minutes, and what the tick records is reproducible to
+//! the byte. (Watchdogs and lock polling measure real durations with
+//! `Instant`, never with this clock.) Tests of the library use
 //! [`ManualClock`]. Timestamps are written as RFC 3339 UTC with whole
 //! seconds (`2026-05-09T14:50:00Z`), the shape of the contract's examples.
 
 use std::sync::Mutex;
-use std::time::Instant;
 
 use jiff::{SignedDuration, Timestamp};
 
@@ -27,28 +28,13 @@ impl Clock for SystemClock {
     }
 }
 
-/// Starts at a given instant and advances with the process's monotonic
-/// clock: `SDD_LOOP_NOW` semantics.
-#[derive(Debug)]
-pub struct OffsetClock {
-    base: Timestamp,
-    started: Instant,
-}
+/// Always the same instant: `SDD_LOOP_NOW` semantics.
+#[derive(Debug, Clone, Copy)]
+pub struct FixedClock(pub Timestamp);
 
-impl OffsetClock {
-    pub fn starting_at(base: Timestamp) -> Self {
-        Self {
-            base,
-            started: Instant::now(),
-        }
-    }
-}
-
-impl Clock for OffsetClock {
+impl Clock for FixedClock {
     fn now(&self) -> Timestamp {
-        let elapsed =
-            SignedDuration::try_from(self.started.elapsed()).unwrap_or(SignedDuration::MAX);
-        self.base.saturating_add(elapsed).unwrap_or(self.base)
+        self.0
     }
 }
 
@@ -116,11 +102,10 @@ mod tests {
     }
 
     #[test]
-    fn offset_clock_starts_at_base_and_never_goes_back() {
+    fn fixed_clock_never_moves() {
         let base = parse("2026-05-09T14:50:00Z").unwrap();
-        let clock = OffsetClock::starting_at(base);
-        let first = clock.now();
-        assert!(first >= base);
-        assert!(clock.now() >= first);
+        let clock = FixedClock(base);
+        assert_eq!(clock.now(), base);
+        assert_eq!(clock.now(), base);
     }
 }

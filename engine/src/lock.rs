@@ -89,8 +89,13 @@ pub enum ForceDecision {
 pub enum LockMode<'a> {
     /// `--lock=skip` (default): give up at once.
     Skip,
-    /// `--lock=wait`: poll until the holder is gone or `deadline` passes.
-    Wait { poll: Duration, deadline: Instant },
+    /// `--lock=wait`: poll until the holder is gone, `deadline` passes, or
+    /// `interrupted` says the user asked to stop.
+    Wait {
+        poll: Duration,
+        deadline: Instant,
+        interrupted: &'a dyn Fn() -> bool,
+    },
     /// `--lock=force`: ask `decide` (the force-unlock gate) about the
     /// holder; it is called outside the critical section, so it may block
     /// on a person.
@@ -101,7 +106,7 @@ impl std::fmt::Debug for LockMode<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LockMode::Skip => f.write_str("Skip"),
-            LockMode::Wait { poll, deadline } => f
+            LockMode::Wait { poll, deadline, .. } => f
                 .debug_struct("Wait")
                 .field("poll", poll)
                 .field("deadline", deadline)
@@ -192,6 +197,8 @@ pub enum Denied {
     Held(Holder),
     /// `wait` mode's deadline passed with the holder still there.
     WaitExpired(Holder),
+    /// `wait` mode was interrupted (SIGINT/SIGTERM) while waiting.
+    WaitInterrupted(Holder),
     /// The force-unlock gate answered `no`.
     ForceDeclined(Holder),
     /// The force-unlock gate answered `stop`.
@@ -203,6 +210,7 @@ impl Denied {
         match self {
             Denied::Held(h)
             | Denied::WaitExpired(h)
+            | Denied::WaitInterrupted(h)
             | Denied::ForceDeclined(h)
             | Denied::ForceStopped(h) => h,
         }
@@ -389,7 +397,14 @@ pub fn acquire(
         };
         match &mut mode {
             LockMode::Skip => return Ok(Err(Denied::Held(holder))),
-            LockMode::Wait { poll, deadline } => {
+            LockMode::Wait {
+                poll,
+                deadline,
+                interrupted,
+            } => {
+                if interrupted() {
+                    return Ok(Err(Denied::WaitInterrupted(holder)));
+                }
                 let now = Instant::now();
                 if now >= *deadline {
                     return Ok(Err(Denied::WaitExpired(holder)));
@@ -704,6 +719,7 @@ mod tests {
         let mode = LockMode::Wait {
             poll: Duration::from_millis(1),
             deadline: Instant::now() + Duration::from_millis(20),
+            interrupted: &|| false,
         };
         assert!(matches!(
             take(&paths, &probe, mode).unwrap_err(),
@@ -743,12 +759,29 @@ mod tests {
         let mode = LockMode::Wait {
             poll: Duration::from_millis(1),
             deadline: Instant::now() + Duration::from_secs(60),
+            interrupted: &|| false,
         };
         let (_held, how) = acquire(&paths, &notify, ME, 3, "2026-05-09T15:00:00Z", mode)
             .unwrap()
             .unwrap();
         killer.join().unwrap();
         assert!(matches!(how, Acquisition::Reaped { pid: 7, .. }));
+    }
+
+    #[test]
+    fn wait_mode_stops_waiting_when_interrupted() {
+        let (_tmp, paths) = setup();
+        plant(&paths, 7, 2, None);
+        let probe = Table::default().with(7, SignalZero::Delivered, None);
+        let mode = LockMode::Wait {
+            poll: Duration::from_secs(3600),
+            deadline: Instant::now() + Duration::from_secs(3600),
+            interrupted: &|| true,
+        };
+        assert!(matches!(
+            take(&paths, &probe, mode).unwrap_err(),
+            Denied::WaitInterrupted(Holder::Alive(_))
+        ));
     }
 
     #[test]

@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use jiff::Timestamp;
@@ -42,7 +42,7 @@ use crate::gates::{Answer, Answerer, GateError, Prompt, Question, Script, Trippe
 use crate::git::{Git, WorktreeState, same_commit};
 use crate::history::{
     self, ActiveWorktree, Autofix, BudgetSnapshot, Chain, FailureRecord, GateRecord, HistoryError,
-    HistoryLine, Outcome, PrState, Tail, TickRecord, TornTail, TrackedPr,
+    HistoryLine, Outcome, PrState, TickRecord, TornTail, TrackedPr,
 };
 use crate::journal::{Journal, JournalError};
 use crate::liveness::ProcessProbe;
@@ -324,7 +324,6 @@ struct Tick<'c, 'w> {
     budget: Option<Budget>,
     fired: Vec<Fired>,
     outcome: Outcome,
-    first_history: bool,
 }
 
 fn rel(root: &Path, p: &Path) -> String {
@@ -379,7 +378,6 @@ impl<'c, 'w> Tick<'c, 'w> {
             budget: None,
             fired: Vec::new(),
             outcome: Outcome::Ok,
-            first_history: false,
         }
     }
 
@@ -456,14 +454,11 @@ impl<'c, 'w> Tick<'c, 'w> {
             files::check_regular_or_missing(&path)?;
         }
         let result = self.run_locked();
-        if let Err(f) = &result {
+        if result.is_err() {
             // A failure after the lock was taken releases it; the state on
             // disk is whatever the last completed step left, which the next
             // tick reconciles.
-            if let Some(held) = self.held.take() {
-                let _ = held.release();
-            }
-            let _ = f;
+            self.release();
         }
         result
     }
@@ -498,7 +493,7 @@ impl<'c, 'w> Tick<'c, 'w> {
             dry_run: self.cfg.dry_run,
         };
         exchange.prepare(&request)?;
-        let spec = self.run_spec(&exchange);
+        let spec = self.run_spec();
         let outcome = self.runner.run(&spec, &exchange, &mut *self.diag);
         let _ = exchange.remove();
         match outcome.failure() {
@@ -515,7 +510,7 @@ impl<'c, 'w> Tick<'c, 'w> {
         }
     }
 
-    fn run_spec(&self, _exchange: &Exchange) -> RunSpec {
+    fn run_spec(&self) -> RunSpec {
         RunSpec {
             command: self.cfg.skill_cmd.clone(),
             cwd: self.cfg.root.clone(),
@@ -530,7 +525,6 @@ impl<'c, 'w> Tick<'c, 'w> {
     // ---------------------------------------------------------------- 1. lock
 
     fn run_locked(&mut self) -> Result<u8, Failure> {
-        let peek_tail = history::read_tail(&self.paths.history(), 1)?;
         let peek_budget = Budget::load(self.paths.budget())?;
         let guess = peek_budget.as_ref().map_or(1, |b| b.iterations_used + 1);
         let started_at = clock::format(self.started);
@@ -547,6 +541,8 @@ impl<'c, 'w> Tick<'c, 'w> {
             let probe = self.probe;
             let me = self.me;
             let paths = self.paths.clone();
+            let interrupts = self.interrupts;
+            let interrupted = move || interrupts.pending().is_some();
             match self.cfg.lock {
                 LockChoice::Skip => {
                     lock::acquire(&paths, probe, me, guess, &started_at, LockMode::Skip)?
@@ -560,6 +556,7 @@ impl<'c, 'w> Tick<'c, 'w> {
                     LockMode::Wait {
                         poll: self.cfg.lock_poll,
                         deadline,
+                        interrupted: &interrupted,
                     },
                 )?,
                 LockChoice::Force => {
@@ -590,7 +587,7 @@ impl<'c, 'w> Tick<'c, 'w> {
         }
         let (held, how) = match acquired {
             Ok(pair) => pair,
-            Err(denied) => return self.not_acquired(denied, peek_budget, peek_tail, guess),
+            Err(denied) => return self.not_acquired(denied, peek_budget, guess),
         };
         self.held = Some(held);
         let concurrency = match how.note() {
@@ -610,7 +607,6 @@ impl<'c, 'w> Tick<'c, 'w> {
         &mut self,
         denied: Denied,
         budget: Option<Budget>,
-        tail: Tail,
         guess: u64,
     ) -> Result<u8, Failure> {
         let holder = denied.holder().clone();
@@ -619,7 +615,6 @@ impl<'c, 'w> Tick<'c, 'w> {
             Holder::Unreadable { .. } => guess,
         };
         self.budget = budget;
-        let _ = tail;
         let (outcome, concurrency) = match (&denied, &holder) {
             (Denied::ForceStopped(_), _) => {
                 self.fired.push(Fired::new(
@@ -639,6 +634,16 @@ impl<'c, 'w> Tick<'c, 'w> {
                 self.note(line.clone());
                 self.fired
                     .push(Fired::new(StopCause::LockContention, line.clone()));
+                (Outcome::Halted, line)
+            }
+            (Denied::WaitInterrupted(h), _) => {
+                let line = format!(
+                    "Interrupted while waiting for the lock ({}) — stopping",
+                    h.skip_note(&self.platform)
+                );
+                self.note(line.clone());
+                self.fired
+                    .push(Fired::new(StopCause::UserInterrupt, line.clone()));
                 (Outcome::Halted, line)
             }
             (Denied::WaitExpired(h), _) => {
@@ -1909,7 +1914,7 @@ impl<'c, 'w> Tick<'c, 'w> {
             self.cfg.crash.hit("after-journal");
             let exchange = Exchange::for_iteration(&self.paths, self.iteration);
             exchange.prepare(&request)?;
-            let spec = self.run_spec(&exchange);
+            let spec = self.run_spec();
             let outcome = self.runner.run(&spec, &exchange, &mut *self.diag);
             self.cfg.crash.hit("after-skill");
             let (result, error) = match exchange.read_result() {
@@ -2216,7 +2221,6 @@ impl<'c, 'w> Tick<'c, 'w> {
         }
         let created = history::append(&path, &line, tail.needs_separator)?;
         if created {
-            self.first_history = true;
             self.note(format!(
                 "Created {}: it may hold sensitive content (gate questions and answers can quote issue text, branch names and free-text answers). Treat it like .env — keep it gitignored (.sdd/ is) and never upload it without explicit opt-in.",
                 rel(&self.cfg.root, &path)
@@ -2372,9 +2376,4 @@ fn merge_tracked(start: &[TrackedPr], reports: &[PrReport]) -> Vec<TrackedPr> {
 
 fn short(sha: &str) -> String {
     sha.chars().take(7).collect()
-}
-
-/// `PathBuf` helper for callers that build configurations.
-pub fn default_claude_md(root: &Path) -> PathBuf {
-    root.join("CLAUDE.md")
 }
