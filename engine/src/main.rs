@@ -22,7 +22,12 @@ fn main() -> ExitCode {
                 .as_ref()
                 .map(|s| s as &dyn sdd_loop::runner::Interrupts),
         };
-        sdd_loop::cli::main_with(std::env::args_os(), &mut env)
+        // A bug must end as the documented internal-error status, not as
+        // an unwinding panic's 101; the lock, if held, is released by drop.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            sdd_loop::cli::main_with(std::env::args_os(), &mut env)
+        }))
+        .unwrap_or(sdd_loop::exit::INTERNAL)
     };
     let _ = stdout.flush();
     ExitCode::from(code)

@@ -1140,6 +1140,54 @@ fn resume_asks_about_a_diverged_pr_and_reports_worktrees() {
 }
 
 #[test]
+fn resume_divergence_skip_and_stop() {
+    for (choice, code) in [("skip", 0), ("stop", 3)] {
+        let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+        seed_tracked_run(&mut s);
+        s.git
+            .heads
+            .borrow_mut()
+            .insert("feature/10".into(), "forced99".into());
+        let mut cfg = s.cfg(Skill::Work);
+        cfg.resume = true;
+        answer(&mut cfg, &format!("resume-divergence={choice}"));
+        let r = s.tick(&cfg);
+        assert_eq!(r.code, code, "{choice}: {}{}", r.out, r.err);
+        let line = s.last(Skill::Work);
+        assert_eq!(gates(&line)[0].2, choice);
+        let tracked = line.tracked_prs.clone().unwrap_or_default();
+        assert!(
+            !tracked.iter().any(|p| p.number == 10),
+            "{choice}: not re-attached"
+        );
+        if choice == "stop" {
+            assert_eq!(fired(&line), ["prior_gate_stop"]);
+        }
+    }
+}
+
+#[test]
+fn resume_reports_a_diverged_worktree_and_leaves_it() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    seed_tracked_run(&mut s);
+    s.git
+        .heads
+        .borrow_mut()
+        .insert("feature/10".into(), "sha10".into());
+    s.git.worktrees.borrow_mut().insert(
+        ".sdd/worktrees/feature-10".into(),
+        ("feature/10".into(), "moved77".into()),
+    );
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.resume = true;
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.out.contains(
+        "Worktree .sdd/worktrees/feature-10 diverged — leaving in place per worktree-preservation rule"
+    ));
+}
+
+#[test]
 fn resume_notes_merged_prs_and_does_not_reattach() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
     s.runner.steps = vec![Step::ok(SkillResult {
@@ -1329,6 +1377,20 @@ fn exit_4_changes_nothing() {
     );
     let paths = s.paths(Skill::Work);
     assert!(!paths.history().exists() && !paths.budget().exists() && !paths.lock().exists());
+}
+
+#[test]
+fn without_loop_the_skill_status_is_passed_on() {
+    let mut s = Sandbox::new();
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.loop_mode = false;
+    s.runner.steps = vec![Step {
+        exit: 5,
+        ..Step::ok(result())
+    }];
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 5, "{}", r.err);
+    assert!(r.err.contains("skill exited 5"));
 }
 
 #[test]
