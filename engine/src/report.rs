@@ -22,6 +22,9 @@ pub struct StatusView<'a> {
     /// Review: (comments pushed, merges attempted), shown on every block.
     pub review_counters: Option<(u64, u64)>,
     pub budget: Option<&'a Budget>,
+    /// The iteration ceiling shown (the budget's, or the flags' before a
+    /// budget exists).
+    pub max_iterations: u64,
     /// Elapsed minutes to show (the budget's, or the tick's view at entry).
     pub minutes: u64,
     pub single_pr: bool,
@@ -33,21 +36,25 @@ pub struct StatusView<'a> {
 
 /// `Budget remaining: 2 iterations, 16 PRs, 42 minutes, $10.08`.
 pub fn remaining(budget: &Budget, minutes: u64, single_pr: bool) -> String {
-    let mut parts = vec![format!(
-        "{} iterations",
-        budget.max_iterations.saturating_sub(budget.iterations_used)
+    let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = vec![count(
+        budget.max_iterations.saturating_sub(budget.iterations_used),
+        "iteration",
+        "iterations",
     )];
     if !single_pr {
-        parts.push(format!(
-            "{} PRs",
+        parts.push(count(
             budget
                 .max_prs
-                .saturating_sub(budget.prs_touched.len() as u64)
+                .saturating_sub(budget.prs_touched.len() as u64),
+            "PR",
+            "PRs",
         ));
     }
-    parts.push(format!(
-        "{} minutes",
-        budget.max_minutes.saturating_sub(minutes)
+    parts.push(count(
+        budget.max_minutes.saturating_sub(minutes),
+        "minute",
+        "minutes",
     ));
     if budget.max_dollars > 0.0 {
         parts.push(dollars(
@@ -77,11 +84,10 @@ fn stops_line(stops: &[Fired]) -> String {
 /// The status block, ending with a newline.
 pub fn status_block(v: &StatusView<'_>) -> String {
     let mut s = String::new();
-    let max = v.budget.map_or(0, |b| b.max_iterations);
     let _ = writeln!(
         s,
         "## Loop Iteration {}/{} — /sdd:{} --loop\n",
-        v.iteration, max, v.skill
+        v.iteration, v.max_iterations, v.skill
     );
     let _ = writeln!(s, "Started: {}", v.started_at);
     let _ = writeln!(s, "{}", v.context);
@@ -232,6 +238,7 @@ mod tests {
             plan: "implement #143, #145, #149 (3 of 4 max-agents)".into(),
             review_counters: None,
             budget: Some(&b),
+            max_iterations: b.max_iterations,
             minutes: 18,
             single_pr: false,
             stops: &[],
@@ -256,6 +263,7 @@ mod tests {
             plan: "review #142".into(),
             review_counters: Some((3, 1)),
             budget: Some(&b),
+            max_iterations: b.max_iterations,
             minutes: 18,
             single_pr: true,
             stops: &[Fired::new(

@@ -324,6 +324,10 @@ struct Tick<'c, 'w> {
     budget: Option<Budget>,
     fired: Vec<Fired>,
     outcome: Outcome,
+    /// Open PRs tracked by the run, carried into this tick's line.
+    carried: Vec<TrackedPr>,
+    /// Worktrees the run left on disk, carried likewise (never cleaned).
+    carried_worktrees: Vec<ActiveWorktree>,
 }
 
 fn rel(root: &Path, p: &Path) -> String {
@@ -378,6 +382,8 @@ impl<'c, 'w> Tick<'c, 'w> {
             budget: None,
             fired: Vec::new(),
             outcome: Outcome::Ok,
+            carried: Vec::new(),
+            carried_worktrees: Vec::new(),
         }
     }
 
@@ -750,7 +756,7 @@ impl<'c, 'w> Tick<'c, 'w> {
             }
         }
         // The run's lines only, newest last (drift, repeated failure).
-        let run_lines: Vec<HistoryLine> = if fresh_run {
+        let mut run_lines: Vec<HistoryLine> = if fresh_run {
             Vec::new()
         } else {
             authoritative
@@ -780,6 +786,9 @@ impl<'c, 'w> Tick<'c, 'w> {
                 pending.stale_journal = true;
             } else {
                 let (line, exchange, note) = self.recover(&journal, &mut budget);
+                // The recovered iteration is the run's latest: resume and the
+                // gates look at it like any recorded line.
+                run_lines.push(line.clone());
                 pending.recovered = Some((line, exchange, note));
             }
         }
@@ -836,13 +845,29 @@ impl<'c, 'w> Tick<'c, 'w> {
             }
         }
 
+        // Open PRs the run tracks carry from line to line, so whatever the
+        // last line is, resume finds every PR still in flight.
+        let latest = run_lines.last().cloned();
+        self.carried = latest
+            .as_ref()
+            .and_then(|l| l.tracked_prs.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p.state_at_end == PrState::Open)
+            .collect();
+        self.carried_worktrees = latest
+            .as_ref()
+            .and_then(|l| l.active_worktrees.clone())
+            .unwrap_or_default();
+
         // 3. --resume: tracked PRs and worktrees, once.
-        let mut reattached: Vec<TrackedPr> = Vec::new();
-        if self.cfg.resume
-            && let Some(stop) = self.resume_reconcile(last, &mut reattached)?
-        {
-            self.fired.push(stop);
-            return self.halt_at_entry(pending, concurrency, None, "the loop has ended");
+        if self.cfg.resume {
+            let mut reattached: Vec<TrackedPr> = Vec::new();
+            if let Some(stop) = self.resume_reconcile(latest.as_ref(), &mut reattached)? {
+                self.fired.push(stop);
+                return self.halt_at_entry(pending, concurrency, None, "the loop has ended");
+            }
+            self.carried = reattached;
         }
 
         // 4. Entry stop conditions that need only the state.
@@ -877,8 +902,8 @@ impl<'c, 'w> Tick<'c, 'w> {
         }
 
         match self.cfg.skill {
-            Skill::Work => self.work(pending, concurrency, &run_lines, reattached),
-            Skill::Review => self.review(pending, concurrency, &run_lines, reattached),
+            Skill::Work => self.work(pending, concurrency, &run_lines),
+            Skill::Review => self.review(pending, concurrency, &run_lines),
         }
     }
 
@@ -1139,6 +1164,9 @@ impl<'c, 'w> Tick<'c, 'w> {
                     if let Some(b) = self.budget.as_mut() {
                         b.deferred.push(target.clone());
                     }
+                    self.note(format!(
+                        "Deferred {target} for the rest of the run (repeated failure: {cause})"
+                    ));
                     skip.insert(target);
                 }
                 "retry" => {}
@@ -1245,7 +1273,6 @@ impl<'c, 'w> Tick<'c, 'w> {
         mut pending: Pending,
         concurrency: String,
         run_lines: &[HistoryLine],
-        reattached: Vec<TrackedPr>,
     ) -> Result<u8, Failure> {
         let deferred: BTreeSet<u64> = self
             .budget
@@ -1429,7 +1456,7 @@ impl<'c, 'w> Tick<'c, 'w> {
         self.dispatch(Dispatch {
             pending,
             request,
-            tracked_at_start: reattached,
+            tracked_at_start: self.carried.clone(),
             backlog: Some(snapshot),
             shown: Shown {
                 context,
@@ -1438,7 +1465,6 @@ impl<'c, 'w> Tick<'c, 'w> {
                 outcome: String::new(),
             },
             gate_outcomes,
-            run_lines,
             empty: numbers.is_empty(),
         })
     }
@@ -1450,7 +1476,6 @@ impl<'c, 'w> Tick<'c, 'w> {
         pending: Pending,
         concurrency: String,
         run_lines: &[HistoryLine],
-        reattached: Vec<TrackedPr>,
     ) -> Result<u8, Failure> {
         let deferred: BTreeSet<String> = self
             .budget
@@ -1654,7 +1679,7 @@ impl<'c, 'w> Tick<'c, 'w> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let mut tracked_at_start = reattached;
+        let mut tracked_at_start = self.carried.clone();
         for pr in &selected {
             tracked_at_start.retain(|t| t.number != pr.number);
             tracked_at_start.push(TrackedPr {
@@ -1705,7 +1730,6 @@ impl<'c, 'w> Tick<'c, 'w> {
                 outcome: String::new(),
             },
             gate_outcomes,
-            run_lines,
             empty: assignments.is_empty(),
         })
     }
@@ -1807,8 +1831,8 @@ impl<'c, 'w> Tick<'c, 'w> {
         self.record(Record {
             snapshot,
             delta: Delta::default(),
-            tracked: Vec::new(),
-            worktrees: Vec::new(),
+            tracked: self.carried.clone(),
+            worktrees: self.carried_worktrees.clone(),
             failures: Vec::new(),
             backlog,
             dispatched: Vec::new(),
@@ -1867,7 +1891,7 @@ impl<'c, 'w> Tick<'c, 'w> {
         Ok(())
     }
 
-    fn dispatch(&mut self, d: Dispatch<'_>) -> Result<u8, Failure> {
+    fn dispatch(&mut self, d: Dispatch) -> Result<u8, Failure> {
         let Dispatch {
             mut pending,
             request,
@@ -1875,17 +1899,12 @@ impl<'c, 'w> Tick<'c, 'w> {
             backlog,
             mut shown,
             gate_outcomes,
-            run_lines,
             empty,
         } = d;
         self.cfg.crash.hit("after-gates");
         self.commit(&mut pending)?;
 
-        let previous_worktrees: Vec<ActiveWorktree> = run_lines
-            .iter()
-            .rev()
-            .find_map(|l| l.active_worktrees.clone())
-            .unwrap_or_default();
+        let previous_worktrees = self.carried_worktrees.clone();
         let single = self.cfg.pr;
         let mut budget = self.budget.take().expect("budget loaded");
         let (result, run, error) = if empty {
@@ -2140,7 +2159,7 @@ impl<'c, 'w> Tick<'c, 'w> {
             parts.push(s.clone());
         }
         if let Some(e) = &error {
-            parts.push(format!("Errored — {e}."));
+            parts.push(format!("Errored — {}.", e.trim_end_matches('.')));
         }
         if parts.is_empty() {
             parts.push(if empty {
@@ -2247,6 +2266,10 @@ impl<'c, 'w> Tick<'c, 'w> {
                     .map_or((0, 0), |b| (b.comments_pushed, b.merges_attempted))
             }),
             budget: self.budget.as_ref(),
+            max_iterations: self.budget.as_ref().map_or_else(
+                || self.cfg.ceilings.resolve().max_iterations,
+                |b| b.max_iterations,
+            ),
             minutes: self.minutes(),
             single_pr: self.cfg.single_pr(),
             stops: &self.fired,
@@ -2318,14 +2341,13 @@ impl<'c, 'w> Tick<'c, 'w> {
 }
 
 /// What a dispatching tick hands to [`Tick::dispatch`].
-struct Dispatch<'l> {
+struct Dispatch {
     pending: Pending,
     request: SkillRequest,
     tracked_at_start: Vec<TrackedPr>,
     backlog: Option<Vec<u64>>,
     shown: Shown,
     gate_outcomes: Vec<String>,
-    run_lines: &'l [HistoryLine],
     empty: bool,
 }
 

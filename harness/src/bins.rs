@@ -1,0 +1,147 @@
+//! The binaries a case runs: the engine (`sdd-loop`, or another
+//! implementation of the contract given as a command line), the fake skill
+//! and mock-qmd.
+//!
+//! Cargo sets `CARGO_BIN_EXE_*` only for a test's own package, and these
+//! binaries belong to `sdd-loop` and `sdd-mocks`, so they are looked for
+//! next to the running executable: a test binary lives in
+//! `target/<profile>/deps/`, `sdd-evals` in `target/<profile>/`, the
+//! binaries in `target/<profile>/`. Each can be overridden with an
+//! environment variable; a missing one is an error that names it and the
+//! command that builds it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What builds every binary the harness needs.
+pub const BUILD_HINT: &str = "cargo build --workspace --bins";
+
+/// The binaries, by name, with the variable that overrides each.
+pub const ENGINE: (&str, &str) = ("sdd-loop", "SDD_EVALS_SDD_LOOP");
+pub const FAKE_SKILL: (&str, &str) = ("fake-skill", "SDD_EVALS_FAKE_SKILL");
+pub const MOCK_QMD: (&str, &str) = ("mock-qmd", "SDD_EVALS_MOCK_QMD");
+
+/// The engine under test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Engine {
+    /// A binary, run directly.
+    Binary(PathBuf),
+    /// A command line run with `sh -c`; the harness appends `<skill> --loop …`.
+    Command(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binaries {
+    pub engine: Engine,
+    pub fake_skill: PathBuf,
+    pub mock_qmd: PathBuf,
+}
+
+/// A binary that is not where it should be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot find the `{name}` binary at {}", path.display())]
+pub struct MissingBinary {
+    pub name: String,
+    pub path: PathBuf,
+    pub var: String,
+}
+
+impl MissingBinary {
+    pub fn help(&self) -> String {
+        format!(
+            "build it with `{BUILD_HINT}` (a plain `cargo nextest run` from the workspace root builds it too), or point {} at it",
+            self.var
+        )
+    }
+}
+
+/// Where binaries next to `exe` live: its directory, or the parent of a
+/// `deps/` directory.
+pub fn search_dir(exe: &Path) -> PathBuf {
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.parent().unwrap_or(dir).to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+fn locate(
+    (name, var): (&str, &str),
+    dir: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Result<PathBuf, MissingBinary> {
+    let path = match vars.get(var).filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => dir.join(name),
+    };
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(MissingBinary {
+            name: name.to_owned(),
+            path,
+            var: var.to_owned(),
+        })
+    }
+}
+
+impl Binaries {
+    /// Finds the binaries next to `exe` (or where `vars` say); `engine`
+    /// replaces `sdd-loop` with a command line.
+    pub fn find(
+        exe: &Path,
+        vars: &BTreeMap<String, String>,
+        engine: Option<String>,
+    ) -> Result<Self, MissingBinary> {
+        let dir = search_dir(exe);
+        let engine = match engine {
+            Some(cmd) => Engine::Command(cmd),
+            None => Engine::Binary(locate(ENGINE, &dir, vars)?),
+        };
+        Ok(Self {
+            engine,
+            fake_skill: locate(FAKE_SKILL, &dir, vars)?,
+            mock_qmd: locate(MOCK_QMD, &dir, vars)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_binaries_look_one_level_up() {
+        assert_eq!(
+            search_dir(Path::new("/w/target/debug/deps/evals-0123")),
+            Path::new("/w/target/debug")
+        );
+        assert_eq!(
+            search_dir(Path::new("/w/target/debug/sdd-evals")),
+            Path::new("/w/target/debug")
+        );
+    }
+
+    #[test]
+    fn a_missing_binary_names_itself_and_the_build_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("sdd-evals");
+        let err = Binaries::find(&exe, &BTreeMap::new(), None).unwrap_err();
+        assert_eq!(err.name, "sdd-loop");
+        assert!(err.help().contains(BUILD_HINT), "{}", err.help());
+        assert!(err.help().contains("SDD_EVALS_SDD_LOOP"), "{}", err.help());
+
+        for name in ["sdd-loop", "fake-skill"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let err = Binaries::find(&exe, &BTreeMap::new(), None).unwrap_err();
+        assert_eq!(err.name, "mock-qmd");
+        let vars = BTreeMap::from([(
+            "SDD_EVALS_MOCK_QMD".to_owned(),
+            dir.path().join("sdd-loop").display().to_string(),
+        )]);
+        let found = Binaries::find(&exe, &vars, Some("other-engine".into())).unwrap();
+        assert_eq!(found.engine, Engine::Command("other-engine".into()));
+    }
+}

@@ -1,0 +1,529 @@
+//! The check kinds an assertion's `type` names, and how each is judged
+//! against a [`RunRecord`] — with evidence, so a grade says what was seen,
+//! not only whether it matched (SPEC-0017 `{text, passed, evidence}`).
+//!
+//! [`Check`] is externally tagged (`type: { stop_cause: cost_budget }`), so
+//! an unknown kind is reported at its key with the valid kinds listed.
+//! Expectations (`expect:` in a case) become the same checks
+//! ([`crate::grade`]), so there is one judge for both.
+
+use std::fmt::Write as _;
+
+use schemars::JsonSchema;
+use sdd_loop::history::Outcome;
+use sdd_mocks::tracker::pattern::RouteMatcher;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use crate::record::RunRecord;
+
+/// The stop cause of a run that did not stop.
+pub const NO_STOP: &str = "none";
+
+/// A tick number (1-based) as written in a case.
+pub type TickRef = Option<Spanned<usize>>;
+
+fn tick_of(r: &TickRef) -> Option<usize> {
+    r.as_ref().map(|t| t.value)
+}
+
+/// One check.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Check {
+    /// The last history line's stop cause (a stop-cause name, or `none`).
+    StopCause(#[schemars(schema_with = "crate::schema_parts::stop_cause")] Spanned<String>),
+    /// The last history line's iteration.
+    FinalIteration(u64),
+    /// A tick's exit status (default: the last tick).
+    Exit(ExitCheck),
+    /// The outcome of the last history line a tick appended (default: the last tick).
+    Outcome(OutcomeCheck),
+    /// A gate was recorded (in any tick, or in tick N).
+    Gate(GateCheck),
+    /// Exactly these gates were recorded, in this order.
+    GatesInOrder(GatesInOrder),
+    /// A gate was never recorded.
+    NoGate(#[schemars(schema_with = "crate::schema_parts::gate_name")] Spanned<String>),
+    /// Some tick's stdout (or tick N's) contains the text.
+    Printed(TextCheck),
+    /// No tick's stdout (or tick N's) contains the text.
+    NotPrinted(TextCheck),
+    /// A value in a history line (default: the last), by JSON pointer.
+    HistoryField(HistoryField),
+    /// A value in budget.json, by JSON pointer.
+    BudgetField(BudgetField),
+    /// A path exists in the project after the run.
+    FilePresent(String),
+    /// A path does not exist in the project after the run.
+    FileAbsent(String),
+    /// A file of this repository (relative to the workspace root) contains
+    /// the text; whitespace and line breaks are not significant.
+    RepoFileContains(RepoFileContains),
+    /// How many requests the mock tracker answered on a route.
+    TrackerRequests(TrackerRequests),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExitCheck {
+    pub code: i32,
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub tick: TickRef,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeCheck {
+    pub is: Outcome,
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub tick: TickRef,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateCheck {
+    #[schemars(schema_with = "crate::schema_parts::gate_name")]
+    pub name: Spanned<String>,
+    /// The exact question.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// The exact recorded answer.
+    #[serde(default)]
+    pub answer: Option<String>,
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub tick: TickRef,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GatesInOrder {
+    pub gates: Vec<crate::case::GateSpec>,
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub tick: TickRef,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TextCheck {
+    pub text: String,
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub tick: TickRef,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryField {
+    /// 1-based line number [default: the last line].
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub line: Option<Spanned<usize>>,
+    /// A JSON pointer, e.g. `/budget_snapshot/dollars_estimate`.
+    #[schemars(with = "String")]
+    pub pointer: Spanned<String>,
+    pub is: Comparison,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetField {
+    #[schemars(with = "String")]
+    pub pointer: Spanned<String>,
+    pub is: Comparison,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RepoFileContains {
+    #[schemars(with = "String")]
+    pub path: Spanned<String>,
+    pub text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrackerRequests {
+    /// `GET`, `POST`, … [default: any].
+    #[serde(default)]
+    pub method: Option<String>,
+    /// `*` one segment, `**` any number, e.g. `**/pulls/*/merge`.
+    pub path: String,
+    /// Compared with the number of matching requests.
+    pub is: Comparison,
+}
+
+/// How a value is compared.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Comparison {
+    /// Equal (numbers compare by value: 1 equals 1.0).
+    Equals(Value),
+    NotEquals(Value),
+    /// A number ≥ this.
+    AtLeast(f64),
+    /// A number ≤ this.
+    AtMost(f64),
+    /// A number ≥ the value at another pointer of the same document.
+    AtLeastField(#[schemars(with = "String")] Spanned<String>),
+    /// A number ≤ the value at another pointer of the same document.
+    AtMostField(#[schemars(with = "String")] Spanned<String>),
+    /// An array holding an equal element, or a string holding the text.
+    Contains(Value),
+    /// The value exists (`true`) or not (`false`).
+    Present(bool),
+}
+
+/// Numbers by value, everything else structurally.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map_or_else(|| "absent".to_owned(), Value::to_string)
+}
+
+impl Comparison {
+    /// Judges `actual` (found in `doc`); the verdict and what it was
+    /// compared with.
+    pub fn judge(&self, actual: Option<&Value>, doc: &Value) -> (bool, String) {
+        let number = actual.and_then(Value::as_f64);
+        let bound = |cmp: fn(f64, f64) -> bool, limit: f64, sym: &str, against: String| {
+            (
+                number.is_some_and(|n| cmp(n, limit)),
+                format!("{} ({sym} {against})", show(actual)),
+            )
+        };
+        match self {
+            Comparison::Equals(want) => (
+                actual.is_some_and(|a| json_eq(a, want)),
+                format!("{} (want {want})", show(actual)),
+            ),
+            Comparison::NotEquals(want) => (
+                actual.is_some_and(|a| !json_eq(a, want)),
+                format!("{} (want anything but {want})", show(actual)),
+            ),
+            Comparison::AtLeast(limit) => bound(|a, b| a >= b, *limit, "≥", limit.to_string()),
+            Comparison::AtMost(limit) => bound(|a, b| a <= b, *limit, "≤", limit.to_string()),
+            Comparison::AtLeastField(pointer) | Comparison::AtMostField(pointer) => {
+                let other = doc.pointer(&pointer.value);
+                let against = format!("{} = {}", pointer.value, show(other));
+                let (cmp, sym): (fn(f64, f64) -> bool, &str) =
+                    if matches!(self, Comparison::AtLeastField(_)) {
+                        (|a, b| a >= b, "≥")
+                    } else {
+                        (|a, b| a <= b, "≤")
+                    };
+                match other.and_then(Value::as_f64) {
+                    Some(limit) => bound(cmp, limit, sym, against),
+                    None => (false, format!("{} ({sym} {against})", show(actual))),
+                }
+            }
+            Comparison::Contains(want) => {
+                let passed = match (actual, want) {
+                    (Some(Value::Array(items)), _) => items.iter().any(|i| json_eq(i, want)),
+                    (Some(Value::String(s)), Value::String(w)) => s.contains(w.as_str()),
+                    _ => false,
+                };
+                (
+                    passed,
+                    format!("{} (want it to contain {want})", show(actual)),
+                )
+            }
+            Comparison::Present(want) => (
+                actual.is_some() == *want,
+                format!(
+                    "{} (want {})",
+                    show(actual),
+                    if *want { "present" } else { "absent" }
+                ),
+            ),
+        }
+    }
+}
+
+/// The line holding `needle` in `text`, trimmed, for evidence.
+fn line_with<'t>(text: &'t str, needle: &str) -> Option<&'t str> {
+    text.lines().find(|l| l.contains(needle)).map(str::trim)
+}
+
+fn squeeze(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Where `needle` starts in `text`, whitespace (and so line wrapping)
+/// ignored: its 1-based line number and that line, trimmed.
+fn find_prose<'t>(text: &'t str, needle: &str) -> Option<(usize, &'t str)> {
+    let needle = squeeze(needle);
+    let lines: Vec<&str> = text.lines().collect();
+    if !squeeze(text).contains(&needle) {
+        return None;
+    }
+    (0..lines.len())
+        .rev()
+        .find(|&i| squeeze(&lines[i..].join(" ")).contains(&needle))
+        .map(|i| (i + 1, lines[i].trim()))
+}
+
+fn gate_line(iteration: u64, gate: &Value) -> String {
+    format!(
+        "iteration {iteration} {}: {} → {}",
+        gate["name"].as_str().unwrap_or("?"),
+        gate["question"],
+        gate["answer"]
+    )
+}
+
+fn gate_matches(gate: &Value, name: &str, question: Option<&str>, answer: Option<&str>) -> bool {
+    gate["name"].as_str() == Some(name)
+        && question.is_none_or(|q| gate["question"].as_str() == Some(q))
+        && answer.is_none_or(|a| gate["answer"].as_str() == Some(a))
+}
+
+fn scope(tick: Option<usize>) -> String {
+    tick.map_or_else(|| "the run".to_owned(), |n| format!("tick {n}"))
+}
+
+fn stop_cause_of(line: &Value) -> &str {
+    line["stop_conditions_fired"]
+        .as_array()
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .unwrap_or(NO_STOP)
+}
+
+impl Check {
+    /// The verdict and its evidence.
+    pub fn judge(&self, run: &RunRecord) -> (bool, String) {
+        match self {
+            Check::StopCause(want) => match run.history.last() {
+                None => (false, "no history line was written".to_owned()),
+                Some(line) => {
+                    let cause = stop_cause_of(line);
+                    (
+                        cause == want.value,
+                        format!(
+                            "last history line (iteration {}) stop_conditions_fired = {}",
+                            line["iteration"], line["stop_conditions_fired"]
+                        ),
+                    )
+                }
+            },
+            Check::FinalIteration(want) => match run.history.last() {
+                None => (false, "no history line was written".to_owned()),
+                Some(line) => (
+                    line["iteration"].as_u64() == Some(*want),
+                    format!("last history line iteration = {}", line["iteration"]),
+                ),
+            },
+            Check::Exit(c) => {
+                let tick = match tick_of(&c.tick) {
+                    Some(n) => run.tick(n),
+                    None => run.last_tick(),
+                };
+                match tick {
+                    None => (false, format!("{} did not run", scope(tick_of(&c.tick)))),
+                    Some(t) => (
+                        t.end.code() == Some(c.code),
+                        format!("tick {}: {}", t.number, t.end),
+                    ),
+                }
+            }
+            Check::Outcome(c) => {
+                let number = tick_of(&c.tick).unwrap_or(run.ticks.len());
+                match run.lines(Some(number)).last() {
+                    None => (false, format!("tick {number} appended no history line")),
+                    Some(line) => (
+                        line["outcome"].as_str() == Some(c.is.as_str()),
+                        format!(
+                            "tick {number} appended iteration {} with outcome {}",
+                            line["iteration"], line["outcome"]
+                        ),
+                    ),
+                }
+            }
+            Check::Gate(c) => {
+                let tick = tick_of(&c.tick);
+                let gates = run.gates(tick);
+                let found = gates.iter().find(|(_, g)| {
+                    gate_matches(g, &c.name.value, c.question.as_deref(), c.answer.as_deref())
+                });
+                match found {
+                    Some((it, g)) => (true, format!("recorded {}", gate_line(*it, g))),
+                    None => (false, recorded_gates(&gates, tick)),
+                }
+            }
+            Check::GatesInOrder(c) => {
+                let tick = tick_of(&c.tick);
+                let gates = run.gates(tick);
+                let passed = gates.len() == c.gates.len()
+                    && gates.iter().zip(&c.gates).all(|((_, g), want)| {
+                        gate_matches(
+                            g,
+                            &want.name.value,
+                            want.question.as_deref(),
+                            want.answer.as_deref(),
+                        )
+                    });
+                (passed, recorded_gates(&gates, tick))
+            }
+            Check::NoGate(name) => {
+                let gates = run.gates(None);
+                match gates.iter().find(|(_, g)| g["name"] == name.value.as_str()) {
+                    Some((it, g)) => (false, format!("recorded {}", gate_line(*it, g))),
+                    None => (true, recorded_gates(&gates, None)),
+                }
+            }
+            Check::Printed(c) | Check::NotPrinted(c) => {
+                let want_present = matches!(self, Check::Printed(_));
+                let tick = tick_of(&c.tick);
+                let hit = run
+                    .ticks
+                    .iter()
+                    .filter(|t| tick.is_none_or(|n| t.number == n))
+                    .find_map(|t| line_with(&t.stdout, &c.text).map(|l| (t.number, l)));
+                match hit {
+                    Some((n, line)) => (want_present, format!("tick {n} printed: {line}")),
+                    None => (
+                        !want_present,
+                        format!("{} printed nothing containing {:?}", scope(tick), c.text),
+                    ),
+                }
+            }
+            Check::HistoryField(c) => {
+                let (number, line) = match &c.line {
+                    Some(n) => (
+                        n.value,
+                        n.value.checked_sub(1).and_then(|i| run.history.get(i)),
+                    ),
+                    None => (run.history.len(), run.history.last()),
+                };
+                match line {
+                    None => (false, format!("there is no history line {number}")),
+                    Some(line) => {
+                        let (passed, seen) = c.is.judge(line.pointer(&c.pointer.value), line);
+                        (
+                            passed,
+                            format!("history line {number} {} = {seen}", c.pointer.value),
+                        )
+                    }
+                }
+            }
+            Check::BudgetField(c) => match &run.budget {
+                None => (false, "there is no budget.json".to_owned()),
+                Some(doc) => {
+                    let (passed, seen) = c.is.judge(doc.pointer(&c.pointer.value), doc);
+                    (passed, format!("budget.json {} = {seen}", c.pointer.value))
+                }
+            },
+            Check::FilePresent(path) | Check::FileAbsent(path) => {
+                let want_present = matches!(self, Check::FilePresent(_));
+                let present = run.files.contains(path.trim_end_matches('/'));
+                (
+                    present == want_present,
+                    format!(
+                        "{path} is {} in the project",
+                        if present { "present" } else { "absent" }
+                    ),
+                )
+            }
+            Check::RepoFileContains(c) => {
+                match std::fs::read_to_string(run.workspace.join(&c.path.value)) {
+                    Err(e) => (false, format!("cannot read {}: {e}", c.path.value)),
+                    Ok(text) => match find_prose(&text, &c.text) {
+                        Some((n, line)) => (true, format!("{}:{n}: {line}", c.path.value)),
+                        None => (
+                            false,
+                            format!("{} does not contain {:?}", c.path.value, c.text),
+                        ),
+                    },
+                }
+            }
+            Check::TrackerRequests(c) => {
+                let route = RouteMatcher::new(c.method.as_deref().unwrap_or("*"), &c.path);
+                let count = run
+                    .requests
+                    .iter()
+                    .filter(|r| route.matches(&r.method, &r.path))
+                    .count();
+                let count = Value::from(count);
+                let (passed, seen) = c.is.judge(Some(&count), &Value::Null);
+                (
+                    passed,
+                    format!(
+                        "{} {} requests: {seen}",
+                        c.method.as_deref().unwrap_or("*"),
+                        c.path
+                    ),
+                )
+            }
+        }
+    }
+}
+
+fn recorded_gates(gates: &[(u64, &Value)], tick: Option<usize>) -> String {
+    if gates.is_empty() {
+        return format!("{} recorded no gate", scope(tick));
+    }
+    let mut out = format!("{} recorded: ", scope(tick));
+    for (i, (it, g)) in gates.iter().enumerate() {
+        if i > 0 {
+            out.push_str("; ");
+        }
+        let _ = write!(out, "{}", gate_line(*it, g));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn cmp(yaml: &str) -> Comparison {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn prose_is_found_across_line_breaks() {
+        let text = "# Title\n\nEvery tick runs **at most\none review-response round** per PR.\n";
+        assert_eq!(
+            find_prose(text, "at most one review-response round"),
+            Some((3, "Every tick runs **at most"))
+        );
+        assert_eq!(find_prose(text, "# Title"), Some((1, "# Title")));
+        assert_eq!(find_prose(text, "two rounds"), None);
+    }
+
+    #[test]
+    fn numbers_compare_by_value_and_fields_by_pointer() {
+        let doc = json!({"dollars_estimate": 0.09, "max_dollars": 0.01, "n": 2});
+        let d = doc.pointer("/dollars_estimate");
+        assert!(cmp("at_least_field: /max_dollars").judge(d, &doc).0);
+        assert!(!cmp("at_most_field: /max_dollars").judge(d, &doc).0);
+        assert!(cmp("equals: 2.0").judge(doc.pointer("/n"), &doc).0);
+        assert!(cmp("at_least: 0.05").judge(d, &doc).0);
+        let (passed, seen) = cmp("at_least_field: /nope").judge(d, &doc);
+        assert!(!passed);
+        assert_eq!(seen, "0.09 (≥ /nope = absent)");
+        assert!(cmp("present: false").judge(doc.pointer("/x"), &doc).0);
+        assert!(cmp("contains: \"#3\"").judge(Some(&json!(["#3"])), &doc).0);
+    }
+}

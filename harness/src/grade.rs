@@ -1,0 +1,296 @@
+//! Grading a run, SPEC-0017 style: every assertion becomes
+//! `{text, passed, evidence}`, and so does every expectation (`expect:` of
+//! the case and of each tick), as an implicit assertion with generated
+//! text. The first grade is always whether the run went as scripted.
+
+use sdd_mocks::fixture::unlocated;
+use serde::Serialize;
+
+use crate::case::{Case, GateSpec};
+use crate::check::{Check, ExitCheck, GatesInOrder, OutcomeCheck, TextCheck};
+use crate::record::RunRecord;
+
+/// One graded assertion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grade {
+    pub text: String,
+    pub passed: bool,
+    pub evidence: String,
+    /// The known bug this assertion documents, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub known_failure: Option<String>,
+}
+
+impl Grade {
+    pub fn new(text: impl Into<String>, passed: bool, evidence: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            passed,
+            evidence: evidence.into(),
+            known_failure: None,
+        }
+    }
+
+    /// Whether the case may pass with this grade: it passed, or it is a
+    /// known failure that still fails.
+    pub fn ok(&self) -> bool {
+        self.passed != self.known_failure.is_some()
+    }
+}
+
+fn gate_list(gates: &[GateSpec]) -> String {
+    if gates.is_empty() {
+        return "no gate".to_owned();
+    }
+    gates
+        .iter()
+        .map(|g| g.name.value.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The expectations of `case` as checks, each with its text.
+pub fn expectations(case: &Case) -> Vec<(String, Check)> {
+    let mut out = Vec::new();
+    for (i, tick) in case.ticks().iter().enumerate() {
+        let n = i + 1;
+        let at = || Some(unlocated(n));
+        let e = &tick.expect;
+        if let Some(code) = e.exit {
+            out.push((
+                format!("tick {n} exits {code}"),
+                Check::Exit(ExitCheck {
+                    code: i32::from(code),
+                    tick: at(),
+                }),
+            ));
+        }
+        if let Some(outcome) = e.outcome {
+            out.push((
+                format!("tick {n} records outcome {}", outcome.as_str()),
+                Check::Outcome(OutcomeCheck {
+                    is: outcome,
+                    tick: at(),
+                }),
+            ));
+        }
+        if let Some(gates) = &e.gates {
+            out.push((
+                format!("tick {n} records exactly: {}", gate_list(gates)),
+                Check::GatesInOrder(GatesInOrder {
+                    gates: gates.clone(),
+                    tick: at(),
+                }),
+            ));
+        }
+        for text in &e.printed {
+            out.push((
+                format!("tick {n} prints {text:?}"),
+                Check::Printed(TextCheck {
+                    text: text.clone(),
+                    tick: at(),
+                }),
+            ));
+        }
+        for text in &e.not_printed {
+            out.push((
+                format!("tick {n} does not print {text:?}"),
+                Check::NotPrinted(TextCheck {
+                    text: text.clone(),
+                    tick: at(),
+                }),
+            ));
+        }
+    }
+    let e = &case.expect;
+    if let Some(cause) = &e.stop_cause {
+        out.push((
+            format!("the loop's stop cause is {}", cause.value),
+            Check::StopCause(cause.clone()),
+        ));
+    }
+    if let Some(n) = e.final_iteration {
+        out.push((
+            format!("the last history line is iteration {n}"),
+            Check::FinalIteration(n),
+        ));
+    }
+    if let Some(code) = e.exit {
+        out.push((
+            format!("the last tick exits {code}"),
+            Check::Exit(ExitCheck {
+                code: i32::from(code),
+                tick: None,
+            }),
+        ));
+    }
+    if let Some(gates) = &e.gates {
+        out.push((
+            format!("the run records exactly, in order: {}", gate_list(gates)),
+            Check::GatesInOrder(GatesInOrder {
+                gates: gates.clone(),
+                tick: None,
+            }),
+        ));
+    }
+    for text in &e.printed {
+        out.push((
+            format!("some tick prints {text:?}"),
+            Check::Printed(TextCheck {
+                text: text.clone(),
+                tick: None,
+            }),
+        ));
+    }
+    for text in &e.not_printed {
+        out.push((
+            format!("no tick prints {text:?}"),
+            Check::NotPrinted(TextCheck {
+                text: text.clone(),
+                tick: None,
+            }),
+        ));
+    }
+    for path in &e.files.present {
+        out.push((
+            format!("{path} exists in the project"),
+            Check::FilePresent(path.clone()),
+        ));
+    }
+    for path in &e.files.absent {
+        out.push((
+            format!("{path} does not exist in the project"),
+            Check::FileAbsent(path.clone()),
+        ));
+    }
+    out
+}
+
+fn judged(text: String, check: &Check, run: &RunRecord) -> Grade {
+    let (passed, evidence) = check.judge(run);
+    Grade::new(text, passed, evidence)
+}
+
+/// Every grade of `run`: the run itself, the expectations, the assertions.
+pub fn grade(case: &Case, run: &RunRecord) -> Vec<Grade> {
+    let ran = run.ticks.len();
+    let mut grades = vec![Grade::new(
+        "every tick runs as scripted",
+        run.aborted.is_none(),
+        run.aborted.clone().unwrap_or_else(|| {
+            let ends: Vec<String> = run
+                .ticks
+                .iter()
+                .map(|t| format!("tick {}: {}", t.number, t.end))
+                .collect();
+            format!(
+                "{ran} of {} ticks ran ({})",
+                case.ticks().len(),
+                ends.join(", ")
+            )
+        }),
+    )];
+    for (text, check) in expectations(case) {
+        grades.push(judged(text, &check, run));
+    }
+    for a in &case.assertions {
+        let mut g = judged(a.text.clone(), &a.check, run);
+        if let Some(bug) = &a.known_failure {
+            if g.passed {
+                g.evidence
+                    .push_str(" — this known failure passes now: remove its `known_failure`");
+            }
+            g.known_failure = Some(bug.clone());
+        }
+        grades.push(g);
+    }
+    grades
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::record::{TickEnd, TickRecord};
+    use crate::validate::Fixtures;
+
+    const CASE: &str = r#"
+id: t
+name: t
+proves: t
+skill: work
+ticks:
+  - expect: { exit: 0, outcome: ok, gates: [{ name: budget-escalation, answer: continue }] }
+  - expect: { exit: 3, printed: ["Loop Ended"] }
+expect:
+  stop_cause: prs_touched_budget
+  final_iteration: 2
+assertions:
+  - text: no drift gate
+    type: { no_gate: backlog-drift }
+  - text: a documented bug
+    type: { final_iteration: 7 }
+    known_failure: "a bug"
+  - text: a documented bug that is fixed
+    type: { final_iteration: 2 }
+    known_failure: "another bug"
+"#;
+
+    fn record() -> RunRecord {
+        let tick = |number, end, stdout: &str, lines| TickRecord {
+            number,
+            end,
+            stdout: stdout.to_owned(),
+            stderr: String::new(),
+            lines,
+            wall: Duration::ZERO,
+        };
+        RunRecord {
+            ticks: vec![
+                tick(1, TickEnd::Exited(0), "## Loop Iteration 1/5", 0..1),
+                tick(2, TickEnd::Exited(3), "## Loop Ended — /sdd:work", 1..2),
+            ],
+            history: vec![
+                json!({"iteration": 1, "outcome": "ok", "gates": [{"name": "budget-escalation", "question": "Approaching PRs (1/1). Continue, raise ceiling, or stop?", "answer": "continue"}], "stop_conditions_fired": []}),
+                json!({"iteration": 2, "outcome": "halted", "gates": [], "stop_conditions_fired": ["prs_touched_budget"]}),
+            ],
+            ..RunRecord::default()
+        }
+    }
+
+    #[test]
+    fn expectations_and_assertions_are_graded_with_evidence() {
+        let fixtures = Fixtures::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures"));
+        let case = Case::parse(Path::new("t.yaml"), CASE, &fixtures).unwrap();
+        let grades = grade(&case, &record());
+        let by_text = |t: &str| grades.iter().find(|g| g.text == t).unwrap();
+        assert!(by_text("every tick runs as scripted").passed);
+        assert_eq!(
+            by_text("tick 1 records exactly: budget-escalation").evidence,
+            "tick 1 recorded: iteration 1 budget-escalation: \"Approaching PRs (1/1). Continue, raise ceiling, or stop?\" → \"continue\""
+        );
+        assert_eq!(
+            by_text("tick 2 prints \"Loop Ended\"").evidence,
+            "tick 2 printed: ## Loop Ended — /sdd:work"
+        );
+        assert!(by_text("the loop's stop cause is prs_touched_budget").passed);
+        assert!(by_text("no drift gate").passed);
+
+        let bug = by_text("a documented bug");
+        assert!(
+            !bug.passed && bug.ok(),
+            "a known failure that fails is fine"
+        );
+        let fixed = by_text("a documented bug that is fixed");
+        assert!(
+            fixed.passed && !fixed.ok(),
+            "a fixed known failure fails the case"
+        );
+        assert!(fixed.evidence.ends_with("remove its `known_failure`"));
+        assert_eq!(grades.iter().filter(|g| !g.ok()).count(), 1);
+    }
+}

@@ -1,0 +1,169 @@
+//! Kill-on-drop for every process a case starts (DESIGN §10): nextest
+//! kills a timed-out test's process group, but the engine puts the wrapped
+//! skill in a group of its own, which would survive — so the harness kills
+//! its own children.
+//!
+//! [`Reaper`] owns the long-lived children (a live lock holder), the
+//! process groups it has learned of (the fake skill's, from its barrier
+//! line), and a marker: every process started for a case carries
+//! `SDD_EVALS_SANDBOX=<sandbox path>` in its environment, inherited by the
+//! engine, the skill and their children, so [`Reaper::sweep`] finds
+//! stragglers even after their parent died. On drop it kills all three.
+//! It never signals pid 0, its own pid or its own process group.
+
+use std::process::Child;
+
+use rustix::process::{Pid, Signal};
+
+/// The environment variable that marks a case's processes.
+pub const MARKER: &str = "SDD_EVALS_SANDBOX";
+
+/// Kills a case's processes when dropped.
+#[derive(Debug)]
+pub struct Reaper {
+    marker: String,
+    children: Vec<Child>,
+    groups: Vec<Pid>,
+}
+
+fn pid(raw: u32) -> Option<Pid> {
+    i32::try_from(raw).ok().and_then(Pid::from_raw)
+}
+
+/// Whether signalling `target` (a pid or a group id) could hit the
+/// harness itself.
+fn is_self(target: Pid) -> bool {
+    target == rustix::process::getpid() || target == rustix::process::getpgrp()
+}
+
+impl Reaper {
+    /// `marker` is the value of [`MARKER`] the case's processes carry.
+    pub fn new(marker: impl Into<String>) -> Self {
+        Self {
+            marker: marker.into(),
+            children: Vec::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    pub fn marker(&self) -> &str {
+        &self.marker
+    }
+
+    /// Keeps `child` until the case ends, then kills and reaps it.
+    pub fn adopt(&mut self, child: Child) {
+        self.children.push(child);
+    }
+
+    /// SIGKILLs one process (never the harness itself).
+    pub fn kill(raw: u32) {
+        if let Some(target) = pid(raw).filter(|p| !is_self(*p)) {
+            let _ = rustix::process::kill_process(target, Signal::KILL);
+        }
+    }
+
+    /// SIGKILLs the process group `raw` belongs to, and remembers it so it
+    /// is killed again on drop.
+    pub fn kill_group_of(&mut self, raw: u32) {
+        let Some(group) = pid(raw).and_then(|p| rustix::process::getpgid(Some(p)).ok()) else {
+            return;
+        };
+        if is_self(group) {
+            return;
+        }
+        let _ = rustix::process::kill_process_group(group, Signal::KILL);
+        if !self.groups.contains(&group) {
+            self.groups.push(group);
+        }
+    }
+
+    /// SIGKILLs every process that carries this case's marker.
+    pub fn sweep(&self) {
+        let needle = format!("{MARKER}={}", self.marker);
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Some(raw) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+                continue;
+            };
+            if environ
+                .split(|b| *b == 0)
+                .any(|var| var == needle.as_bytes())
+            {
+                Self::kill(raw);
+            }
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        for group in &self.groups {
+            if !is_self(*group) {
+                let _ = rustix::process::kill_process_group(*group, Signal::KILL);
+            }
+        }
+        self.sweep();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    #[test]
+    fn sweep_kills_marked_processes_only() {
+        let marker = format!("procs-test-{}", std::process::id());
+        let mut marked = Command::new("cat")
+            .env(MARKER, &marker)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut unmarked = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        Reaper::new(&marker).sweep();
+        let status = marked.wait().unwrap();
+        assert!(!status.success(), "the marked process was killed");
+        let mut out = String::new();
+        marked
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(
+            unmarked.try_wait().unwrap().is_none(),
+            "the other one lives"
+        );
+        let mut reaper = Reaper::new("unused");
+        reaper.adopt(unmarked);
+        drop(reaper);
+    }
+
+    #[test]
+    fn never_signals_its_own_group() {
+        let mut reaper = Reaper::new("unused");
+        reaper.kill_group_of(std::process::id());
+        assert!(reaper.groups.is_empty());
+        Reaper::kill(std::process::id());
+    }
+}

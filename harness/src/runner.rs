@@ -1,0 +1,538 @@
+//! Runs one case: build the sandbox, then for each tick apply the world
+//! events, write the fake skill's script and the scripted user's answers,
+//! run the real engine as a subprocess (killing it where the case says),
+//! and record what happened; finally capture history, budget.json, the
+//! project's files and the tracker's journal into a [`RunRecord`].
+//!
+//! A tick that ends in a way the case did not script stops the run with a
+//! message naming the case and the tick: an unexpected gate (exit 4, with
+//! the gate and its question), an error exit (with the engine's `error:`
+//! lines), a barrier or crash point never reached, or the case's time
+//! limit. Every process started is killed when the run ends
+//! ([`crate::procs::Reaper`]).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use jiff::{SignedDuration, Timestamp};
+use sdd_mocks::git;
+use sdd_mocks::skill::{Action, Script, Tick};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::bins::{Binaries, Engine};
+use crate::case::{self, Case, Event, Kill, TickSpec};
+use crate::duration;
+use crate::error::HarnessError;
+use crate::procs::{MARKER, Reaper};
+use crate::record::{RunRecord, TickEnd, TickRecord};
+use crate::redact::Redactor;
+use crate::sandbox::{Sandbox, TRACKER_TOKEN};
+use crate::spawn::{self, Ended, Invocation};
+use crate::validate::Fixtures;
+
+/// How long the engine's `--lock=wait` polls sleep, in milliseconds.
+const POLL_MS: &str = "10";
+
+/// What the runner needs from its caller (gathered from flags and the
+/// environment by the binary or the test harness).
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub fixtures: Fixtures,
+    /// The workspace root (for `repo_file_contains` and redaction).
+    pub workspace: PathBuf,
+    pub binaries: Binaries,
+    /// PATH for the engine and its children, after the sandbox's `bin/`.
+    pub path: OsString,
+    /// Keep the sandbox directory after the run.
+    pub keep_sandbox: bool,
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct CaseRun {
+    pub record: RunRecord,
+    pub redactor: Redactor,
+    /// The sandbox, when it was kept.
+    pub kept: Option<PathBuf>,
+    pub wall: Duration,
+}
+
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> HarnessError + '_ {
+    move |source| HarnessError::Io {
+        what: what.to_owned(),
+        source,
+    }
+}
+
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// One answers-file entry, as the engine reads it.
+#[derive(Debug, Serialize)]
+struct AnswerLine<'a> {
+    gate: &'a str,
+    answer: &'a str,
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
+    matches: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iteration: Option<u64>,
+}
+
+/// Runs `case`.
+pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
+    let started = Instant::now();
+    let start_text = case
+        .world
+        .start
+        .as_ref()
+        .map_or(case::DEFAULT_START, |s| s.value.as_str());
+    let start: Timestamp = start_text
+        .parse()
+        .map_err(|e| HarnessError::Sandbox(format!("start {start_text}: {e}")))?;
+    let timeout_text = case
+        .timeout
+        .as_ref()
+        .map_or(case::DEFAULT_TIMEOUT, |t| t.value.as_str());
+    let timeout = duration::parse(timeout_text).map_err(HarnessError::Sandbox)?;
+    let deadline = started + timeout;
+
+    let marker = format!(
+        "{}-{}-{}",
+        case.id(),
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut reaper = Reaper::new(marker);
+    let mut sandbox = Sandbox::build(
+        case,
+        &opts.fixtures,
+        &opts.binaries.mock_qmd,
+        start,
+        &mut reaper,
+    )?;
+    let mut ticks = Vec::new();
+    let mut aborted = None;
+    let mut clock = start;
+    for (i, spec) in case.ticks().iter().enumerate() {
+        let n = i + 1;
+        let prefix = format!("case {}, tick {n}", case.id());
+        if let Err(msg) = apply_events(spec, &mut sandbox, &mut clock, case) {
+            aborted = Some(format!("{prefix}: {msg}"));
+            break;
+        }
+        let (record, abort) = run_tick(
+            case,
+            spec,
+            n,
+            &sandbox,
+            clock,
+            deadline,
+            timeout,
+            &mut reaper,
+            opts,
+        )?;
+        ticks.push(record);
+        if let Some(msg) = abort {
+            aborted = Some(format!("{prefix}: {msg}"));
+            break;
+        }
+    }
+
+    let skill = case.skill.as_str();
+    let state = sandbox.state_dir();
+    let record = RunRecord {
+        ticks,
+        history: read_history(&state.join(format!("{skill}.history.jsonl"))),
+        budget: std::fs::read(state.join(format!("{skill}.budget.json")))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok()),
+        files: RunRecord::list_files(sandbox.project()),
+        requests: sandbox.tracker.requests(),
+        workspace: opts.workspace.clone(),
+        aborted,
+    };
+    let redactor = Redactor::new(
+        &sandbox.root,
+        &opts.workspace,
+        sandbox.tracker.address().port(),
+    );
+    drop(reaper);
+    let kept = opts.keep_sandbox.then(|| sandbox.keep());
+    Ok(CaseRun {
+        record,
+        redactor,
+        kept,
+        wall: started.elapsed(),
+    })
+}
+
+fn read_history(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.to_owned())))
+        .collect()
+}
+
+fn count_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count())
+        .unwrap_or(0)
+}
+
+fn apply_events(
+    spec: &TickSpec,
+    sandbox: &mut Sandbox,
+    clock: &mut Timestamp,
+    case: &Case,
+) -> Result<(), String> {
+    for (i, event) in spec.before.iter().enumerate() {
+        let fail = |e: String| format!("before[{}]: {e}", i + 1);
+        match event {
+            Event::Advance(d) => {
+                let d = duration::parse(&d.value).map_err(fail)?;
+                let d = SignedDuration::try_from(d).map_err(|e| fail(e.to_string()))?;
+                *clock = clock.checked_add(d).map_err(|e| fail(e.to_string()))?;
+            }
+            Event::Qmd(state) => sandbox.set_qmd(*state).map_err(|e| fail(e.to_string()))?,
+            Event::Tracker(change) => sandbox
+                .tracker
+                .apply(change)
+                .map_err(|e| fail(e.to_string()))?,
+            Event::Push {
+                branch,
+                commits,
+                message,
+            } => {
+                let dir = sandbox.elsewhere().map_err(|e| fail(e.to_string()))?;
+                let base = sandbox.world.default_branch.clone();
+                git::push_commits(
+                    &sandbox.git,
+                    &dir,
+                    branch,
+                    &base,
+                    *commits,
+                    message.as_deref().unwrap_or("Pushed elsewhere"),
+                )
+                .map_err(|e| fail(e.to_string()))?;
+            }
+            Event::ForcePush { branch, message } => {
+                let dir = sandbox.elsewhere().map_err(|e| fail(e.to_string()))?;
+                git::rewrite_branch(
+                    &sandbox.git,
+                    &dir,
+                    branch,
+                    message.as_deref().unwrap_or("Rewritten elsewhere"),
+                )
+                .map_err(|e| fail(e.to_string()))?;
+            }
+            Event::Fault(fault) => {
+                sandbox.tracker.inject(fault.clone());
+            }
+            Event::StopFile(present) => {
+                let dir = sandbox.state_dir();
+                let path = dir.join(format!("{}.stop", case.skill.as_str()));
+                if *present {
+                    std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
+                    std::fs::write(&path, "").map_err(|e| fail(e.to_string()))?;
+                } else {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+            Event::File { path, content } => sandbox
+                .write_file(&path.value, content)
+                .map_err(|e| fail(e.to_string()))?,
+            Event::Remove(path) => sandbox
+                .remove_file(&path.value)
+                .map_err(|e| fail(e.to_string()))?,
+        }
+    }
+    Ok(())
+}
+
+/// The engine's error lines, for a failure message.
+fn error_lines(stderr: &str) -> String {
+    let picked: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("error:") || l.starts_with("help:"))
+        .collect();
+    let lines = if picked.is_empty() {
+        let all: Vec<&str> = stderr.lines().collect();
+        all[all.len().saturating_sub(10)..].to_vec()
+    } else {
+        picked
+    };
+    if lines.is_empty() {
+        "(nothing on stderr)".to_owned()
+    } else {
+        lines.join("\n  ")
+    }
+}
+
+/// The gate and question of the engine's exit-4 message.
+pub fn unanswered_gate(stderr: &str) -> Option<(String, String)> {
+    stderr.lines().find_map(|line| {
+        let rest = line.strip_prefix("error: gate ")?;
+        let (name, rest) = rest.split_once(" needs an answer and none could be had: ")?;
+        let question = rest.strip_suffix(" — nothing was changed").unwrap_or(rest);
+        Some((name.to_owned(), question.to_owned()))
+    })
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one tick needs the case, its spec, the sandbox, the clock, the deadline and the options"
+)]
+fn run_tick(
+    case: &Case,
+    spec: &TickSpec,
+    n: usize,
+    sandbox: &Sandbox,
+    clock: Timestamp,
+    deadline: Instant,
+    timeout: Duration,
+    reaper: &mut Reaper,
+    opts: &Options,
+) -> Result<(TickRecord, Option<String>), HarnessError> {
+    let dir = sandbox.tick_dir(n)?;
+    let kill = spec.kill.as_ref().map(|k| &k.value);
+    let (fifo, fifo_path) = match kill {
+        Some(Kill::Barrier) => {
+            let path = dir.join("barrier.fifo");
+            (
+                Some(spawn::make_fifo(&path).map_err(io("make the barrier FIFO"))?),
+                Some(path),
+            )
+        }
+        _ => (None, None),
+    };
+
+    let mut entry = spec.skill.clone().unwrap_or_else(|| Tick::new(Vec::new()));
+    if let Some(path) = &fifo_path {
+        for action in &mut entry.actions {
+            if let Action::Barrier(p) = action {
+                *p = path.display().to_string();
+            }
+        }
+    }
+    let script = Script {
+        ticks: Vec::new(),
+        default: Some(entry),
+    };
+    let script_path = dir.join("script.yaml");
+    let script_text = serde_saphyr::to_string(&script)
+        .map_err(|e| HarnessError::Sandbox(format!("cannot write the fake skill's script: {e}")))?;
+    std::fs::write(&script_path, script_text).map_err(io("write the fake skill's script"))?;
+
+    let answers: Vec<AnswerLine<'_>> = spec
+        .answers
+        .iter()
+        .map(|a| AnswerLine {
+            gate: &a.gate.value,
+            answer: &a.answer.value,
+            matches: a.matches.as_deref(),
+            iteration: a.iteration,
+        })
+        .collect();
+    let answers_path = dir.join("answers.yaml");
+    let answers_text = if answers.is_empty() {
+        String::new()
+    } else {
+        serde_saphyr::to_string(&answers)
+            .map_err(|e| HarnessError::Sandbox(format!("cannot write the answers: {e}")))?
+    };
+    std::fs::write(&answers_path, answers_text).map_err(io("write the answers file"))?;
+
+    let invocation = invocation(
+        case,
+        spec,
+        sandbox,
+        clock,
+        &script_path,
+        &answers_path,
+        reaper,
+        opts,
+    );
+    let history = sandbox
+        .state_dir()
+        .join(format!("{}.history.jsonl", case.skill.as_str()));
+    let before = count_lines(&history);
+    let ran = spawn::run(&invocation, fifo, deadline, reaper).map_err(io("run the engine"))?;
+    if matches!(kill, Some(Kill::CrashPoint(_))) {
+        // The aborted engine's skill may still be running: nothing of this
+        // tick may outlive it.
+        reaper.sweep();
+    }
+    let after = count_lines(&history);
+    // Kept sandboxes (`--keep`) show each tick's output beside its inputs.
+    let _ = std::fs::write(dir.join("stdout.txt"), &ran.stdout);
+    let _ = std::fs::write(dir.join("stderr.txt"), &ran.stderr);
+
+    let end = match (&ran.ended, kill) {
+        (Ended::Exited(code), _) => TickEnd::Exited(*code),
+        (Ended::Signaled(signal), Some(Kill::CrashPoint(point))) => TickEnd::Crashed {
+            point: point.value.clone(),
+            signal: *signal,
+        },
+        (Ended::Signaled(signal), _) => TickEnd::Signaled(*signal),
+        (Ended::KilledAtBarrier, _) => TickEnd::KilledAtBarrier,
+        (Ended::TimedOut, _) => TickEnd::TimedOut,
+    };
+    let expected_exit = spec.expect.exit.map(i32::from);
+    let abort = match (&end, kill) {
+        (TickEnd::TimedOut, _) => Some(format!(
+            "timed out: the case's time limit ({}) ran out during this tick, so the engine was killed; its stderr:\n  {}",
+            humantime(timeout),
+            error_lines(&ran.stderr)
+        )),
+        (_, Some(Kill::Barrier)) if ran.barrier_missed => Some(format!(
+            "the engine ended ({end}) before the fake skill reached its barrier; its stderr:\n  {}",
+            error_lines(&ran.stderr)
+        )),
+        (TickEnd::Exited(code), Some(Kill::CrashPoint(point))) => Some(format!(
+            "the engine exited {code} without reaching crash point {}",
+            point.value
+        )),
+        (TickEnd::Exited(4), _) if expected_exit != Some(4) => {
+            Some(match unanswered_gate(&ran.stderr) {
+                Some((gate, question)) => format!(
+                    "unexpected gate {gate} asked {question:?} — answer it in this tick's `answers:` (e.g. `- {{ gate: {gate}, answer: ... }}`) or expect `exit: 4`"
+                ),
+                None => format!(
+                    "the engine exited 4 (a gate needs an answer):\n  {}",
+                    error_lines(&ran.stderr)
+                ),
+            })
+        }
+        (TickEnd::Exited(code), _) if *code != 0 && *code != 3 && expected_exit != Some(*code) => {
+            Some(format!(
+                "the engine exited {code}:\n  {}",
+                error_lines(&ran.stderr)
+            ))
+        }
+        (TickEnd::Signaled(signal), _) => Some(format!(
+            "the engine was killed by signal {signal}:\n  {}",
+            error_lines(&ran.stderr)
+        )),
+        _ => None,
+    };
+    Ok((
+        TickRecord {
+            number: n,
+            end,
+            stdout: ran.stdout,
+            stderr: ran.stderr,
+            lines: before..after.max(before),
+            wall: ran.wall,
+        },
+        abort,
+    ))
+}
+
+fn humantime(d: Duration) -> String {
+    let s = d.as_secs();
+    if s.is_multiple_of(60) && s > 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the engine's environment is drawn from all of these"
+)]
+fn invocation(
+    case: &Case,
+    spec: &TickSpec,
+    sandbox: &Sandbox,
+    clock: Timestamp,
+    script: &Path,
+    answers: &Path,
+    reaper: &Reaper,
+    opts: &Options,
+) -> Invocation {
+    let mut args: Vec<OsString> = vec![case.skill.as_str().into(), "--loop".into()];
+    args.extend(case.args.iter().map(OsString::from));
+    args.extend(spec.args.iter().map(OsString::from));
+    args.push("--answers".into());
+    args.push(answers.into());
+    let (program, args) = match &opts.binaries.engine {
+        Engine::Binary(path) => (path.clone(), args),
+        Engine::Command(cmd) => {
+            let mut sh: Vec<OsString> = vec![
+                "-c".into(),
+                format!("exec {cmd} \"$@\"").into(),
+                "sdd-engine".into(),
+            ];
+            sh.extend(args);
+            (PathBuf::from("sh"), sh)
+        }
+    };
+    let mut path = OsString::from(sandbox.bin.as_os_str());
+    if !opts.path.is_empty() {
+        path.push(":");
+        path.push(&opts.path);
+    }
+    let var = |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (k.to_owned(), v.as_ref().to_owned());
+    let mut env = vec![
+        var("PATH", &path),
+        var("HOME", &sandbox.home),
+        var("TMPDIR", &sandbox.tmp),
+        var("GIT_CONFIG_NOSYSTEM", &"1"),
+        var("GIT_TERMINAL_PROMPT", &"0"),
+        var(MARKER, &reaper.marker()),
+        var("SDD_LOOP_NOW", &clock.to_string()),
+        var(
+            "SDD_LOOP_SKILL_CMD",
+            &shell_quote(&opts.binaries.fake_skill),
+        ),
+        var("SDD_LOOP_TRACKER_URL", &sandbox.tracker.uri()),
+        var("SDD_LOOP_REPO", &sandbox.tracker.repository()),
+        var("SDD_LOOP_TRACKER_TOKEN", &TRACKER_TOKEN),
+        var("SDD_LOOP_POLL_MS", &POLL_MS),
+        var("FAKE_SKILL_SCRIPT", &script),
+        var("FAKE_SKILL_COUNTER", &script.with_file_name("script.count")),
+        var("MOCK_QMD_STATE", &sandbox.qmd_state),
+        var("MOCK_QMD_FIXTURES", &opts.fixtures.qmd()),
+    ];
+    if let Some(Kill::CrashPoint(point)) = spec.kill.as_ref().map(|k| &k.value) {
+        env.push(var("SDD_LOOP_CRASH_AT", &point.value));
+    }
+    Invocation {
+        program,
+        args,
+        env,
+        cwd: sandbox.project().to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unanswered_gate_is_read_from_the_engines_message() {
+        let stderr = "warning: x\nerror: gate budget-escalation needs an answer and none could be had: Approaching PRs (1/1). Continue, raise ceiling, or stop? — nothing was changed\nhelp: answer it with --answer budget-escalation=<continue|raise|stop>\n";
+        assert_eq!(
+            unanswered_gate(stderr),
+            Some((
+                "budget-escalation".to_owned(),
+                "Approaching PRs (1/1). Continue, raise ceiling, or stop?".to_owned()
+            ))
+        );
+        assert_eq!(unanswered_gate("error: something else"), None);
+    }
+
+    #[test]
+    fn paths_are_quoted_for_sh() {
+        assert_eq!(shell_quote(Path::new("/a b/it's")), r"'/a b/it'\''s'");
+    }
+}

@@ -1,0 +1,272 @@
+//! The world a case runs in (DESIGN §8), built fresh in an
+//! `assert_fs::TempDir` per case:
+//!
+//! ```text
+//! [ROOT]/home/          HOME
+//! [ROOT]/bin/qmd        → mock-qmd (first on PATH)
+//! [ROOT]/origin.git/    the bare origin, built from the backlog
+//! [ROOT]/work/          the project: a clone of origin, CLAUDE.md, .sdd/
+//! [ROOT]/elsewhere/     another clone, for pushes "by someone else"
+//! [ROOT]/qmd.state      mock-qmd's state
+//! [ROOT]/ticks/N/       each tick's fake-skill script, answers, barrier FIFO,
+//!                       and the engine's stdout.txt and stderr.txt
+//! ```
+//!
+//! plus the mock tracker on 127.0.0.1, bound to the origin so pull
+//! requests' heads are live; it stops when the sandbox is dropped. The
+//! directory is removed on drop unless it is kept for debugging.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use assert_fs::TempDir;
+use jiff::Timestamp;
+use sdd_loop::liveness::{OsProbe, ProcessProbe};
+use sdd_loop::lock::LockRecord;
+use sdd_mocks::fixture::Backlog;
+use sdd_mocks::git::{self, Git, GitWorld};
+use sdd_mocks::qmd::{self, QmdState};
+use sdd_mocks::tracker::{BlockingMockTracker, MockTracker};
+use serde_json::Value;
+
+use crate::case::{Case, PidSpec};
+use crate::error::HarnessError;
+use crate::procs::Reaper;
+use crate::validate::Fixtures;
+
+/// The bearer token the mock tracker requires.
+pub const TRACKER_TOKEN: &str = "sdd-evals-token";
+
+/// A built world; removed (and its tracker stopped) on drop.
+#[derive(Debug)]
+pub struct Sandbox {
+    dir: TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub bin: PathBuf,
+    pub tmp: PathBuf,
+    pub qmd_state: PathBuf,
+    pub git: Git,
+    pub world: GitWorld,
+    pub tracker: BlockingMockTracker,
+    elsewhere: Option<PathBuf>,
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
+    let what = what.into();
+    move |source| HarnessError::Io { what, source }
+}
+
+fn write_private(path: &Path, text: &str) -> Result<(), HarnessError> {
+    std::fs::write(path, text).map_err(io(format!("write {}", path.display())))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(io(format!("chmod {}", path.display())))
+}
+
+impl Sandbox {
+    /// Builds the world of `case` at `start`.
+    pub fn build(
+        case: &Case,
+        fixtures: &Fixtures,
+        mock_qmd: &Path,
+        start: Timestamp,
+        reaper: &mut Reaper,
+    ) -> Result<Self, HarnessError> {
+        let dir = TempDir::with_prefix(format!("sdd-evals-{}-", case.id()))
+            .map_err(|e| HarnessError::Sandbox(e.to_string()))?;
+        let root = dir
+            .path()
+            .canonicalize()
+            .map_err(io("resolve the sandbox path"))?;
+        let world_spec = &case.world;
+        let backlog = match &world_spec.backlog {
+            Some(name) => Backlog::load(&fixtures.backlog(&name.value))
+                .map_err(|e| HarnessError::Fixture(e.render()))?,
+            None => Backlog::empty("acme/app"),
+        };
+        let git = Git::default();
+        let world = git::materialise(&git, &backlog, &root)?;
+        let tracker = MockTracker::builder()
+            .backlog(backlog)
+            .token(TRACKER_TOKEN)
+            .origin(&world.origin)
+            .fixed_time(start)
+            .start_blocking()
+            .map_err(io("start the mock tracker"))?;
+
+        let home = root.join("home");
+        let bin = root.join("bin");
+        let tmp = root.join("tmp");
+        for d in [&home, &bin, &tmp, &root.join("ticks")] {
+            std::fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
+        }
+        std::os::unix::fs::symlink(mock_qmd, bin.join("qmd"))
+            .map_err(io("install mock-qmd as qmd"))?;
+        let qmd_state = root.join("qmd.state");
+        qmd::state::write(&qmd_state, world_spec.qmd).map_err(io("write the qmd state"))?;
+
+        let sandbox = Self {
+            dir,
+            root,
+            home,
+            bin,
+            tmp,
+            qmd_state,
+            git,
+            world,
+            tracker,
+            elsewhere: None,
+        };
+        sandbox.seed_project(case, fixtures, start, reaper)?;
+        Ok(sandbox)
+    }
+
+    /// The project the engine runs in.
+    pub fn project(&self) -> &Path {
+        &self.world.clone
+    }
+
+    /// `.sdd/loop/` in the project.
+    pub fn state_dir(&self) -> PathBuf {
+        self.project().join(".sdd").join("loop")
+    }
+
+    /// `ticks/N/`, created.
+    pub fn tick_dir(&self, n: usize) -> Result<PathBuf, HarnessError> {
+        let dir = self.root.join("ticks").join(n.to_string());
+        std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+        Ok(dir)
+    }
+
+    /// Keeps the directory after the sandbox is dropped; its path.
+    pub fn keep(self) -> PathBuf {
+        let root = self.root.clone();
+        let Self { dir, tracker, .. } = self;
+        drop(tracker);
+        let _ = dir.into_persistent();
+        root
+    }
+
+    fn seed_project(
+        &self,
+        case: &Case,
+        fixtures: &Fixtures,
+        start: Timestamp,
+        reaper: &mut Reaper,
+    ) -> Result<(), HarnessError> {
+        let world = &case.world;
+        let project = self.project();
+        if let Some(name) = &world.claude_md {
+            std::fs::copy(fixtures.claude_md(&name.value), project.join("CLAUDE.md"))
+                .map_err(io(format!("copy CLAUDE.md fixture {}", name.value)))?;
+        }
+        let mut files: Vec<_> = world.files.iter().collect();
+        files.sort_by(|a, b| a.0.value.cmp(&b.0.value));
+        for (path, content) in files {
+            self.write_file(&path.value, content)?;
+        }
+        let skill = case.skill.as_str();
+        let state = self.state_dir();
+        let has_state = world.lock.is_some() || world.budget.is_some() || !world.history.is_empty();
+        if !has_state {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&state).map_err(io("create .sdd/loop"))?;
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700))
+            .map_err(io("chmod .sdd/loop"))?;
+        if let Some(budget) = &world.budget {
+            let text = serde_json::to_string_pretty(budget).unwrap_or_default();
+            write_private(
+                &state.join(format!("{skill}.budget.json")),
+                &format!("{text}\n"),
+            )?;
+        }
+        if !world.history.is_empty() {
+            let lines: String = world
+                .history
+                .iter()
+                .map(|l| format!("{}\n", Value::Object(l.clone())))
+                .collect();
+            write_private(&state.join(format!("{skill}.history.jsonl")), &lines)?;
+        }
+        if let Some(lock) = &world.lock {
+            let (pid, process_start) = match lock.pid {
+                PidSpec::Live => {
+                    let holder = Command::new("cat")
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .map_err(io("start a live lock holder (`cat`)"))?;
+                    let pid = holder.id();
+                    reaper.adopt(holder);
+                    (pid, OsProbe.start_time(pid))
+                }
+                PidSpec::Dead => {
+                    let mut gone = Command::new("true")
+                        .stdin(Stdio::null())
+                        .spawn()
+                        .map_err(io("start a short-lived process (`true`)"))?;
+                    let pid = gone.id();
+                    gone.wait().map_err(io("reap the short-lived process"))?;
+                    (pid, None)
+                }
+                PidSpec::Number(pid) => (pid, None),
+            };
+            let record = LockRecord {
+                pid,
+                iteration: lock.iteration,
+                started_at: lock.started_at.clone().unwrap_or_else(|| start.to_string()),
+                skill: skill.to_owned(),
+                process_start,
+                extra: serde_json::Map::new(),
+            };
+            let text = serde_json::to_string(&record).unwrap_or_default();
+            write_private(&state.join(format!("{skill}.lock")), &format!("{text}\n"))?;
+        }
+        Ok(())
+    }
+
+    /// Writes `content` at `rel` in the project (validated: relative, no `..`).
+    pub fn write_file(&self, rel: &str, content: &str) -> Result<(), HarnessError> {
+        let path = self.project().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
+        }
+        std::fs::write(&path, content).map_err(io(format!("write {rel}")))
+    }
+
+    pub fn remove_file(&self, rel: &str) -> Result<(), HarnessError> {
+        match std::fs::remove_file(self.project().join(rel)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(io(format!("remove {rel}"))(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A second clone of origin, for pushes made "elsewhere".
+    pub fn elsewhere(&mut self) -> Result<PathBuf, HarnessError> {
+        if let Some(dir) = &self.elsewhere {
+            return Ok(dir.clone());
+        }
+        let dir = self.root.join("elsewhere");
+        self.git.run(
+            &self.root,
+            [
+                std::ffi::OsStr::new("clone"),
+                "--quiet".as_ref(),
+                self.world.origin.as_os_str(),
+                dir.as_os_str(),
+            ],
+        )?;
+        self.elsewhere = Some(dir.clone());
+        Ok(dir)
+    }
+
+    /// Makes `qmd` answer `state` from now on.
+    pub fn set_qmd(&self, state: QmdState) -> Result<(), HarnessError> {
+        qmd::state::write(&self.qmd_state, state).map_err(io("write the qmd state"))
+    }
+}

@@ -1,0 +1,138 @@
+//! JSON Schema fragments for the parts of a case whose types live in
+//! `sdd-mocks` (the fake-skill script entry, world changes, faults, qmd
+//! states), which do not derive `JsonSchema`. They describe the shape an
+//! editor needs and point at `fixtures/README.md`, the format's reference;
+//! the parser itself stays the one in `sdd-mocks`.
+
+use schemars::{Schema, SchemaGenerator, json_schema};
+
+pub fn qmd_state(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "mock-qmd's state: `up`, `down` or `{ slow: MS }` (fixtures/README.md)",
+        "oneOf": [
+            { "type": "string", "enum": ["up", "down"] },
+            {
+                "type": "object",
+                "properties": { "slow": { "type": "integer", "minimum": 0 } },
+                "required": ["slow"],
+                "additionalProperties": false
+            }
+        ]
+    })
+}
+
+pub fn skill_entry(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "A fake-skill script entry (fixtures/README.md, \"Script\"). `iteration` is ignored: the entry runs on its tick.",
+        "type": "object",
+        "properties": {
+            "actions": {
+                "type": "array",
+                "items": {
+                    "description": "One action, externally tagged: qmd, usage, agents, open_pr, push, force_push, comment, reply, merge, add_labels, remove_label, worktree, failure, chain, review_round, report_pr, progress, stderr, barrier, hang",
+                    "oneOf": [
+                        { "type": "string", "enum": ["hang"] },
+                        {
+                            "type": "object",
+                            "minProperties": 1,
+                            "maxProperties": 1,
+                            "propertyNames": {
+                                "enum": [
+                                    "qmd", "usage", "agents", "open_pr", "push", "force_push",
+                                    "comment", "reply", "merge", "add_labels", "remove_label",
+                                    "worktree", "failure", "chain", "review_round", "report_pr",
+                                    "progress", "stderr", "barrier"
+                                ]
+                            }
+                        }
+                    ]
+                }
+            },
+            "summary": { "type": "string" },
+            "result": { "type": "string", "enum": ["write", "missing", "malformed"] },
+            "exit": { "type": "integer", "minimum": 0, "maximum": 255 },
+            "iteration": { "type": "integer" }
+        },
+        "additionalProperties": false
+    })
+}
+
+pub fn world_change(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "A tracker change (fixtures/README.md, \"World changes\")",
+        "type": "object",
+        "minProperties": 1,
+        "maxProperties": 1,
+        "propertyNames": {
+            "enum": [
+                "add_issue", "close_issue", "merge_pr", "close_pr", "add_review_comment",
+                "reply_to_review_comment", "add_issue_comment", "add_review", "set_labels",
+                "add_labels", "remove_label", "set_head_sha"
+            ]
+        }
+    })
+}
+
+pub fn fault(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "A tracker fault (fixtures/README.md, \"Faults\")",
+        "type": "object",
+        "properties": {
+            "method": { "type": "string" },
+            "path": { "type": "string" },
+            "fault": {
+                "oneOf": [
+                    { "type": "string", "enum": ["malformed"] },
+                    {
+                        "type": "object",
+                        "minProperties": 1,
+                        "maxProperties": 1,
+                        "propertyNames": { "enum": ["status", "rate_limited", "delay_ms"] }
+                    }
+                ]
+            },
+            "times": { "type": "integer", "minimum": 0 }
+        },
+        "required": ["path", "fault"],
+        "additionalProperties": false
+    })
+}
+
+fn names(description: &str, names: Vec<String>) -> Schema {
+    json_schema!({
+        "description": description,
+        "type": "string",
+        "enum": names
+    })
+}
+
+pub fn gate_name(_: &mut SchemaGenerator) -> Schema {
+    names(
+        "A gate (sdd_loop::gates)",
+        sdd_loop::gates::GateName::ALL
+            .iter()
+            .map(|g| g.name().to_owned())
+            .collect(),
+    )
+}
+
+pub fn stop_cause(_: &mut SchemaGenerator) -> Schema {
+    names(
+        "A stop cause (sdd_loop::stop), or `none` for a run that did not stop",
+        sdd_loop::stop::StopCause::ALL
+            .iter()
+            .map(|c| c.name().to_owned())
+            .chain([crate::check::NO_STOP.to_owned()])
+            .collect(),
+    )
+}
+
+pub fn crash_point(_: &mut SchemaGenerator) -> Schema {
+    names(
+        "A crash point (`sdd-loop crash-points`)",
+        sdd_loop::crash::POINTS
+            .iter()
+            .map(|(p, _)| (*p).to_owned())
+            .collect(),
+    )
+}

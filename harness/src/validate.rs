@@ -1,0 +1,626 @@
+//! The checks a case passes after it parses: names of things outside the
+//! file (fixtures, gates, stop causes, crash points), durations, times,
+//! paths and tick references. Each failure is a [`YamlError`] at the
+//! offending value's `file:line:column`, with a `help:` that lists the
+//! valid names (and suggests the nearest one).
+//!
+//! The closed sets come from the engine (`sdd_loop::gates::GateName`,
+//! `sdd_loop::stop::StopCause`, `sdd_loop::crash::POINTS`) and from the
+//! fixture directories, so a case can never name something the engine or
+//! the fixtures do not have. [`explain`] gives serde's own "unknown
+//! variant / field" errors the same kind of `help:` line.
+
+use std::path::{Component, Path, PathBuf};
+
+use sdd_loop::crash;
+use sdd_loop::gates::{self, GateName};
+use sdd_loop::stop::StopCause;
+use sdd_mocks::skill::Action;
+use sdd_mocks::skill::exit::is_reserved;
+use sdd_mocks::yaml::YamlError;
+use serde_saphyr::{Location, Spanned};
+
+use crate::case::{Case, Event, FORMAT_HELP, GateSpec, Kill, TickSpec};
+use crate::check::{Check, Comparison, NO_STOP};
+use crate::duration;
+
+/// Where named fixtures live (`fixtures/` in the workspace).
+#[derive(Debug, Clone)]
+pub struct Fixtures {
+    pub dir: PathBuf,
+}
+
+impl Fixtures {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    pub fn backlog(&self, name: &str) -> PathBuf {
+        self.dir.join("backlogs").join(format!("{name}.yaml"))
+    }
+
+    pub fn claude_md(&self, name: &str) -> PathBuf {
+        self.dir.join("claude-md").join(format!("{name}.md"))
+    }
+
+    /// mock-qmd's collections.
+    pub fn qmd(&self) -> PathBuf {
+        self.dir.join("qmd")
+    }
+
+    pub fn backlogs(&self) -> Vec<String> {
+        stems(&self.dir.join("backlogs"), "yaml")
+    }
+
+    pub fn claude_mds(&self) -> Vec<String> {
+        stems(&self.dir.join("claude-md"), "md")
+    }
+}
+
+fn stems(dir: &Path, ext: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(above + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// `help:` text for a name that is not one of `valid`.
+pub fn names_help(given: &str, valid: &[String], what: &str) -> String {
+    let nearest = valid
+        .iter()
+        .map(|v| (distance(given, v), v))
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, v)| *d <= 3.max(v.len() / 3))
+        .map(|(_, v)| format!("did you mean `{v}`? "))
+        .unwrap_or_default();
+    let list = if valid.is_empty() {
+        "(none found)".to_owned()
+    } else {
+        valid.join(", ")
+    };
+    let what = if nearest.is_empty() {
+        what.to_owned()
+    } else {
+        let mut chars = what.chars();
+        chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default()
+    };
+    format!("{nearest}{what}: {list} ({FORMAT_HELP})")
+}
+
+fn unknown(
+    path: &Path,
+    s: &Spanned<String>,
+    kind: &str,
+    valid: &[String],
+    what: &str,
+) -> YamlError {
+    YamlError::at(
+        path,
+        s.referenced,
+        format!("unknown {kind} `{}`", s.value),
+        names_help(&s.value, valid, what),
+    )
+}
+
+/// Rewrites the `help:` of serde's "unknown variant" and "unknown field"
+/// errors to list the valid names and suggest the nearest, and says what
+/// a scalar of the wrong type should have been.
+pub fn explain(mut err: YamlError) -> YamlError {
+    let wanted = match err.message.as_str() {
+        "invalid u8" | "invalid u16" | "invalid u32" | "invalid u64" | "invalid usize" => {
+            Some("a whole number (0 or more)")
+        }
+        "invalid i8" | "invalid i16" | "invalid i32" | "invalid i64" => Some("a whole number"),
+        "invalid f32" | "invalid f64" => Some("a number"),
+        "invalid bool" => Some("`true` or `false`"),
+        _ => None,
+    };
+    if let Some(wanted) = wanted {
+        err.help = format!("write {wanted} here ({FORMAT_HELP})");
+        return err;
+    }
+    let is_variant = err.message.contains("unknown variant");
+    if !(is_variant || err.message.contains("unknown field")) {
+        return err;
+    }
+    let given = err.message.split('`').nth(1).unwrap_or_default().to_owned();
+    let Some((_, expected)) = err.message.split_once("expected ") else {
+        return err;
+    };
+    let expected = expected.strip_prefix("one of ").unwrap_or(expected);
+    let valid: Vec<String> = expected
+        .split(", ")
+        .flat_map(|s| s.split(" or "))
+        .map(|s| s.trim().trim_matches('`').to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let what = if is_variant {
+        "the valid names are"
+    } else {
+        "the accepted keys are"
+    };
+    err.help = names_help(&given, &valid, what);
+    err
+}
+
+fn gate_names() -> Vec<String> {
+    GateName::ALL.iter().map(|g| g.name().to_owned()).collect()
+}
+
+fn stop_names() -> Vec<String> {
+    StopCause::ALL
+        .iter()
+        .map(|c| c.name().to_owned())
+        .chain([NO_STOP.to_owned()])
+        .collect()
+}
+
+struct Checker<'a> {
+    path: &'a Path,
+    fixtures: &'a Fixtures,
+    ticks: usize,
+}
+
+type Checked = Result<(), YamlError>;
+
+impl Checker<'_> {
+    fn at(&self, location: Location, message: String, help: impl Into<String>) -> YamlError {
+        YamlError::at(self.path, location, message, help)
+    }
+
+    fn gate(&self, name: &Spanned<String>) -> Checked {
+        match GateName::from_name(&name.value) {
+            Some(_) => Ok(()),
+            None => Err(unknown(
+                self.path,
+                name,
+                "gate",
+                &gate_names(),
+                "the gates are",
+            )),
+        }
+    }
+
+    fn gates(&self, specs: &[GateSpec]) -> Checked {
+        specs.iter().try_for_each(|g| self.gate(&g.name))
+    }
+
+    fn stop_cause(&self, name: &Spanned<String>) -> Checked {
+        if name.value == NO_STOP || StopCause::from_name(&name.value).is_some() {
+            return Ok(());
+        }
+        Err(unknown(
+            self.path,
+            name,
+            "stop cause",
+            &stop_names(),
+            "the stop causes are",
+        ))
+    }
+
+    fn duration(&self, text: &Spanned<String>) -> Checked {
+        duration::parse(&text.value).map(drop).map_err(|e| {
+            self.at(
+                text.referenced,
+                e,
+                format!("e.g. `advance: 50m` ({FORMAT_HELP})"),
+            )
+        })
+    }
+
+    fn relative(&self, p: &Spanned<String>, of: &str) -> Checked {
+        let ok = !p.value.is_empty()
+            && Path::new(&p.value)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        if ok {
+            return Ok(());
+        }
+        Err(self.at(
+            p.referenced,
+            format!("`{}` is not a relative path inside {of}", p.value),
+            format!("write a path such as `docs/notes.md`, without `..` or a leading `/` ({FORMAT_HELP})"),
+        ))
+    }
+
+    fn tick_ref(&self, tick: &Option<Spanned<usize>>) -> Checked {
+        match tick {
+            Some(t) if t.value == 0 || t.value > self.ticks => Err(self.at(
+                t.referenced,
+                format!(
+                    "tick {} does not exist: the case has {} tick(s)",
+                    t.value, self.ticks
+                ),
+                format!("ticks are numbered from 1 ({FORMAT_HELP})"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn pointer(&self, p: &Spanned<String>) -> Checked {
+        if p.value.is_empty() || p.value.starts_with('/') {
+            return Ok(());
+        }
+        Err(self.at(
+            p.referenced,
+            format!("`{}` is not a JSON pointer", p.value),
+            format!("a pointer starts with `/`, e.g. `/budget_snapshot/dollars_estimate` ({FORMAT_HELP})"),
+        ))
+    }
+
+    fn comparison(&self, c: &Comparison) -> Checked {
+        match c {
+            Comparison::AtLeastField(p) | Comparison::AtMostField(p) => self.pointer(p),
+            _ => Ok(()),
+        }
+    }
+
+    fn case(&self, case: &Case) -> Checked {
+        let id = &case.id;
+        if id.value.is_empty()
+            || !id
+                .value
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(self.at(
+                id.referenced,
+                format!("id `{}` is not made of a-z, 0-9 and -", id.value),
+                format!("ids name snapshot files, e.g. `c4-pr-budget` ({FORMAT_HELP})"),
+            ));
+        }
+        self.world(case)?;
+        if let Some(t) = &case.timeout {
+            self.duration(t)?;
+        }
+        if case.ticks.value.is_empty() {
+            return Err(self.at(
+                case.ticks.referenced,
+                "a case needs at least one tick".to_owned(),
+                format!("`ticks: [{{}}]` runs the engine once with a fake skill that does nothing ({FORMAT_HELP})"),
+            ));
+        }
+        for tick in &case.ticks.value {
+            self.tick(tick)?;
+        }
+        let expect = &case.expect;
+        if let Some(cause) = &expect.stop_cause {
+            self.stop_cause(cause)?;
+        }
+        if let Some(gates) = &expect.gates {
+            self.gates(gates)?;
+        }
+        for a in &case.assertions {
+            self.check(&a.check)?;
+        }
+        Ok(())
+    }
+
+    fn world(&self, case: &Case) -> Checked {
+        let world = &case.world;
+        if let Some(name) = &world.backlog
+            && !self.fixtures.backlog(&name.value).is_file()
+        {
+            return Err(unknown(
+                self.path,
+                name,
+                "backlog fixture",
+                &self.fixtures.backlogs(),
+                "the backlogs in fixtures/backlogs/ are",
+            ));
+        }
+        if let Some(name) = &world.claude_md
+            && !self.fixtures.claude_md(&name.value).is_file()
+        {
+            return Err(unknown(
+                self.path,
+                name,
+                "CLAUDE.md fixture",
+                &self.fixtures.claude_mds(),
+                "the files in fixtures/claude-md/ are",
+            ));
+        }
+        if let Some(start) = &world.start
+            && let Err(e) = start.value.parse::<jiff::Timestamp>()
+        {
+            return Err(self.at(
+                start.referenced,
+                format!("`{}` is not an RFC 3339 instant: {e}", start.value),
+                format!("e.g. `start: 2026-05-09T14:00:00Z` ({FORMAT_HELP})"),
+            ));
+        }
+        let mut files: Vec<&Spanned<String>> = world.files.keys().collect();
+        files.sort_by_key(|f| (f.referenced.line(), f.referenced.column()));
+        files
+            .into_iter()
+            .try_for_each(|f| self.relative(f, "the project"))
+    }
+
+    fn tick(&self, tick: &TickSpec) -> Checked {
+        for event in &tick.before {
+            match event {
+                Event::Advance(d) => self.duration(d)?,
+                Event::File { path, .. } | Event::Remove(path) => {
+                    self.relative(path, "the project")?;
+                }
+                _ => {}
+            }
+        }
+        for a in &tick.answers {
+            self.gate(&a.gate)?;
+            if let Some(gate) = GateName::from_name(&a.gate.value)
+                && let Err(detail) = gates::parse_answer(gate, &a.answer.value)
+            {
+                return Err(self.at(
+                    a.answer.referenced,
+                    format!(
+                        "`{}` is not an answer to gate {gate}: {detail}",
+                        a.answer.value
+                    ),
+                    format!(
+                        "gate {gate} accepts: {} ({FORMAT_HELP})",
+                        gate.options().join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some(skill) = &tick.skill {
+            let exit = &skill.exit;
+            if !(0..=255).contains(&exit.value) || is_reserved(exit.value) {
+                return Err(self.at(
+                    exit.referenced,
+                    format!("exit {} cannot be scripted", exit.value),
+                    "use 0–255 except 90–99, which the fake skill keeps for its own failures (fixtures/README.md)",
+                ));
+            }
+        }
+        match tick.kill.as_ref().map(|k| (&k.value, k.referenced)) {
+            Some((Kill::CrashPoint(point), _))
+                if !crash::POINTS.iter().any(|(p, _)| *p == point.value) =>
+            {
+                let names: Vec<String> =
+                    crash::POINTS.iter().map(|(p, _)| (*p).to_owned()).collect();
+                return Err(unknown(
+                    self.path,
+                    point,
+                    "crash point",
+                    &names,
+                    "the crash points (`sdd-loop crash-points`) are",
+                ));
+            }
+            Some((Kill::Barrier, at)) => {
+                let has_barrier = tick
+                    .skill
+                    .as_ref()
+                    .is_some_and(|s| s.actions.iter().any(|a| matches!(a, Action::Barrier(_))));
+                if !has_barrier {
+                    return Err(self.at(
+                        at,
+                        "`kill: barrier` on a tick whose fake skill has no `barrier` action".to_owned(),
+                        format!("add `- barrier: here` to this tick's `skill: {{ actions: [...] }}` where the engine should be killed ({FORMAT_HELP})"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if let Some(gates) = &tick.expect.gates {
+            self.gates(gates)?;
+        }
+        Ok(())
+    }
+
+    fn check(&self, check: &Check) -> Checked {
+        match check {
+            Check::StopCause(c) => self.stop_cause(c),
+            Check::FinalIteration(_) | Check::FilePresent(_) | Check::FileAbsent(_) => Ok(()),
+            Check::Exit(c) => self.tick_ref(&c.tick),
+            Check::Outcome(c) => self.tick_ref(&c.tick),
+            Check::Gate(c) => {
+                self.gate(&c.name)?;
+                self.tick_ref(&c.tick)
+            }
+            Check::GatesInOrder(c) => {
+                self.gates(&c.gates)?;
+                self.tick_ref(&c.tick)
+            }
+            Check::NoGate(name) => self.gate(name),
+            Check::Printed(c) | Check::NotPrinted(c) => self.tick_ref(&c.tick),
+            Check::HistoryField(c) => {
+                if let Some(line) = &c.line
+                    && line.value == 0
+                {
+                    return Err(self.at(
+                        line.referenced,
+                        "history lines are numbered from 1".to_owned(),
+                        format!("leave `line` out for the last line ({FORMAT_HELP})"),
+                    ));
+                }
+                self.pointer(&c.pointer)?;
+                self.comparison(&c.is)
+            }
+            Check::BudgetField(c) => {
+                self.pointer(&c.pointer)?;
+                self.comparison(&c.is)
+            }
+            Check::RepoFileContains(c) => self.relative(&c.path, "the repository"),
+            Check::TrackerRequests(c) => self.comparison(&c.is),
+        }
+    }
+}
+
+/// The full diagnostic for `err` about `file`: [`YamlError::render`], plus
+/// the source lines around the position for errors found after parsing
+/// (which the parser could not quote), so every error reads the same way.
+pub fn render(err: &YamlError, file: &Path) -> String {
+    let base = err.render();
+    if err.line == 0 || base.contains("\n --> ") {
+        return base;
+    }
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return base;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let at = usize::try_from(err.line).unwrap_or(usize::MAX);
+    if at > lines.len() {
+        return base;
+    }
+    let width = (at + 1).min(lines.len()).to_string().len();
+    let gutter = " ".repeat(width);
+    let mut snippet = format!(
+        "{gutter}--> {}:{}:{}\n{gutter} |\n",
+        err.path.display(),
+        err.line,
+        err.column
+    );
+    for n in at.saturating_sub(2).max(1)..=at {
+        snippet.push_str(&format!("{n:>width$} | {}\n", lines[n - 1]));
+    }
+    let caret = " ".repeat(usize::try_from(err.column).unwrap_or(1).saturating_sub(1));
+    snippet.push_str(&format!("{gutter} | {caret}^ {}\n", err.message));
+    if let Some(next) = lines.get(at) {
+        snippet.push_str(&format!("{:>width$} | {next}\n", at + 1));
+    }
+    match base.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n{snippet}{rest}"),
+        None => base,
+    }
+}
+
+/// A `#` right after a space starts a YAML comment, so `text: stop
+/// condition #12 fires` loads as `stop condition`. Comments are written
+/// `# like this`; a `#` glued to a word (`#12`, `#N`) after a space in an
+/// unquoted value is almost always this mistake, so it is refused. Block
+/// scalars (`|`, `>`) and quoted strings are left alone.
+pub fn comment_trap(path: &Path, text: &str) -> Result<(), YamlError> {
+    let mut block_indent: Option<usize> = None;
+    for (i, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        if let Some(b) = block_indent {
+            if line.trim().is_empty() || indent > b {
+                continue;
+            }
+            block_indent = None;
+        }
+        let (mut single, mut double, mut prev) = (false, false, ' ');
+        let chars: Vec<char> = line.chars().collect();
+        for (col, &c) in chars.iter().enumerate() {
+            match c {
+                '\'' if !double => single = !single,
+                '"' if !single && prev != '\\' => double = !double,
+                '#' if !single && !double && (prev == ' ' || prev == '\t') => {
+                    let glued = chars
+                        .get(col + 1)
+                        .is_some_and(|n| !n.is_whitespace() && *n != '#');
+                    let whole_line = line[..line.char_indices().nth(col).map_or(0, |(b, _)| b)]
+                        .trim()
+                        .is_empty();
+                    if glued && !whole_line {
+                        let word: String = chars[col..]
+                            .iter()
+                            .take_while(|c| !c.is_whitespace())
+                            .collect();
+                        let mut err = YamlError::at(
+                            path,
+                            Location::UNKNOWN,
+                            format!(
+                                "`{word}` starts a YAML comment here, so the rest of this line is dropped"
+                            ),
+                            format!(
+                                "quote the value (`\"… {word} …\"`), or write a comment as `# text` ({FORMAT_HELP})"
+                            ),
+                        );
+                        (err.line, err.column) = (i as u64 + 1, col as u64 + 1);
+                        return Err(err);
+                    }
+                    break;
+                }
+                _ => {}
+            }
+            prev = c;
+        }
+        let code = line.split(" #").next().unwrap_or(line).trim_end();
+        if code.ends_with('|')
+            || code.ends_with('>')
+            || code.ends_with("|-")
+            || code.ends_with(">-")
+        {
+            block_indent = Some(indent);
+        }
+    }
+    Ok(())
+}
+
+/// Checks a parsed case; the first problem, located.
+pub fn case(case: &Case, fixtures: &Fixtures) -> Result<(), YamlError> {
+    Checker {
+        path: &case.path,
+        fixtures,
+        ticks: case.ticks.value.len(),
+    }
+    .case(case)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_glued_hash_after_a_space_is_a_comment_trap() {
+        let trap =
+            |text: &str| comment_trap(Path::new("c.yaml"), text).map_err(|e| (e.line, e.column));
+        assert_eq!(trap("text: stop condition #12 fires\n"), Err((1, 22)));
+        assert_eq!(trap("- { body: Closes #1 }\n"), Err((1, 18)));
+        for fine in [
+            "# a comment line\n#another\n",
+            "text: fine # a real comment\n",
+            "body: \"Closes #1\"\n",
+            "body: 'Closes #1'\n",
+            "url: a#b\n",
+            "body: |\n  Closes #1\n  ### Acceptance Criteria\nnext: ok\n",
+        ] {
+            assert_eq!(trap(fine), Ok(()), "{fine}");
+        }
+        assert_eq!(
+            trap("body: |\n  #1 inside\nafter: value #2\n"),
+            Err((3, 14)),
+            "the block ends with its indentation"
+        );
+    }
+
+    #[test]
+    fn suggestions_pick_the_nearest_name() {
+        let valid = gate_names();
+        let help = names_help("backlog-drfit", &valid, "the gates are");
+        assert!(help.starts_with("did you mean `backlog-drift`?"), "{help}");
+        assert!(help.contains("force-unlock, resume-divergence"), "{help}");
+        let help = names_help("zzzzzzzzzzzzzzzzz", &valid, "the gates are");
+        assert!(help.starts_with("the gates are:"), "{help}");
+    }
+}

@@ -1,0 +1,47 @@
+//! Broken cases are refused with `file:line:column`, the offending source
+//! line and a `help:` that names the fix — the valid names, with the
+//! nearest one suggested. Each message is a snapshot, reviewed like code.
+//! The files live in `tests/broken/`, where the eval suite does not look.
+
+mod support;
+
+use std::path::Path;
+
+use rstest::rstest;
+use sdd_harness::case::Case;
+use sdd_harness::validate;
+
+#[rstest]
+#[case::unknown_key("unknown-key")]
+#[case::wrong_type("wrong-type")]
+#[case::unknown_fixture("unknown-fixture")]
+#[case::unknown_gate("unknown-gate")]
+#[case::unknown_check("unknown-check")]
+#[case::unknown_crash_point("unknown-crash-point")]
+#[case::unknown_stop_cause("unknown-stop-cause")]
+#[case::unknown_event("unknown-event")]
+#[case::bad_answer("bad-answer")]
+#[case::bad_duration("bad-duration")]
+#[case::barrier_without_action("barrier-without-action")]
+#[case::tick_out_of_range("tick-out-of-range")]
+#[case::bad_id("bad-id")]
+#[case::no_ticks("no-ticks")]
+#[case::comment_trap("comment-trap")]
+fn broken_case_is_refused_at_its_location(#[case] name: &str) {
+    let path = Path::new("tests/broken").join(format!("{name}.yaml"));
+    let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");
+    let rendered = validate::render(&err, &path);
+    let location = format!("{}:", path.display());
+    assert!(
+        rendered.starts_with(&format!("error: {location}")) && err.line > 0 && err.column > 0,
+        "no file:line:column in\n{rendered}"
+    );
+    assert!(
+        rendered
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("help: ")),
+        "no help line in\n{rendered}"
+    );
+    insta::assert_snapshot!(name, rendered);
+}

@@ -1,0 +1,118 @@
+//! Every case under `evals/` is its own test, found at run time
+//! (datatest-stable), so a new case needs no rebuild and each one shows up
+//! — and can be filtered, partitioned and retried — on its own under
+//! `cargo nextest run` and `cargo test`.
+//!
+//! Each test runs the case against the real binaries, fails with the
+//! evidence of every failed expectation or assertion, and checks the
+//! case's three snapshots with insta in `snapshots/` next to the case
+//! (review changes with `cargo insta review`). This is a test harness's
+//! `main`, so it reads the environment: `SDD_EVALS_KEEP=1` keeps the
+//! sandboxes; `INSTA_WORKSPACE_ROOT` (or nextest's
+//! `NEXTEST_WORKSPACE_ROOT`) locates the workspace when running from a
+//! nextest archive.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use sdd_harness::bins::Binaries;
+use sdd_harness::case::Case;
+use sdd_harness::report::{self, Snapshots};
+use sdd_harness::runner::{self, Options};
+use sdd_harness::snapshot;
+use sdd_harness::validate::{self, Fixtures};
+
+/// A failure message, shown as it is (datatest prints errors with `{:?}`,
+/// which would quote a `String` and escape its newlines).
+struct Failure(String);
+
+impl std::fmt::Debug for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+fn fail(message: String) -> Box<dyn std::error::Error> {
+    Box::new(Failure(message))
+}
+
+fn workspace(vars: &BTreeMap<String, String>) -> PathBuf {
+    ["INSTA_WORKSPACE_ROOT", "NEXTEST_WORKSPACE_ROOT"]
+        .iter()
+        .find_map(|k| vars.get(*k).filter(|v| !v.is_empty()).map(PathBuf::from))
+        .or_else(|| {
+            vars.get("CARGO_MANIFEST_DIR")
+                .map(|d| Path::new(d).join(".."))
+        })
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+}
+
+fn run_case(path: &Path) -> datatest_stable::Result<()> {
+    let vars: BTreeMap<String, String> = std::env::vars().collect();
+    let workspace = workspace(&vars);
+    let fixtures = Fixtures::new(workspace.join("fixtures"));
+    let case = Case::load(path, &fixtures).map_err(|e| fail(validate::render(&e, path)))?;
+    let binaries = Binaries::find(&std::env::current_exe()?, &vars, None)
+        .map_err(|e| fail(format!("error: {e}\nhelp: {}", e.help())))?;
+    let opts = Options {
+        fixtures,
+        workspace,
+        binaries,
+        path: vars.get("PATH").cloned().unwrap_or_default().into(),
+        keep_sandbox: vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
+    };
+    let run =
+        runner::run(&case, &opts).map_err(|e| fail(format!("error: {e}\nhelp: {}", e.help())))?;
+    let result = report::evaluate(&case, &run, Snapshots::Skip);
+
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(std::path::absolute(snapshot::dir_for(path))?);
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(format!("{} ({})", case.name, case.proves));
+    let mut failures = Vec::new();
+    for rendered in snapshot::render(case.id(), &run.record, &run.redactor) {
+        let asserted = settings.bind(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                insta::assert_snapshot!(rendered.name.as_str(), rendered.text.as_str());
+            }))
+        });
+        if asserted.is_err() {
+            failures.push(format!(
+                "snapshot {} does not match (see the diff above; `cargo insta review`)",
+                rendered.name
+            ));
+        }
+    }
+    for g in result.expectations.iter().filter(|g| !g.ok()) {
+        failures.push(format!(
+            "✗ {}\n    {}",
+            g.text,
+            g.evidence.replace('\n', "\n    ")
+        ));
+    }
+    if let Some(dir) = &run.kept {
+        failures.push(format!("(sandbox kept at {})", dir.display()));
+    }
+    if failures.iter().any(|f| !f.starts_with("(sandbox")) {
+        return Err(fail(format!(
+            "case {} failed:\n{}",
+            case.id(),
+            failures.join("\n")
+        )));
+    }
+    Ok(())
+}
+
+datatest_stable::harness! {
+    { test = run_case, root = "../evals", pattern = r"\.yaml$" },
+}
