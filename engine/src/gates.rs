@@ -401,7 +401,11 @@ impl Script {
         let entries: Vec<ScriptedAnswer> = if text.trim().is_empty() {
             Vec::new()
         } else {
-            yaml::parse(path, text)?
+            yaml::parse(
+                path,
+                text,
+                "an answers file is a YAML list of `- gate: NAME` and `answer: OPTION` entries, optionally with `match: TEXT` and `iteration: N`",
+            )?
         };
         for (i, e) in entries.iter().enumerate() {
             parse_answer(e.gate, &e.answer).map_err(|detail| ScriptError::Answer {

@@ -1,18 +1,33 @@
-//! YAML input files (the scripted user's answers, scenario cases) parsed
-//! into typed structs, with errors that point at `file:line:column`.
+//! Loading YAML inputs — the scripted user's answers here; fixture
+//! backlogs, fake-skill scripts and scenario cases in the crates that build
+//! on this one — into typed structs, with errors that point at
+//! `file:line:column`.
+//!
+//! Every format here is `deny_unknown_fields` and uses externally tagged
+//! enums only, because serde-saphyr loses locations through `flatten` and
+//! untagged or internally tagged enums (DESIGN §10). A [`YamlError`]
+//! displays as `path:line:column: message`; [`YamlError::render`] adds the
+//! source snippet and a `help:` line. Checks that run after parsing (a
+//! duplicate number, an out-of-range exit code) use `Spanned` values so they
+//! point at the offending key just the same.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
+use serde_saphyr::{Location, MessageFormatter};
 
-/// A YAML file that does not fit its type.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A YAML file that cannot be used, with where and why.
+#[derive(Debug)]
 pub struct YamlError {
     pub path: PathBuf,
+    /// 1-based; 0 when unknown (an I/O error, a value built in code).
     pub line: u64,
     pub column: u64,
     pub message: String,
+    pub help: String,
+    /// The parser's snippet of the offending lines, when it has one.
+    snippet: Option<String>,
 }
 
 impl fmt::Display for YamlError {
@@ -30,47 +45,157 @@ impl fmt::Display for YamlError {
 
 impl std::error::Error for YamlError {}
 
-/// Parses `text` (read from `path`) as a `T`.
-pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, YamlError> {
-    serde_saphyr::from_str::<T>(text).map_err(|err| {
+impl YamlError {
+    /// An error found after parsing, at a value's recorded location.
+    pub fn at(
+        path: &Path,
+        location: Location,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            line: location.line(),
+            column: location.column(),
+            message: message.into(),
+            help: help.into(),
+            snippet: None,
+        }
+    }
+
+    fn io(path: &Path, err: &std::io::Error, help: &str) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read the file: {err}"),
+            help: help.to_owned(),
+            snippet: None,
+        }
+    }
+
+    fn parse(path: &Path, err: &serde_saphyr::Error, format_help: &str) -> Self {
         let (line, column) = err
             .location()
-            .map(|l| (l.line(), l.column()))
-            .unwrap_or((1, 1));
-        let mut message = err.without_snippet().to_string();
-        // The location is already in front; drop the library's own suffix.
-        if let Some(cut) = message.rfind(" at line ") {
-            message.truncate(cut);
-        }
-        YamlError {
+            .map_or((0, 0), |loc| (loc.line(), loc.column()));
+        let message = serde_saphyr::DefaultMessageFormatter
+            .format_message(err.without_snippet())
+            .into_owned();
+        let path_text = path.display().to_string();
+        let rendered = err.render_with_options(serde_saphyr::render_options! {
+            source_name: Some(path_text.as_str()),
+        });
+        let snippet = rendered
+            .split_once('\n')
+            .map(|(_, rest)| rest.trim_end().to_owned())
+            .filter(|rest| !rest.is_empty());
+        Self {
             path: path.to_path_buf(),
             line,
             column,
+            help: help_for(&message, format_help),
             message,
+            snippet,
         }
-    })
+    }
+
+    /// The full diagnostic: `error: path:line:column: message`, the source
+    /// snippet when known, then `help: …`.
+    pub fn render(&self) -> String {
+        let mut out = format!("error: {self}\n");
+        if let Some(snippet) = &self.snippet {
+            out.push_str(snippet);
+            out.push('\n');
+        }
+        out.push_str("help: ");
+        out.push_str(&self.help);
+        out
+    }
+}
+
+fn help_for(message: &str, format_help: &str) -> String {
+    let hint = if message.contains("unknown field") {
+        "remove the key or fix its spelling; the accepted keys are listed above"
+    } else if message.contains("missing field") {
+        "add the missing key"
+    } else if message.contains("unknown variant") {
+        "use one of the values listed above"
+    } else if message.contains("invalid type") || message.contains("invalid value") {
+        "give the value the type shown above"
+    } else {
+        "fix the YAML syntax at that position"
+    };
+    format!("{hint} ({format_help})")
+}
+
+/// Parses `text` (read from `path`) as a `T`. `format_help` names where
+/// the format is documented; it ends every `help:` line.
+pub fn parse<T: DeserializeOwned>(
+    path: &Path,
+    text: &str,
+    format_help: &str,
+) -> Result<T, YamlError> {
+    serde_saphyr::from_str(text).map_err(|e| YamlError::parse(path, &e, format_help))
+}
+
+/// Reads and parses `path`.
+pub fn load<T: DeserializeOwned>(path: &Path, format_help: &str) -> Result<T, YamlError> {
+    let text = std::fs::read_to_string(path).map_err(|e| YamlError::io(path, &e, format_help))?;
+    parse(path, &text, format_help)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
-    #[derive(Debug, serde::Deserialize)]
+    #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[expect(dead_code, reason = "fields exist to be parsed")]
-    struct Entry {
-        gate: String,
+    #[expect(dead_code, reason = "only the parse outcome matters")]
+    struct Doc {
+        name: String,
+        items: Vec<Item>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[expect(dead_code, reason = "only the parse outcome matters")]
+    struct Item {
+        id: u64,
     }
 
     #[test]
-    fn unknown_key_points_at_file_line_column() {
-        let err =
-            parse::<Vec<Entry>>(Path::new("answers.yaml"), "- gate: a\n- gat: b\n").unwrap_err();
-        assert_eq!(err.line, 2);
-        assert_eq!(err.column, 3);
+    fn unknown_key_points_at_its_line_and_column() {
+        let err = parse::<Doc>(
+            Path::new("doc.yaml"),
+            "name: x\nitems:\n  - id: 1\n  - idd: 2\n",
+            "see README",
+        )
+        .unwrap_err();
+        assert_eq!((err.line, err.column), (4, 5), "{}", err.render());
         assert!(
             err.to_string()
-                .starts_with("answers.yaml:2:3: unknown field `gat`"),
+                .starts_with("doc.yaml:4:5: unknown field `idd`"),
+            "{err}"
+        );
+        let rendered = err.render();
+        assert!(
+            rendered
+                .lines()
+                .last()
+                .unwrap()
+                .starts_with("help: remove the key"),
+            "{rendered}"
+        );
+        assert!(rendered.contains("see README"), "{rendered}");
+    }
+
+    #[test]
+    fn missing_file_names_the_path() {
+        let err = load::<Doc>(Path::new("/nonexistent/x.yaml"), "h").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("/nonexistent/x.yaml:0:0: cannot read"),
             "{err}"
         );
     }

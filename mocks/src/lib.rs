@@ -19,4 +19,5 @@ mod hash;
 pub mod qmd;
 pub mod skill;
 pub mod tracker;
-pub mod yaml;
+/// Typed YAML loading with `file:line:column` errors (shared with the engine).
+pub use sdd_loop::yaml;
