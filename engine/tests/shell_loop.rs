@@ -209,3 +209,125 @@ fn a_tick_killed_at_a_crash_point_is_recovered_by_the_next() {
         );
     }
 }
+
+/// A stub skill that says `ready` into one FIFO, then waits on another;
+/// on SIGINT it finishes its iteration (writes its result) and exits 0.
+const BLOCKING_SKILL: &str = r#"#!/bin/sh
+trap 'printf "{\"protocol\": 1, \"summary\": \"drained\"}" > "$SDD_LOOP_RESULT"; exit 0' INT
+printf '{"protocol": 1}' > "$SDD_LOOP_RESULT"
+echo ready > ready.fifo
+read -r _ < go.fifo &
+wait $!
+"#;
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+}
+
+/// Blocks until the skill reports `ready` (no sleeps: a FIFO read).
+fn wait_ready(dir: &Path) {
+    let line = std::fs::read_to_string(dir.join("ready.fifo")).unwrap();
+    assert_eq!(line.trim(), "ready");
+}
+
+#[test]
+fn a_second_tick_skips_while_the_first_runs() {
+    let w = world();
+    std::fs::write(w.dir.path().join("block.sh"), BLOCKING_SKILL).unwrap();
+    mkfifo(&w.dir.path().join("ready.fifo"));
+    mkfifo(&w.dir.path().join("go.fifo"));
+    let first = engine(&w)
+        .args(["work", "--loop"])
+        .env("SDD_LOOP_SKILL_CMD", "sh ./block.sh")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_ready(w.dir.path());
+
+    let second = engine(&w).args(["work", "--loop"]).output().unwrap();
+    let out = String::from_utf8_lossy(&second.stdout);
+    assert_eq!(second.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains(&format!(
+            "Previous iteration 1 still active (pid {}) — skipping this tick",
+            first.id()
+        )),
+        "{out}"
+    );
+
+    std::fs::write(w.dir.path().join("go.fifo"), "go\n").unwrap();
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stdout)
+    );
+    let outcomes: Vec<_> = lines(w.dir.path())
+        .iter()
+        .map(|l| (l.iteration.unwrap(), l.outcome.unwrap()))
+        .collect();
+    assert_eq!(outcomes, [(1, Outcome::SkippedLock), (1, Outcome::Ok)]);
+    assert!(!w.dir.path().join(".sdd/loop/work.lock").exists());
+}
+
+#[test]
+fn sigint_drains_the_iteration_and_stops_the_loop() {
+    let w = world();
+    std::fs::write(w.dir.path().join("block.sh"), BLOCKING_SKILL).unwrap();
+    mkfifo(&w.dir.path().join("ready.fifo"));
+    mkfifo(&w.dir.path().join("go.fifo"));
+    let tick = engine(&w)
+        .args(["work", "--loop"])
+        .env("SDD_LOOP_SKILL_CMD", "sh ./block.sh")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_ready(w.dir.path());
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(tick.id() as i32).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let out = tick.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(
+        stdout.contains("Interrupted (signal 2) — the iteration drained and was recorded"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("drained"),
+        "the skill's own result was recorded: {stdout}"
+    );
+    let last = lines(w.dir.path()).pop().unwrap();
+    assert_eq!(last.outcome, Some(Outcome::Halted));
+    assert_eq!(
+        last.stop_conditions_fired.as_deref().unwrap(),
+        ["user_interrupt"]
+    );
+    assert!(
+        !w.dir.path().join(".sdd/loop/work.lock").exists(),
+        "lock released"
+    );
+    release_stragglers(w.dir.path());
+}
+
+/// A background `read` of the stub skill ignores SIGINT (as background jobs
+/// of a non-interactive shell do) and would outlive the test: let it go.
+fn release_stragglers(dir: &Path) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Ok(mut fifo) = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(dir.join("go.fifo"))
+    {
+        let _ = fifo.write_all(b"go\n");
+    }
+}
