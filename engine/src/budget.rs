@@ -188,6 +188,11 @@ pub struct Budget {
     /// `skip` answer (engine extra).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deferred: Vec<String>,
+    /// The ceiling flags of the command line last seen (engine extra): a
+    /// later tick passing the same flags is `/loop` repeating one command
+    /// line, not a request to change a ceiling raised since at a gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling_flags: Option<CeilingFlags>,
     /// Fields written by other tools, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -214,11 +219,15 @@ impl Default for Ceilings {
 }
 
 /// Ceilings as given on the command line: `None` = flag not given.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CeilingFlags {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_iterations: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_prs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_minutes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_dollars: Option<f64>,
 }
 
@@ -417,6 +426,7 @@ impl Budget {
             stopped: None,
             last_tick_ended_at: None,
             deferred: Vec::new(),
+            ceiling_flags: None,
             extra: Map::new(),
         }
     }
@@ -531,24 +541,32 @@ impl Budget {
 
     /// Applies ceilings given as flags on a tick after the first.
     ///
+    /// A flag with the same value as on the command line last seen is that
+    /// command line repeated (`/loop` re-invokes the same prompt) and
+    /// changes nothing — so a ceiling raised at the budget gate stays
+    /// raised. A flag with a new value is a request:
     /// A lower value is applied (a tighter budget is always safe). A higher
     /// value — including `--max-dollars 0`, which disables the cost stop —
     /// is applied only when `resuming` (an explicit user act) and is
     /// otherwise refused, so a stale command line never widens a run
     /// silently. Every change and refusal is returned for a one-line note.
     pub fn apply_flags(&mut self, flags: &CeilingFlags, resuming: bool) -> Vec<CeilingChange> {
-        let requested = [
-            (
-                Dimension::Iterations,
-                flags.max_iterations.map(|v| v as f64),
-            ),
-            (Dimension::Prs, flags.max_prs.map(|v| v as f64)),
-            (Dimension::Minutes, flags.max_minutes.map(|v| v as f64)),
-            (Dimension::Dollars, flags.max_dollars),
-        ];
+        let as_list = |f: &CeilingFlags| {
+            [
+                (Dimension::Iterations, f.max_iterations.map(|v| v as f64)),
+                (Dimension::Prs, f.max_prs.map(|v| v as f64)),
+                (Dimension::Minutes, f.max_minutes.map(|v| v as f64)),
+                (Dimension::Dollars, f.max_dollars),
+            ]
+        };
+        let mut seen = self.ceiling_flags.unwrap_or_default();
+        let previously = as_list(&seen);
         let mut changes = Vec::new();
-        for (dim, want) in requested {
+        for ((dim, want), (_, before)) in as_list(flags).into_iter().zip(previously) {
             let Some(want) = want else { continue };
+            if before == Some(want) {
+                continue;
+            }
             let have = self.ceiling(dim);
             // For dollars, 0 means "no ceiling", the widest of all.
             let wider = if dim == Dimension::Dollars {
@@ -581,8 +599,18 @@ impl Budget {
                     recorded: have,
                     requested: want,
                 });
+                // A refused flag is not "seen": passing it again with
+                // --resume is still a request.
+                continue;
+            }
+            match dim {
+                Dimension::Iterations => seen.max_iterations = Some(want as u64),
+                Dimension::Prs => seen.max_prs = Some(want as u64),
+                Dimension::Minutes => seen.max_minutes = Some(want as u64),
+                Dimension::Dollars => seen.max_dollars = Some(want),
             }
         }
+        self.ceiling_flags = Some(seen);
         changes
     }
 }
@@ -799,6 +827,28 @@ mod tests {
         assert_eq!(b.max_iterations, 10);
         assert_eq!(b.max_dollars, 0.0);
         assert_eq!(changes.len(), 2);
+    }
+
+    // A ceiling raised at the gate stayed raised only until /loop repeated
+    // the original command line, whose flag then "narrowed" it back.
+    #[test]
+    fn a_repeated_command_line_does_not_undo_a_raise() {
+        let flags = CeilingFlags {
+            max_iterations: Some(2),
+            ..Default::default()
+        };
+        let mut b = Budget::start("t", flags.resolve(), "built-in default");
+        b.ceiling_flags = Some(flags);
+        b.set_ceiling(Dimension::Iterations, 3.0);
+        assert!(b.apply_flags(&flags, false).is_empty());
+        assert_eq!(b.max_iterations, 3);
+        // A new value is a request again.
+        let lower = CeilingFlags {
+            max_iterations: Some(1),
+            ..Default::default()
+        };
+        assert_eq!(b.apply_flags(&lower, false).len(), 1);
+        assert_eq!(b.max_iterations, 1);
     }
 
     #[test]

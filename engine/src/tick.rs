@@ -737,11 +737,13 @@ impl<'c, 'w> Tick<'c, 'w> {
                         "Starting a fresh run (--fresh): budgets reset; earlier history is kept",
                     );
                 }
-                Budget::start(
+                let mut started = Budget::start(
                     &clock::format(self.started),
                     self.cfg.ceilings.resolve(),
                     self.inputs.rates.source.label(),
-                )
+                );
+                started.ceiling_flags = Some(self.cfg.ceilings);
+                started
             }
         };
         if fresh_run
