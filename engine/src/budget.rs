@@ -511,6 +511,21 @@ impl Budget {
         self.minutes_elapsed = seconds / 60;
     }
 
+    /// Whether the per-model totals account for every token, so dollars
+    /// can be recomputed from them alone.
+    pub fn per_model_totals_complete(&self) -> bool {
+        let (tin, tout) = self
+            .tokens_by_model
+            .values()
+            .fold((0u64, 0u64), |(i, o), t| {
+                (
+                    i.saturating_add(t.tokens_in),
+                    o.saturating_add(t.tokens_out),
+                )
+            });
+        (tin, tout) == (self.tokens_in, self.tokens_out)
+    }
+
     /// Adds one model's usage to the per-model and overall totals.
     pub fn add_usage(&mut self, model: &str, tokens_in: u64, tokens_out: u64) {
         let entry = self.tokens_by_model.entry(model.to_owned()).or_default();

@@ -795,9 +795,11 @@ impl<'c, 'w> Tick<'c, 'w> {
             }
         }
 
-        // Rates may have changed since the last tick: dollars are always
-        // recomputed from the per-model totals.
-        if !budget.tokens_by_model.is_empty() {
+        // Rates may have changed since the last tick: dollars are
+        // recomputed from the per-model totals — when those account for
+        // every token. A checkpoint written without them (the contract's
+        // own shape) keeps its dollars, and new spend is added on top.
+        if budget.per_model_totals_complete() {
             budget.dollars_estimate = self.inputs.rates.cost(&budget.tokens_by_model).dollars;
         }
         budget.rate_table_source = self.inputs.rates.source.label().to_owned();
@@ -807,8 +809,14 @@ impl<'c, 'w> Tick<'c, 'w> {
         if let Some(held) = self.held.as_mut() {
             held.set_iteration(self.iteration)?;
         }
-        let gap = match (&budget.last_tick_ended_at, self.cfg.resume) {
-            (Some(end), false) => clock::parse(end)
+        // The time since the last tick (its end as the checkpoint recorded
+        // it, else as its history line did) counts toward the wall clock.
+        let last_end = budget
+            .last_tick_ended_at
+            .clone()
+            .or_else(|| run_lines.iter().rev().find_map(|l| l.ended_at.clone()));
+        let gap = match (last_end, self.cfg.resume) {
+            (Some(end), false) => clock::parse(&end)
                 .ok()
                 .map(|end| (self.started.as_second() - end.as_second()).max(0) as u64)
                 .unwrap_or(0),
@@ -1008,6 +1016,7 @@ impl<'c, 'w> Tick<'c, 'w> {
         single_pr: Option<u64>,
     ) -> Delta {
         let before = budget.dollars_estimate;
+        let priced_before = self.inputs.rates.cost(&budget.tokens_by_model).dollars;
         let mut delta = Delta::default();
         for u in &result.usage {
             budget.add_usage(&u.model, u.tokens_in, u.tokens_out);
@@ -1023,8 +1032,10 @@ impl<'c, 'w> Tick<'c, 'w> {
         {
             self.note(rates::unknown_model_warning(model));
         }
-        budget.dollars_estimate = cost.dollars;
-        delta.dollars = round_dollars(cost.dollars - before).max(0.0);
+        // Add this tick's spend to what was recorded, so dollars carried by
+        // a checkpoint without per-model totals are never lost.
+        budget.dollars_estimate = round_dollars(before + (cost.dollars - priced_before));
+        delta.dollars = round_dollars(budget.dollars_estimate - before).max(0.0);
         for pr in &result.prs {
             let r = pr_ref(pr.number);
             if !delta.prs.contains(&r) {
