@@ -296,6 +296,8 @@ struct Pending {
     stop_file: bool,
     /// Issues to comment on (`escalate`).
     escalate: Vec<u64>,
+    /// The run starts with this tick and prices with the built-in table.
+    built_in_notice: bool,
 }
 
 struct Tick<'c, 'w> {
@@ -746,12 +748,10 @@ impl<'c, 'w> Tick<'c, 'w> {
                 started
             }
         };
-        if fresh_run
+        // Once per run: shown when the run's first tick commits.
+        pending.built_in_notice = fresh_run
             && self.inputs.rates.source == rates::RateSource::BuiltIn
-            && budget.max_dollars > 0.0
-        {
-            self.note(rates::BUILT_IN_NOTICE);
-        }
+            && budget.max_dollars > 0.0;
         if !fresh_run {
             for change in budget.apply_flags(&self.cfg.ceilings, self.cfg.resume) {
                 self.note(change.to_string());
@@ -875,7 +875,7 @@ impl<'c, 'w> Tick<'c, 'w> {
             let mut reattached: Vec<TrackedPr> = Vec::new();
             if let Some(stop) = self.resume_reconcile(latest.as_ref(), &mut reattached)? {
                 self.fired.push(stop);
-                return self.halt_at_entry(pending, concurrency, None, "the loop has ended");
+                return self.halt_at_entry(pending, concurrency, None, "stopped at a gate");
             }
             self.carried = reattached;
         }
@@ -1751,6 +1751,9 @@ impl<'c, 'w> Tick<'c, 'w> {
 
     /// Applies what loading queued: from here on the tick changes state.
     fn commit(&mut self, pending: &mut Pending) -> Result<(), Failure> {
+        if std::mem::take(&mut pending.built_in_notice) {
+            self.note(rates::BUILT_IN_NOTICE);
+        }
         let history_path = self.paths.history();
         if let Some(torn) = pending.torn.take() {
             let sidecar =
