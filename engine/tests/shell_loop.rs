@@ -229,25 +229,27 @@ fn mkfifo(path: &Path) {
     .unwrap();
 }
 
-/// Blocks until the skill reports `ready` (no sleeps: a FIFO read).
-fn wait_ready(dir: &Path) {
-    let line = std::fs::read_to_string(dir.join("ready.fifo")).unwrap();
-    assert_eq!(line.trim(), "ready");
-}
-
-#[test]
-fn a_second_tick_skips_while_the_first_runs() {
-    let w = world();
+/// Starts a tick whose skill blocks, and returns once the skill says
+/// `ready` (no sleeps: a FIFO read).
+fn start_blocked_tick(w: &World) -> std::process::Child {
     std::fs::write(w.dir.path().join("block.sh"), BLOCKING_SKILL).unwrap();
     mkfifo(&w.dir.path().join("ready.fifo"));
     mkfifo(&w.dir.path().join("go.fifo"));
-    let first = engine(&w)
+    let tick = engine(w)
         .args(["work", "--loop"])
         .env("SDD_LOOP_SKILL_CMD", "sh ./block.sh")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_ready(w.dir.path());
+    let line = std::fs::read_to_string(w.dir.path().join("ready.fifo")).unwrap();
+    assert_eq!(line.trim(), "ready");
+    tick
+}
+
+#[test]
+fn a_second_tick_skips_while_the_first_runs() {
+    let w = world();
+    let first = start_blocked_tick(&w);
 
     let second = engine(&w).args(["work", "--loop"]).output().unwrap();
     let out = String::from_utf8_lossy(&second.stdout);
@@ -279,16 +281,7 @@ fn a_second_tick_skips_while_the_first_runs() {
 #[test]
 fn sigint_drains_the_iteration_and_stops_the_loop() {
     let w = world();
-    std::fs::write(w.dir.path().join("block.sh"), BLOCKING_SKILL).unwrap();
-    mkfifo(&w.dir.path().join("ready.fifo"));
-    mkfifo(&w.dir.path().join("go.fifo"));
-    let tick = engine(&w)
-        .args(["work", "--loop"])
-        .env("SDD_LOOP_SKILL_CMD", "sh ./block.sh")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_ready(w.dir.path());
+    let tick = start_blocked_tick(&w);
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(tick.id() as i32).unwrap(),
         rustix::process::Signal::INT,
