@@ -716,7 +716,18 @@ impl<'c, 'w> Tick<'c, 'w> {
     fn locked(&mut self, concurrency: String) -> Result<u8, Failure> {
         let mut pending = Pending::default();
         let history_path = self.paths.history();
-        let tail = history::read_tail(&history_path, 64)?;
+        // Enough of the end of history to hold the run's last two lines
+        // written under the lock (drift and repeated failure look at two),
+        // however many skipped ticks were appended after them.
+        let mut want = 64;
+        let tail = loop {
+            let tail = history::read_tail(&history_path, want)?;
+            let held = tail.lines.iter().filter(|l| l.line.authoritative()).count();
+            if held >= 2 || tail.lines.len() < want {
+                break tail;
+            }
+            want *= 4;
+        };
         pending.torn = tail.torn.clone();
         let authoritative: Vec<HistoryLine> = tail
             .lines

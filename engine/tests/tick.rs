@@ -692,6 +692,28 @@ fn lock_held_by_a_live_pid_skips_without_advancing() {
     assert!(s.runner.requests.is_empty());
 }
 
+// A tick that ran for hours under a one-minute /loop left more skipped lines
+// after its own than the history tail used to read: the run's state (here a
+// PR in flight) must still be found behind them.
+#[test]
+fn many_skipped_lines_do_not_hide_the_run() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    seed_tracked_run(&mut s);
+    let paths = s.paths(Skill::Work);
+    let skipped = r#"{"iteration":2,"skill":"work","outcome":"skipped_lock","lock_held":false}"#;
+    let mut body = std::fs::read_to_string(paths.history()).unwrap();
+    for _ in 0..300 {
+        body.push_str(skipped);
+        body.push('\n');
+    }
+    std::fs::write(paths.history(), body).unwrap();
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 0, "{}", r.err);
+    let line = s.last(Skill::Work);
+    assert_eq!(line.iteration, Some(2));
+    assert!(line.tracked_prs.unwrap().iter().any(|p| p.number == 10));
+}
+
 #[test]
 fn dead_pid_lock_is_reaped_and_the_tick_proceeds() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
