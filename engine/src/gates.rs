@@ -296,7 +296,7 @@ pub struct AnswerFlag {
 fn suggest(name: &str) -> String {
     let best = GateName::ALL
         .iter()
-        .map(|g| (strsim(name, g.name()), g.name()))
+        .map(|g| (edit_distance(name, g.name()), g.name()))
         .min_by_key(|(d, _)| *d);
     match best {
         Some((d, g)) if d <= 4 => format!(" — did you mean `{g}`?"),
@@ -311,8 +311,9 @@ fn suggest(name: &str) -> String {
     }
 }
 
-/// Levenshtein distance, for "did you mean" suggestions.
-fn strsim(a: &str, b: &str) -> usize {
+/// Levenshtein distance, for "did you mean" suggestions (also used by the
+/// scenario harness for its own names).
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

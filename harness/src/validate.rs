@@ -70,29 +70,11 @@ fn stems(dir: &Path, ext: &str) -> Vec<String> {
     names
 }
 
-/// Levenshtein distance, for "did you mean" suggestions.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(above + 1);
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
-
 /// `help:` text for a name that is not one of `valid`.
 pub fn names_help(given: &str, valid: &[String], what: &str) -> String {
     let nearest = valid
         .iter()
-        .map(|v| (distance(given, v), v))
+        .map(|v| (sdd_loop::gates::edit_distance(given, v), v))
         .min_by_key(|(d, _)| *d)
         .filter(|(d, v)| *d <= 3.max(v.len() / 3))
         .map(|(_, v)| format!("did you mean `{v}`? "))
