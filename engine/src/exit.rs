@@ -1,7 +1,9 @@
 //! Exit codes of `sdd-loop` (DESIGN §3), so a shell loop such as
 //! `while sdd-loop work --loop; do sleep 60; done` is a valid `/loop`:
 //! 0 continues, 3 ends the loop, 4 asks for an answer, 64+ are errors in
-//! BSD sysexits style.
+//! BSD sysexits style. The in-session halves add two: `begin` exits 5 when
+//! there is nothing for the agent to do this tick, and `end` / `event`
+//! exit 66 when no iteration is open.
 
 /// The tick finished; the loop continues.
 pub const TICK_DONE: u8 = 0;
@@ -9,10 +11,16 @@ pub const TICK_DONE: u8 = 0;
 pub const LOOP_ENDED: u8 = 3;
 /// A gate needs an answer and none could be had; nothing was changed.
 pub const NEEDS_ANSWER: u8 = 4;
+/// `begin` only: nothing for the agent to do this tick — another tick
+/// holds the lock, or nothing was selected; the tick is recorded.
+pub const NOTHING_TO_DO: u8 = 5;
 /// Command-line usage error (`EX_USAGE`).
 pub const USAGE: u8 = 64;
 /// A data file is malformed: budget, history, CLAUDE.md, answers (`EX_DATAERR`).
 pub const DATA: u8 = 65;
+/// `end` / `event`: no iteration is open — none was begun, it was already
+/// ended, or another tick recovered it; nothing was changed (`EX_NOINPUT`).
+pub const NOT_OPEN: u8 = 66;
 /// The tracker or git is unavailable (`EX_UNAVAILABLE`).
 pub const UNAVAILABLE: u8 = 69;
 /// An internal error (`EX_SOFTWARE`).
@@ -26,8 +34,10 @@ Exit status:
   0   tick done, the loop continues
   3   loop ended (a stop condition fired; final report printed)
   4   a gate needs an answer and none could be had (nothing was changed)
+  5   begin: nothing to do this tick (lock held elsewhere, or nothing selected)
   64  usage error
   65  malformed data file (budget.json, history, CLAUDE.md, answers file)
+  66  end/event: no open iteration (never begun, already ended, or recovered)
   69  tracker or git unavailable
   70  internal error
   73  cannot write loop state";

@@ -1,21 +1,37 @@
 //! The interrupted-iteration journal `.sdd/loop/{skill}.inflight.json`
-//! (DESIGN §5).
+//! (DESIGN §5, §11): the hand-over between the two halves of a tick.
 //!
-//! Written after every gate is answered and before the skill starts;
-//! removed once the tick's history line and budget are on disk. A journal
-//! found by a later tick (which holds the lock, so the writer is gone)
-//! marks an iteration that was killed mid-flight: recovery turns it into an
-//! `errored` history line with root cause `interrupted`, carrying the spend
-//! and PRs the skill had reported (its result if it got that far, else its
-//! progress events), so nothing is lost before counters resume.
+//! `begin` writes it after every gate is answered and before the work
+//! starts; `end` reads it — in the same process (the wrapper tick) or in a
+//! later one (an in-session tick) — and removes it once the tick's history
+//! line and budget are on disk. Everything `end` needs to account and
+//! report the iteration is here, so the halves share nothing in memory.
+//!
+//! A journal found by a later tick that holds the lock (so its holder is
+//! gone) marks an iteration that was killed mid-flight: recovery turns it
+//! into an `errored` history line with root cause `interrupted`, carrying
+//! the spend and PRs the work had reported (its result if it got that far,
+//! else its progress events), so nothing is lost before counters resume.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::files::{self, FileError};
-use crate::history::TrackedPr;
+use crate::history::{ActiveWorktree, TrackedPr};
 use crate::protocol::SkillRequest;
+use crate::report::Shown;
+
+/// Who does the work between `begin` and `end`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Driver {
+    /// The engine runs the skill command itself (`sdd-loop work --loop`).
+    #[default]
+    Wrapper,
+    /// The calling agent session does the work (`begin` … `end`).
+    Session,
+}
 
 /// What a tick records before it dispatches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +57,26 @@ pub struct Journal {
     /// Gates answered at entry, already redacted.
     #[serde(default)]
     pub gates: Vec<crate::history::GateRecord>,
+    #[serde(default)]
+    pub driver: Driver,
+    /// Worktrees the run had left on disk at the start of the tick.
+    #[serde(default)]
+    pub worktrees: Vec<ActiveWorktree>,
+    /// The status block's lines `begin` decided.
+    #[serde(default)]
+    pub shown: Shown,
+    /// What the gates decided, for the `Outcome:` line.
+    #[serde(default)]
+    pub gate_outcomes: Vec<String>,
+    /// `review --pr N`: single-PR mode.
+    #[serde(default)]
+    pub single_pr: Option<u64>,
+    /// The budget file the tick uses (`--budget-file`, resolved).
+    #[serde(default)]
+    pub budget_file: Option<PathBuf>,
+    /// The CLAUDE.md the tick prices and redacts with.
+    #[serde(default)]
+    pub claude_md: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +145,13 @@ mod tests {
             tracked_prs: vec![],
             backlog_snapshot: Some(vec![1]),
             gates: vec![],
+            driver: Driver::Session,
+            worktrees: vec![],
+            shown: Shown::default(),
+            gate_outcomes: vec![],
+            single_pr: None,
+            budget_file: None,
+            claude_md: None,
         };
         j.save(&path).unwrap();
         assert_eq!(Journal::load(&path).unwrap().unwrap(), j);

@@ -481,6 +481,38 @@ impl HeldLock {
         Ok(ours)
     }
 
+    /// Leaves the lock in place for the other half of the tick: `begin`
+    /// ends with the lock held for the session, and `end` adopts it.
+    pub fn keep(mut self) -> LockRecord {
+        self.released = true;
+        self.record.clone()
+    }
+
+    /// Adopts the lock `record` names if it is still the one on disk (same
+    /// holder pid, start time and acquisition time); otherwise says what is
+    /// there instead (`None`: no lock at all).
+    pub fn adopt(
+        paths: &StatePaths,
+        record: LockRecord,
+    ) -> Result<Result<HeldLock, Option<Result<LockRecord, String>>>, LockError> {
+        let mut held = HeldLock {
+            path: paths.lock(),
+            guard: paths.lock_guard(),
+            record,
+            released: true,
+        };
+        let found = with_guard(&held.guard, || Ok(read_found(&held.path)?))?;
+        if held.still_ours(&found) {
+            held.released = false;
+            return Ok(Ok(held));
+        }
+        Ok(Err(match found {
+            Found::Nothing => None,
+            Found::Record(r) => Some(Ok(r)),
+            Found::Unreadable(d) => Some(Err(d)),
+        }))
+    }
+
     /// Removes the lock if it is still ours (graceful exit).
     pub fn release(mut self) -> Result<Release, LockError> {
         self.released = true;

@@ -9,6 +9,24 @@ use crate::history::GateRecord;
 use crate::paths::Skill;
 use crate::stop::{Fired, dollars};
 
+/// The lines of the status block a tick's phases decide; `begin` hands
+/// them to `end` in the journal.
+#[derive(
+    Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct Shown {
+    /// `Backlog: …` (work) or `Tracked PR: …` (review).
+    pub context: String,
+    /// `Iteration plan: …`.
+    pub plan: String,
+    /// `Concurrency: …`.
+    pub concurrency: String,
+    /// `Outcome: …`, decided when the tick ends.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub outcome: String,
+}
+
 /// Everything the status block shows.
 #[derive(Debug, Clone)]
 pub struct StatusView<'a> {

@@ -1318,6 +1318,13 @@ fn a_crashed_iteration_is_recovered_from_its_journal() {
         tracked_prs: vec![],
         backlog_snapshot: Some(vec![1, 2]),
         gates: vec![],
+        driver: Default::default(),
+        worktrees: vec![],
+        shown: Default::default(),
+        gate_outcomes: vec![],
+        single_pr: None,
+        budget_file: None,
+        claude_md: None,
     };
     journal.save(&paths.inflight()).unwrap();
     std::fs::write(

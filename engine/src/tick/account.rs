@@ -1,0 +1,436 @@
+//! Step 7 of the tick: what the work reported becomes counters, contract
+//! checks and exit stop conditions, and the tick is recorded (step 8).
+//!
+//! [`add`] folds a result into the budget (tokens and dollars per model,
+//! deduplicated PRs, agents, comments, merges); [`finish`] is the whole
+//! `end` half once the result is known: accounting, the ADR-0010 and chain
+//! checks, the qmd counter (#11), the exit stops (#4 overshoot, #8, #11,
+//! #12), the history line, budget.json, the status block and final report,
+//! and the lock's release.
+
+use std::collections::BTreeSet;
+
+use super::ctx::{Ctx, Ending, list, plural, pr_ref};
+use super::record::{self, Delta, Record};
+use super::{Concluded, Failure};
+use crate::budget::{Budget, round_dollars};
+use crate::clock;
+use crate::exchange::Exchange;
+use crate::exit;
+use crate::files;
+use crate::history::{
+    ActiveWorktree, Autofix, BudgetSnapshot, Chain, FailureRecord, Outcome, TrackedPr,
+};
+use crate::journal::Journal;
+use crate::lock::HeldLock;
+use crate::paths::Skill;
+use crate::protocol::{PrReport, SkillResult};
+use crate::rates;
+use crate::runner::{InterruptKind, RunOutcome};
+use crate::stop::{self, Fired, StopCause};
+
+/// How the work between `begin` and `end` went, apart from its result.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkReport {
+    /// Why the work failed (a non-zero exit, a stall, `end --error`).
+    pub failure: Option<String>,
+    /// The qmd signal of condition #11, with the error it captured.
+    pub qmd: Option<String>,
+    /// An interrupt arrived while the work ran.
+    pub interrupted: Option<InterruptKind>,
+}
+
+impl From<&RunOutcome> for WorkReport {
+    fn from(run: &RunOutcome) -> Self {
+        Self {
+            failure: run.failure(),
+            qmd: run.qmd_signal().then(|| {
+                run.qmd_line
+                    .clone()
+                    .or_else(|| run.last_stderr().map(str::to_owned))
+                    .unwrap_or_default()
+            }),
+            interrupted: run.interrupted,
+        }
+    }
+}
+
+/// Adds a result to the counters; returns this iteration's deltas.
+/// `single_pr`: in single-PR mode only that PR counts as touched.
+pub(crate) fn add(
+    ctx: &mut Ctx<'_, '_>,
+    budget: &mut Budget,
+    result: &SkillResult,
+    single_pr: Option<u64>,
+) -> Delta {
+    let before = budget.dollars_estimate;
+    let priced_before = ctx.inputs.rates.cost(&budget.tokens_by_model).dollars;
+    let mut delta = Delta::default();
+    for u in &result.usage {
+        budget.add_usage(&u.model, u.tokens_in, u.tokens_out);
+        delta.tokens_in += u.tokens_in;
+        delta.tokens_out += u.tokens_out;
+    }
+    let cost = ctx.inputs.rates.cost(&budget.tokens_by_model);
+    let this_tick: BTreeSet<&str> = result.usage.iter().map(|u| u.model.as_str()).collect();
+    for model in cost
+        .unknown_models
+        .iter()
+        .filter(|m| this_tick.contains(m.as_str()))
+    {
+        ctx.note(rates::unknown_model_warning(model));
+    }
+    // Add this tick's spend to what was recorded, so dollars carried by a
+    // checkpoint without per-model totals are never lost.
+    budget.dollars_estimate = round_dollars(before + (cost.dollars - priced_before));
+    delta.dollars = round_dollars(budget.dollars_estimate - before).max(0.0);
+    for pr in &result.prs {
+        let r = pr_ref(pr.number);
+        if !delta.prs.contains(&r) {
+            delta.prs.push(r.clone());
+        }
+        match single_pr {
+            Some(n) => budget.prs_touched.insert(pr_ref(n)),
+            None => budget.prs_touched.insert(r),
+        };
+    }
+    budget.agents_dispatched += result.agents_dispatched;
+    budget.comments_pushed += result.comments_pushed;
+    budget.merges_attempted += result.merges_attempted;
+    delta.agents = result.agents_dispatched;
+    delta.comments = result.comments_pushed;
+    delta.merges = result.merges_attempted;
+    delta
+}
+
+/// PRs tracked at the start of a tick, updated by what the work reported.
+pub(crate) fn merge_tracked(start: &[TrackedPr], reports: &[PrReport]) -> Vec<TrackedPr> {
+    let mut out: Vec<TrackedPr> = start.to_vec();
+    for r in reports {
+        match out.iter_mut().find(|t| t.number == r.number) {
+            Some(t) => {
+                if let Some(end) = &r.head_sha_at_end {
+                    t.head_sha_at_iteration_end = Some(end.clone());
+                }
+                if t.head_sha_at_iteration_start.is_none() {
+                    t.head_sha_at_iteration_start = r.head_sha_at_start.clone();
+                }
+                t.state_at_end = r.state;
+            }
+            None => out.push(TrackedPr {
+                number: r.number,
+                branch: r.branch.clone(),
+                head_sha_at_iteration_start: r
+                    .head_sha_at_start
+                    .clone()
+                    .or_else(|| r.head_sha_at_end.clone()),
+                head_sha_at_iteration_end: r.head_sha_at_end.clone(),
+                state_at_end: r.state,
+                extra: Default::default(),
+            }),
+        }
+    }
+    out
+}
+
+/// The chain telemetry a work result reports, and the contract violations
+/// in how it reports it.
+fn chain_of(
+    skill: Skill,
+    no_chain: bool,
+    result: &SkillResult,
+    violations: &mut Vec<String>,
+) -> Chain {
+    let c = match (skill, &result.chain) {
+        (Skill::Review, _) => return Chain::NotApplicable,
+        (Skill::Work, None) => return Chain::NotInvoked,
+        (Skill::Work, Some(c)) if !c.invoked => return Chain::NotInvoked,
+        (Skill::Work, Some(c)) => c,
+    };
+    if no_chain {
+        violations
+            .push("contract violation: the skill chained into review under --no-chain".into());
+    }
+    let Some(outcome) = &c.review_outcome else {
+        violations.push("contract violation: chain.invoked without chain.review_outcome".into());
+        return Chain::NotInvoked;
+    };
+    let autofix = match &c.autofix_pr {
+        Some(a) if a.invoked => match &a.status {
+            Some(s) => Autofix::Invoked { status: s.clone() },
+            None => {
+                violations.push(
+                    "contract violation: autofix_pr.invoked without autofix_pr.status".into(),
+                );
+                Autofix::NotInvoked
+            }
+        },
+        _ => Autofix::NotInvoked,
+    };
+    Chain::Invoked {
+        review_outcome: outcome.clone(),
+        autofix,
+    }
+}
+
+/// The `Outcome:` line of a tick that ran its work.
+fn outcome_line(
+    result: &SkillResult,
+    gate_outcomes: &[String],
+    error: Option<&str>,
+    empty: bool,
+) -> String {
+    let mut parts = Vec::new();
+    let opened: Vec<u64> = result
+        .prs
+        .iter()
+        .filter(|p| p.opened)
+        .map(|p| p.number)
+        .collect();
+    let touched: Vec<u64> = result
+        .prs
+        .iter()
+        .filter(|p| !p.opened)
+        .map(|p| p.number)
+        .collect();
+    if !opened.is_empty() {
+        parts.push(format!(
+            "{} opened ({}).",
+            plural(opened.len(), "PR", "PRs"),
+            list(&opened)
+        ));
+    }
+    if !touched.is_empty() {
+        parts.push(format!(
+            "{} updated ({}).",
+            plural(touched.len(), "PR", "PRs"),
+            list(&touched)
+        ));
+    }
+    if result.comments_pushed > 0 || result.merges_attempted > 0 {
+        parts.push(format!(
+            "{} pushed, {} attempted.",
+            plural(result.comments_pushed as usize, "comment", "comments"),
+            plural(result.merges_attempted as usize, "merge", "merges")
+        ));
+    }
+    parts.extend(gate_outcomes.iter().cloned());
+    if !result.failures.is_empty() {
+        parts.push(format!(
+            "Failed: {}.",
+            result
+                .failures
+                .iter()
+                .map(|f| format!("{} ({})", f.target, f.root_cause))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(s) = &result.summary {
+        parts.push(s.clone());
+    }
+    if let Some(e) = error {
+        parts.push(format!("Errored — {}.", e.trim_end_matches('.')));
+    }
+    if parts.is_empty() {
+        parts.push(if empty {
+            "nothing dispatched.".into()
+        } else {
+            "no changes reported.".into()
+        });
+    }
+    parts.join(" ")
+}
+
+/// The `end` half: accounts `result` for the iteration `journal` opened,
+/// records it, reports it and releases the lock. `empty`: nothing was
+/// dispatched (no journal or exchange exists for this tick).
+#[expect(clippy::too_many_arguments, reason = "the whole hand-over of one tick")]
+pub(crate) fn finish(
+    ctx: &mut Ctx<'_, '_>,
+    journal: &Journal,
+    held: HeldLock,
+    mut budget: Budget,
+    result: SkillResult,
+    mut error: Option<String>,
+    work: &WorkReport,
+    empty: bool,
+) -> Result<Concluded, Failure> {
+    let started = clock::parse(&journal.started_at).unwrap_or(ctx.started);
+    let delta = add(ctx, &mut budget, &result, journal.single_pr);
+    budget.iterations_used += 1;
+    if let Some(n) = journal.single_pr {
+        // Single-PR mode: the watched PR is the only one ever touched.
+        budget.prs_touched.insert(pr_ref(n));
+    }
+
+    // Contract checks on what the work reported.
+    let mut violations = Vec::new();
+    for r in &result.review_rounds {
+        if r.rounds > 1 {
+            violations.push(format!(
+                "contract violation: {} review rounds on PR #{} in one tick (ADR-0010 allows one)",
+                r.rounds, r.pr
+            ));
+        }
+    }
+    let chain = chain_of(
+        ctx.cfg.skill,
+        journal.request.no_chain,
+        &result,
+        &mut violations,
+    );
+    if error.is_none() && !violations.is_empty() {
+        error = Some(violations.join("; "));
+    }
+
+    // qmd counter (#11).
+    if work.qmd.is_some() {
+        budget.qmd_failures_consecutive += 1;
+    } else if error.is_none() {
+        budget.qmd_failures_consecutive = 0;
+    }
+
+    let tracked = merge_tracked(&journal.tracked_prs, &result.prs);
+    let mut worktrees = journal.worktrees.clone();
+    for w in &result.worktrees {
+        worktrees.retain(|x| x.path != w.path);
+        worktrees.push(ActiveWorktree {
+            path: w.path.clone(),
+            branch: w.branch.clone(),
+            head_sha: w.head_sha.clone(),
+            extra: Default::default(),
+        });
+    }
+    let mut failures: Vec<FailureRecord> = result
+        .failures
+        .iter()
+        .map(|f| FailureRecord {
+            target: f.target.clone(),
+            root_cause: f.root_cause.clone(),
+        })
+        .collect();
+    if let Some(why) = &error {
+        let cause = if work.qmd.is_some() {
+            "qmd unreachable".to_owned()
+        } else {
+            why.clone()
+        };
+        let request = &journal.request;
+        let targets = request
+            .issues
+            .iter()
+            .map(|i| pr_ref(i.number))
+            .chain(request.prs.iter().map(|p| pr_ref(p.number)));
+        for t in targets {
+            if !failures.iter().any(|f| f.target == t) {
+                failures.push(FailureRecord {
+                    target: t,
+                    root_cause: cause.clone(),
+                });
+            }
+        }
+    }
+
+    // Exit stop conditions.
+    let mut fired = Vec::new();
+    let stop_file = ctx.paths.stop_request();
+    if let Some(kind) = work.interrupted {
+        let message = match kind {
+            InterruptKind::Signal(sig) => {
+                format!("Interrupted (signal {sig}) — the iteration drained and was recorded")
+            }
+            InterruptKind::StopFile => format!(
+                "Stop requested ({} present) — the iteration drained and was recorded",
+                ctx.rel(&stop_file)
+            ),
+        };
+        if kind == InterruptKind::StopFile {
+            files::remove_if_present(&stop_file)?;
+        }
+        fired.push(Fired::new(StopCause::UserInterrupt, message));
+    } else if stop_file.exists() {
+        files::remove_if_present(&stop_file)?;
+        fired.push(Fired::new(
+            StopCause::UserInterrupt,
+            "Stop requested during the iteration — stopping after it",
+        ));
+    }
+    fired.extend(stop::budget_on_exit(&budget, journal.single_pr.is_some()));
+    if budget.qmd_failures_consecutive >= 2 {
+        let captured = work.qmd.clone().unwrap_or_default();
+        fired.push(Fired::new(
+            StopCause::QmdUnreachable,
+            stop::qmd_message(&captured),
+        ));
+    }
+    for f in &fired {
+        ctx.note(f.message.clone());
+    }
+
+    let outcome = if !fired.is_empty() {
+        Outcome::Halted
+    } else if error.is_some() {
+        Outcome::Errored
+    } else {
+        Outcome::Ok
+    };
+    record::finish_budget(
+        ctx,
+        &mut budget,
+        journal.iteration,
+        started,
+        &fired,
+        &journal.gates,
+    );
+    let mut shown = journal.shown.clone();
+    shown.outcome = outcome_line(&result, &journal.gate_outcomes, error.as_deref(), empty);
+
+    record::append(
+        ctx,
+        Record {
+            iteration: journal.iteration,
+            started,
+            outcome,
+            gates: &journal.gates,
+            fired: &fired,
+            snapshot: BudgetSnapshot::from(&budget),
+            delta,
+            tracked,
+            worktrees,
+            failures,
+            backlog: journal.backlog_snapshot.clone(),
+            dispatched: journal.request.issues.iter().map(|i| i.number).collect(),
+            chain,
+            error,
+            lock_held: true,
+        },
+    )?;
+    record::save_budget(ctx, &budget)?;
+    if !empty {
+        Journal::remove(&ctx.paths.inflight())?;
+        let _ = Exchange::for_iteration(&ctx.paths, journal.iteration).remove();
+    }
+    ctx.cfg.crash.hit("after-journal-removed");
+    ctx.show(
+        &shown,
+        &Ending {
+            iteration: journal.iteration,
+            started,
+            budget: Some(&budget),
+            fired: &fired,
+        },
+    )?;
+    ctx.release(Some(held));
+    Ok(Concluded {
+        code: if fired.is_empty() {
+            exit::TICK_DONE
+        } else {
+            exit::LOOP_ENDED
+        },
+        iteration: journal.iteration,
+        outcome,
+        fired,
+        budget: Some(budget),
+    })
+}

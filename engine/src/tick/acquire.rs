@@ -1,0 +1,231 @@
+//! Step 1 of the tick: take `{skill}.lock` in the mode `--lock` chose
+//! ([`crate::lock`] does the exclusive read–check–reap–create), or record
+//! why not: a `skipped_lock` line carrying the holder's iteration, no
+//! counter advanced (ADR-0028 #9), or a halt (`--resume` against a live
+//! holder, a force-unlock answered `stop`, an interrupt while waiting).
+
+use std::time::Duration;
+
+use super::ctx::Ctx;
+use super::record::{self, Delta, Record};
+use super::{Concluded, Failure};
+use crate::budget::Budget;
+use crate::clock;
+use crate::config::LockChoice;
+use crate::exit;
+use crate::gates::Question;
+use crate::history::{BudgetSnapshot, Outcome};
+use crate::lock::{self, Denied, ForceDecision, HeldLock, Holder, LockMode};
+use crate::report::Shown;
+use crate::stop::{Fired, StopCause};
+
+/// The lock, and the `Concurrency:` line that says how it was had.
+#[derive(Debug)]
+pub(crate) struct Acquired {
+    pub held: HeldLock,
+    pub concurrency: String,
+}
+
+/// Takes the lock; `Err(Concluded)` is a tick that ended without it.
+pub(crate) fn acquire(ctx: &mut Ctx<'_, '_>) -> Result<Result<Acquired, Concluded>, Failure> {
+    let peek_budget = Budget::load(ctx.paths.budget())?;
+    let guess = peek_budget.as_ref().map_or(1, |b| b.iterations_used + 1);
+    let started_at = clock::format(ctx.started);
+
+    let deadline = {
+        let left = peek_budget
+            .as_ref()
+            .map(|b| b.max_minutes.saturating_sub(b.minutes_elapsed))
+            .unwrap_or(ctx.cfg.ceilings.resolve().max_minutes);
+        ctx.started_mono + Duration::from_secs(left * 60)
+    };
+    let mut force_failure: Option<Failure> = None;
+    let acquired = {
+        let probe = ctx.probe;
+        let me = ctx.me;
+        let paths = ctx.paths.clone();
+        let interrupts = ctx.interrupts;
+        let interrupted = move || interrupts.pending().is_some();
+        match ctx.cfg.lock {
+            LockChoice::Skip => {
+                lock::acquire(&paths, probe, me, guess, &started_at, LockMode::Skip)?
+            }
+            LockChoice::Wait => lock::acquire(
+                &paths,
+                probe,
+                me,
+                guess,
+                &started_at,
+                LockMode::Wait {
+                    poll: ctx.cfg.lock_poll,
+                    deadline,
+                    interrupted: &interrupted,
+                },
+            )?,
+            LockChoice::Force => {
+                let mut decide = |_: &Holder| match ctx.ask(Question::force_unlock()) {
+                    Ok(a) => match a.option {
+                        "yes" => ForceDecision::Yes,
+                        "stop" => ForceDecision::Stop,
+                        _ => ForceDecision::No,
+                    },
+                    Err(f) => {
+                        force_failure = Some(f);
+                        ForceDecision::No
+                    }
+                };
+                lock::acquire(
+                    &paths,
+                    probe,
+                    me,
+                    guess,
+                    &started_at,
+                    LockMode::Force(&mut decide),
+                )?
+            }
+        }
+    };
+    if let Some(f) = force_failure {
+        return Err(f);
+    }
+    let (held, how) = match acquired {
+        Ok(pair) => pair,
+        Err(denied) => return not_acquired(ctx, denied, peek_budget, guess).map(Err),
+    };
+    let concurrency = match how.note() {
+        Some(note) => {
+            ctx.note(note.clone());
+            format!("lock acquired — {note}")
+        }
+        None => "lock acquired".to_owned(),
+    };
+    ctx.cfg.crash.hit("after-lock");
+    Ok(Ok(Acquired { held, concurrency }))
+}
+
+/// The tick did not get the lock: record a `skipped_lock` line (or, on
+/// `--resume` against a live holder, the `lock_contention` stop).
+fn not_acquired(
+    ctx: &mut Ctx<'_, '_>,
+    denied: Denied,
+    budget: Option<Budget>,
+    guess: u64,
+) -> Result<Concluded, Failure> {
+    let holder = denied.holder().clone();
+    let iteration = match &holder {
+        Holder::Alive(r) | Holder::Ambiguous { record: r, .. } => r.iteration,
+        Holder::Unreadable { .. } => guess,
+    };
+    let mut fired = Vec::new();
+    let (outcome, concurrency) = match (&denied, &holder) {
+        (Denied::ForceStopped(_), _) => {
+            fired.push(Fired::new(
+                StopCause::PriorGateStop,
+                "Force-unlock gate answered stop",
+            ));
+            (
+                Outcome::Halted,
+                "force-unlock declined with stop".to_owned(),
+            )
+        }
+        (Denied::Held(Holder::Alive(r)), _) if ctx.cfg.resume => {
+            let line = format!(
+                "Resume aborted: lockfile recorded pid {} is still alive. Either wait for the previous run to exit, or pass --lock=force to override.",
+                r.pid
+            );
+            ctx.note(line.clone());
+            fired.push(Fired::new(StopCause::LockContention, line.clone()));
+            (Outcome::Halted, line)
+        }
+        (Denied::WaitInterrupted(h), _) => {
+            let line = format!(
+                "Interrupted while waiting for the lock ({}) — stopping",
+                h.skip_note(&ctx.platform)
+            );
+            ctx.note(line.clone());
+            fired.push(Fired::new(StopCause::UserInterrupt, line.clone()));
+            (Outcome::Halted, line)
+        }
+        (Denied::WaitExpired(h), _) => {
+            let line = format!(
+                "{} (waited until the wall-clock budget ran out)",
+                h.skip_note(&ctx.platform)
+            );
+            ctx.note(line.clone());
+            (Outcome::SkippedLock, line)
+        }
+        _ => {
+            let line = holder.skip_note(&ctx.platform);
+            ctx.note(line.clone());
+            if holder.pid() == Some(ctx.me.pid) {
+                let skill = ctx.cfg.skill;
+                ctx.note(format!(
+                    "Iteration {iteration} is still open in this session (pid {}): finish its work and run `sdd-loop {skill} end` before the next `begin`",
+                    ctx.me.pid
+                ));
+            }
+            (Outcome::SkippedLock, line)
+        }
+    };
+    let shown = Shown {
+        context: format!(
+            "Lock: held by pid {}",
+            holder.pid().map_or("?".into(), |p| p.to_string())
+        ),
+        plan: "none — another tick holds the lock".into(),
+        concurrency,
+        outcome: if outcome == Outcome::SkippedLock {
+            "skipped — no counter advanced".into()
+        } else {
+            "halted without the lock — no counter advanced".into()
+        },
+    };
+    let snapshot = budget
+        .as_ref()
+        .map(BudgetSnapshot::from)
+        .unwrap_or_default();
+    let gates = ctx.gates.clone();
+    let chain = record::no_chain(ctx);
+    let started = ctx.started;
+    record::append(
+        ctx,
+        Record {
+            iteration,
+            started,
+            outcome,
+            gates: &gates,
+            fired: &fired,
+            snapshot,
+            delta: Delta::default(),
+            tracked: Vec::new(),
+            worktrees: Vec::new(),
+            failures: Vec::new(),
+            backlog: None,
+            dispatched: Vec::new(),
+            chain,
+            error: None,
+            lock_held: false,
+        },
+    )?;
+    ctx.show(
+        &shown,
+        &super::ctx::Ending {
+            iteration,
+            started,
+            budget: budget.as_ref(),
+            fired: &fired,
+        },
+    )?;
+    let code = if fired.is_empty() {
+        exit::TICK_DONE
+    } else {
+        exit::LOOP_ENDED
+    };
+    Ok(Concluded {
+        code,
+        iteration,
+        outcome,
+        fired,
+        budget,
+    })
+}

@@ -1,0 +1,308 @@
+//! What one engine process brings to a tick: the configuration, the seams
+//! it acts through, where it prints, the project's inputs (rates,
+//! redaction, agent logins), and what it has said and asked so far.
+//!
+//! [`Ctx`] holds no tick state: the run's counters live in `budget.json`
+//! and history, and what `begin` decided reaches `end` through the journal
+//! ([`super::handover`]), so the two halves behave the same whether they
+//! run in one process (the wrapper tick) or in two (an in-session tick).
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use jiff::Timestamp;
+
+use super::Failure;
+use crate::budget::Budget;
+use crate::claude_md::ClaudeMd;
+use crate::clock::{self, Clock};
+use crate::config::TickConfig;
+use crate::exit;
+use crate::gates::{Answer, Answerer, GateError, Question};
+use crate::git::Git;
+use crate::history::{self, GateRecord};
+use crate::liveness::ProcessProbe;
+use crate::lock::{self, HeldLock, Identity};
+use crate::paths::{Skill, StatePaths};
+use crate::rates::RateTable;
+use crate::redact::Redactor;
+use crate::report::{self, FinalView, Shown, StatusView};
+use crate::runner::Interrupts;
+use crate::stop::Fired;
+use crate::tracker::Tracker;
+
+/// What the inputs outside `.sdd/loop` say.
+#[derive(Debug)]
+pub(crate) struct Inputs {
+    pub rates: RateTable,
+    pub redactor: Redactor,
+    pub agents: BTreeSet<String>,
+}
+
+impl Inputs {
+    /// Reads CLAUDE.md: rates, redaction patterns and agent logins.
+    pub fn load(claude_md: &Path) -> Result<Self, Failure> {
+        let md = ClaudeMd::load(claude_md).map_err(|e| {
+            Failure::new(
+                exit::DATA,
+                format!("cannot read {}: {e}", claude_md.display()),
+                "pass --claude-md PATH, or make the file readable",
+            )
+        })?;
+        let rates = RateTable::from_claude_md(&md)
+            .map_err(|e| Failure::new(exit::DATA, e.to_string(), e.help()))?;
+        let redactor = Redactor::from_claude_md(&md)
+            .map_err(|e| Failure::new(exit::DATA, e.to_string(), e.help()))?;
+        let agents = md.agent_logins().into_iter().collect();
+        Ok(Self {
+            rates,
+            redactor,
+            agents,
+        })
+    }
+}
+
+/// The seams a tick acts through, borrowed from [`super::World`].
+pub(crate) struct Seams<'w> {
+    pub clock: &'w dyn Clock,
+    pub probe: &'w dyn ProcessProbe,
+    pub me: Identity,
+    pub tracker: &'w dyn Tracker,
+    pub git: &'w dyn Git,
+    pub interrupts: &'w dyn Interrupts,
+    pub platform: &'w str,
+}
+
+/// One process's view of a tick.
+pub(crate) struct Ctx<'c, 'w> {
+    pub cfg: &'c TickConfig,
+    pub clock: &'w dyn Clock,
+    pub probe: &'w dyn ProcessProbe,
+    /// Who holds the lock for this tick: this process (wrapper) or the
+    /// calling session (`begin`).
+    pub me: Identity,
+    pub tracker: &'w dyn Tracker,
+    pub git: &'w dyn Git,
+    pub interrupts: &'w dyn Interrupts,
+    /// The report sink: stdout, or stderr under `--json`.
+    pub report: &'w mut dyn Write,
+    /// Diagnostics and the skill's output: stderr.
+    pub diag: &'w mut dyn Write,
+    pub platform: String,
+    pub answerer: Answerer<'w>,
+    pub inputs: Inputs,
+    pub paths: StatePaths,
+    /// When this process started the tick (its clock reading).
+    pub started: Timestamp,
+    pub started_mono: Instant,
+    /// Every one-line note printed, in order (for `--json`).
+    pub notes: Vec<String>,
+    /// Gates answered by this process, redacted.
+    pub gates: Vec<GateRecord>,
+}
+
+impl<'c, 'w> Ctx<'c, 'w> {
+    pub fn new(
+        cfg: &'c TickConfig,
+        seams: Seams<'w>,
+        report: &'w mut dyn Write,
+        diag: &'w mut dyn Write,
+        answerer: Answerer<'w>,
+        inputs: Inputs,
+    ) -> Self {
+        Self {
+            cfg,
+            clock: seams.clock,
+            probe: seams.probe,
+            me: seams.me,
+            tracker: seams.tracker,
+            git: seams.git,
+            interrupts: seams.interrupts,
+            report,
+            diag,
+            platform: seams.platform.to_owned(),
+            answerer,
+            inputs,
+            paths: StatePaths::new(&cfg.root, cfg.skill, cfg.budget_file.as_deref()),
+            started: seams.clock.now(),
+            started_mono: Instant::now(),
+            notes: Vec::new(),
+            gates: Vec::new(),
+        }
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// Prints a one-line note on the report and keeps it for `--json`.
+    pub fn note(&mut self, line: impl Into<String>) {
+        let line = line.into();
+        let _ = writeln!(self.report, "{line}");
+        self.notes.push(line);
+    }
+
+    /// A path under the project, as the user sees it.
+    pub fn rel(&self, p: &Path) -> String {
+        rel(&self.cfg.root, p)
+    }
+
+    /// Asks one gate and records it (redacted) in this tick's `gates[]`.
+    pub fn ask(&mut self, question: Question) -> Result<Answer, Failure> {
+        match self.answerer.answer(&question) {
+            Ok(answer) => {
+                self.gates.push(GateRecord {
+                    name: question.gate.name().to_owned(),
+                    question: self.inputs.redactor.apply(&question.text),
+                    answer: self.inputs.redactor.apply(&answer.recorded()),
+                    at: clock::format(self.now()),
+                    extra: Default::default(),
+                });
+                Ok(answer)
+            }
+            Err(e) => {
+                let code = match &e {
+                    GateError::Unanswered { .. } => exit::NEEDS_ANSWER,
+                    GateError::BadAnswer { source_name, .. } if source_name == "--answer" => {
+                        exit::USAGE
+                    }
+                    GateError::BadAnswer { .. } => exit::DATA,
+                };
+                let help = e.help();
+                let mut message = e.to_string();
+                if code == exit::NEEDS_ANSWER {
+                    message.push_str(" — nothing was changed");
+                }
+                Err(Failure::new(code, message, help).with_question(match e {
+                    GateError::Unanswered { question } => Some(question),
+                    GateError::BadAnswer { .. } => None,
+                }))
+            }
+        }
+    }
+
+    /// Prints the status block, and the final report when the loop ended.
+    pub fn show(&mut self, view: &Shown, end: &Ending<'_>) -> Result<(), Failure> {
+        let started = clock::format(end.started);
+        let minutes = end.budget.map_or(0, |b| b.minutes_elapsed);
+        let single_pr = self.cfg.single_pr();
+        let block = report::status_block(&StatusView {
+            skill: self.cfg.skill,
+            iteration: end.iteration,
+            started_at: &started,
+            context: view.context.clone(),
+            plan: view.plan.clone(),
+            review_counters: (self.cfg.skill == Skill::Review).then(|| {
+                end.budget
+                    .map_or((0, 0), |b| (b.comments_pushed, b.merges_attempted))
+            }),
+            budget: end.budget,
+            max_iterations: end.budget.map_or_else(
+                || self.cfg.ceilings.resolve().max_iterations,
+                |b| b.max_iterations,
+            ),
+            minutes,
+            single_pr,
+            stops: end.fired,
+            concurrency: view.concurrency.clone(),
+            outcome: view.outcome.clone(),
+            ended: !end.fired.is_empty(),
+        });
+        let _ = write!(self.report, "\n{block}");
+        if let Some(first) = end.fired.first() {
+            let gates = self.run_gates(end.budget)?;
+            let text = report::final_report(&FinalView {
+                skill: self.cfg.skill,
+                cause: first,
+                budget: end.budget,
+                minutes,
+                single_pr: self.cfg.pr.filter(|_| single_pr),
+                gates,
+                budget_path: self.rel(self.paths.budget()),
+                history_path: self.rel(&self.paths.history()),
+            });
+            let _ = write!(self.report, "\n{text}");
+        }
+        let _ = self.report.flush();
+        self.cfg.crash.hit("before-release");
+        Ok(())
+    }
+
+    /// Every gate fired in this run, from history (this tick's included).
+    fn run_gates(&self, budget: Option<&Budget>) -> Result<Vec<(u64, GateRecord)>, Failure> {
+        let all = history::read_all(&self.paths.history())?;
+        let run = budget.map(|b| b.started_at.clone());
+        Ok(all
+            .lines
+            .iter()
+            .filter(|l| {
+                let line_run = l
+                    .line
+                    .budget_snapshot
+                    .as_ref()
+                    .and_then(|s| s.run_started_at.clone());
+                match (&run, line_run) {
+                    (Some(r), Some(lr)) => *r == lr,
+                    _ => true,
+                }
+            })
+            .flat_map(|l| {
+                let it = l.line.iteration.unwrap_or(0);
+                l.line
+                    .gates
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |g| (it, g))
+            })
+            .collect())
+    }
+
+    /// Releases a held lock, warning if another tick took it over.
+    pub fn release(&mut self, held: Option<HeldLock>) {
+        if let Some(held) = held
+            && let Ok(lock::Release::TakenOver { by_pid }) = held.release()
+        {
+            let _ = writeln!(
+                self.diag,
+                "warning: the lock was force-unlocked by pid {} while this tick ran; left it in place",
+                by_pid.map_or("?".into(), |p| p.to_string())
+            );
+        }
+    }
+}
+
+/// How a tick ends, for the status block and final report.
+#[derive(Debug)]
+pub(crate) struct Ending<'a> {
+    pub iteration: u64,
+    pub started: Timestamp,
+    pub budget: Option<&'a Budget>,
+    pub fired: &'a [Fired],
+}
+
+pub(crate) fn rel(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root).unwrap_or(p).display().to_string()
+}
+
+pub(crate) fn pr_ref(n: u64) -> String {
+    format!("#{n}")
+}
+
+pub(crate) fn list(numbers: &[u64]) -> String {
+    numbers
+        .iter()
+        .map(|n| pr_ref(*n))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+pub(crate) fn short(sha: &str) -> String {
+    sha.chars().take(7).collect()
+}

@@ -1,0 +1,121 @@
+//! The one error type of a tick: [`Failure`], an exit code with the
+//! `error:` message and the `help:` line that says what to do. Every
+//! lower-level error (files, lock, budget, history, journal, tracker, git)
+//! converts into it with the exit status DESIGN §3 names for its kind.
+
+use crate::budget::BudgetError;
+use crate::exit;
+use crate::files::FileError;
+use crate::gates::Question;
+use crate::git::GitError;
+use crate::history::HistoryError;
+use crate::journal::JournalError;
+use crate::lock::LockError;
+use crate::tracker::TrackerError;
+
+/// A reason to end the tick with an error exit code.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+    pub help: String,
+    /// The gate that could not get an answer (exit 4): what `begin --json`
+    /// hands the agent to ask the user.
+    pub unanswered: Option<Question>,
+}
+
+impl Failure {
+    pub fn new(code: u8, message: impl Into<String>, help: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            help: help.into(),
+            unanswered: None,
+        }
+    }
+
+    pub fn with_question(mut self, question: Option<Question>) -> Self {
+        self.unanswered = question;
+        self
+    }
+}
+
+impl From<FileError> for Failure {
+    fn from(e: FileError) -> Self {
+        let code = match e {
+            FileError::Symlink { .. } | FileError::WrongKind { .. } => exit::DATA,
+            FileError::Io { .. } => exit::CANT_WRITE,
+        };
+        Failure::new(code, e.to_string(), e.help())
+    }
+}
+
+impl From<LockError> for Failure {
+    fn from(e: LockError) -> Self {
+        match e {
+            LockError::File(f) => f.into(),
+            other => Failure::new(
+                exit::CANT_WRITE,
+                other.to_string(),
+                "the lock guard needs a local filesystem that supports flock",
+            ),
+        }
+    }
+}
+
+impl From<BudgetError> for Failure {
+    fn from(e: BudgetError) -> Self {
+        match e {
+            BudgetError::File(f) => f.into(),
+            other => Failure::new(
+                exit::DATA,
+                other.to_string(),
+                "the file was left exactly as it was",
+            ),
+        }
+    }
+}
+
+impl From<HistoryError> for Failure {
+    fn from(e: HistoryError) -> Self {
+        let help = e.help();
+        match e {
+            HistoryError::File(f) => f.into(),
+            other => Failure::new(exit::DATA, other.to_string(), help),
+        }
+    }
+}
+
+impl From<JournalError> for Failure {
+    fn from(e: JournalError) -> Self {
+        match e {
+            JournalError::File(f) => f.into(),
+            other => Failure::new(
+                exit::DATA,
+                other.to_string(),
+                "move the journal aside to continue; the interrupted iteration's spend will then not be recovered",
+            ),
+        }
+    }
+}
+
+impl From<TrackerError> for Failure {
+    fn from(e: TrackerError) -> Self {
+        let code = if e == TrackerError::NotConfigured {
+            exit::USAGE
+        } else {
+            exit::UNAVAILABLE
+        };
+        Failure::new(code, e.to_string(), e.help())
+    }
+}
+
+impl From<GitError> for Failure {
+    fn from(e: GitError) -> Self {
+        Failure::new(
+            exit::UNAVAILABLE,
+            e.to_string(),
+            "check that the project is a git clone and the remote is reachable (--remote)",
+        )
+    }
+}

@@ -1,0 +1,207 @@
+//! The seam between the two halves of a tick (DESIGN §11): `begin` ends by
+//! writing the journal and the exchange directory and leaving the lock held
+//! for whoever does the work; `end` starts by adopting that lock from disk
+//! and reading the journal back. Nothing else passes between them, so the
+//! wrapper tick (both halves in one process) and the in-session tick (two
+//! processes, the agent's work in between) crash and recover alike.
+//!
+//! `end` refuses — changing nothing — when there is no open iteration to
+//! end: none was begun, it was already ended, or another tick found its
+//! holder dead and recovered it as interrupted.
+
+use super::account::{self, WorkReport};
+use super::ctx::Ctx;
+use super::load::{self, Loaded};
+use super::{Concluded, Failure};
+use crate::clock;
+use crate::exchange::Exchange;
+use crate::exit;
+use crate::history::{self, HistoryLine, Outcome, TrackedPr};
+use crate::journal::{Driver, Journal};
+use crate::lock::{HeldLock, LockRecord};
+use crate::protocol::{PROTOCOL_VERSION, SkillRequest, SkillResult};
+use crate::report::Shown;
+
+/// What planning hands to the work.
+#[derive(Debug)]
+pub(crate) struct Dispatch {
+    pub request: SkillRequest,
+    pub tracked_at_start: Vec<TrackedPr>,
+    /// Work: the backlog snapshot taken at entry.
+    pub backlog: Option<Vec<u64>>,
+    pub shown: Shown,
+    pub gate_outcomes: Vec<String>,
+}
+
+/// An iteration `begin` opened: its journal and exchange are on disk and
+/// the lock is held for its holder.
+#[derive(Debug)]
+pub struct Opened {
+    pub journal: Journal,
+    pub exchange: Exchange,
+}
+
+/// `begin`'s answer once every gate is answered.
+#[derive(Debug)]
+pub enum Begun {
+    /// Work to do: the request is in the exchange directory.
+    Work(Opened),
+    /// The tick is already recorded (skipped, halted, or nothing selected).
+    Concluded(Concluded),
+}
+
+/// Commits what loading queued and opens the iteration — or, with nothing
+/// selected, records it at once.
+pub(crate) fn open(
+    ctx: &mut Ctx<'_, '_>,
+    mut run: Loaded,
+    d: Dispatch,
+    driver: Driver,
+) -> Result<Begun, Failure> {
+    ctx.cfg.crash.hit("after-gates");
+    load::commit(ctx, &mut run.pending, &run.budget, run.iteration)?;
+    let journal = Journal {
+        iteration: run.iteration,
+        pid: ctx.me.pid,
+        process_start: ctx.me.process_start,
+        started_at: clock::format(ctx.started),
+        run_started_at: run.budget.started_at.clone(),
+        seconds_at_start: run.budget.elapsed_seconds(),
+        request: d.request,
+        tracked_prs: d.tracked_at_start,
+        backlog_snapshot: d.backlog,
+        gates: ctx.gates.clone(),
+        driver,
+        worktrees: run.carried_worktrees,
+        shown: d.shown,
+        gate_outcomes: d.gate_outcomes,
+        single_pr: ctx.cfg.pr.filter(|_| ctx.cfg.single_pr()),
+        budget_file: Some(ctx.paths.budget().to_path_buf()),
+        claude_md: Some(ctx.cfg.claude_md.clone()),
+    };
+    if journal.request.issues.is_empty() && journal.request.prs.is_empty() {
+        let nothing = SkillResult {
+            protocol: PROTOCOL_VERSION,
+            ..Default::default()
+        };
+        return account::finish(
+            ctx,
+            &journal,
+            run.held,
+            run.budget,
+            nothing,
+            None,
+            &WorkReport::default(),
+            true,
+        )
+        .map(Begun::Concluded);
+    }
+    journal.save(&ctx.paths.inflight())?;
+    ctx.cfg.crash.hit("after-journal");
+    let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
+    exchange.prepare(&journal.request)?;
+    // The lock stays for the work and `end`: a dead holder is reaped by
+    // the next tick, which recovers the iteration from this journal.
+    run.held.keep();
+    Ok(Begun::Work(Opened { journal, exchange }))
+}
+
+/// The open iteration's journal and its lock, or why there is none.
+pub(crate) fn adopt(
+    ctx: &Ctx<'_, '_>,
+    journal: Option<Journal>,
+    iteration: Option<u64>,
+) -> Result<(Journal, HeldLock), Failure> {
+    let skill = ctx.cfg.skill;
+    let Some(journal) = journal else {
+        return Err(not_open(ctx, iteration)?);
+    };
+    if let Some(n) = iteration
+        && n != journal.iteration
+    {
+        return Err(refuse(
+            format!(
+                "iteration {n} is not open: the open iteration is {}",
+                journal.iteration
+            ),
+            format!(
+                "end the open one with `sdd-loop {skill} end` (or `--iteration {}`)",
+                journal.iteration
+            ),
+        ));
+    }
+    let record = LockRecord {
+        pid: journal.pid,
+        iteration: journal.iteration,
+        started_at: journal.started_at.clone(),
+        skill: skill.to_string(),
+        process_start: journal.process_start,
+        extra: Default::default(),
+    };
+    match HeldLock::adopt(&ctx.paths, record)? {
+        Ok(held) => Ok((journal, held)),
+        Err(found) => {
+            let now = match found {
+                None => "no tick holds the lock".to_owned(),
+                Some(Ok(r)) => format!(
+                    "the lock is now held by pid {} (iteration {})",
+                    r.pid, r.iteration
+                ),
+                Some(Err(detail)) => format!("the lockfile is unreadable ({detail})"),
+            };
+            Err(refuse(
+                format!(
+                    "iteration {} (begun by pid {}) no longer holds the lock: {now}",
+                    journal.iteration, journal.pid
+                ),
+                format!(
+                    "nothing was changed; the next `sdd-loop {skill} begin` recovers iteration {} from its journal and events",
+                    journal.iteration
+                ),
+            ))
+        }
+    }
+}
+
+fn refuse(message: String, help: String) -> Failure {
+    Failure::new(exit::NOT_OPEN, message, help)
+}
+
+/// Why no iteration is open: what history says about the last one.
+fn not_open(ctx: &Ctx<'_, '_>, iteration: Option<u64>) -> Result<Failure, Failure> {
+    let skill = ctx.cfg.skill;
+    let next = format!("run `sdd-loop {skill} begin --loop` to start the next tick");
+    let tail = history::read_tail(&ctx.paths.history(), 64)?;
+    let lines: Vec<&HistoryLine> = tail
+        .lines
+        .iter()
+        .map(|l| &l.line)
+        .filter(|l| l.authoritative())
+        .collect();
+    let line = match iteration {
+        Some(n) => lines.iter().rev().find(|l| l.iteration == Some(n)).copied(),
+        None => lines.last().copied(),
+    };
+    let Some(line) = line else {
+        let what = match iteration {
+            Some(n) => format!("no iteration is open, and iteration {n} was never begun"),
+            None => "no iteration is open: no tick of this loop has begun".to_owned(),
+        };
+        return Ok(refuse(what, next));
+    };
+    let n = line.iteration.unwrap_or(0);
+    let ended = line.ended_at.clone().unwrap_or_else(|| "?".into());
+    let message = if line.outcome == Some(Outcome::Errored)
+        && line.error.as_deref() == Some("interrupted")
+    {
+        format!(
+            "no iteration is open: iteration {n} was recovered as interrupted by another tick at {ended} (its holder was gone) — its reported spend and PRs were counted"
+        )
+    } else {
+        format!(
+            "no iteration is open: iteration {n} already ended at {ended} ({})",
+            line.outcome.map_or("?", Outcome::as_str)
+        )
+    };
+    Ok(refuse(message, next))
+}

@@ -1,0 +1,354 @@
+//! Step 2 of the tick, under the lock: load the run's state and decide
+//! what must be repaired — without writing anything yet.
+//!
+//! History's tail (a torn last line is queued for repair), `budget.json`
+//! (validated) reconciled against the last line written under the lock
+//! (history wins), the ceilings of this command line applied, and an
+//! interrupted iteration's journal turned into its recovered line. All of
+//! it is queued in [`Pending`] and written by [`commit`] only once every
+//! gate has been answered, so a tick that cannot get an answer changes
+//! nothing.
+
+use std::path::Path;
+
+use super::Failure;
+use super::account;
+use super::acquire::Acquired;
+use super::ctx::Ctx;
+use crate::budget::Budget;
+use crate::clock;
+use crate::exchange::{Exchange, fold_events};
+use crate::files;
+use crate::history::{
+    self, ActiveWorktree, BudgetSnapshot, FailureRecord, HistoryLine, Outcome, PrState, TickRecord,
+    TornTail, TrackedPr,
+};
+use crate::journal::Journal;
+use crate::lock::HeldLock;
+use crate::rates;
+use crate::reconcile;
+use crate::stop::Fired;
+
+/// Queued by loading, applied at the commit point.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    torn: Option<TornTail>,
+    /// A recovered interrupted iteration: its line, its exchange dir, and
+    /// the note that reports it.
+    recovered: Option<(HistoryLine, Exchange, String)>,
+    /// A journal whose iteration was already recorded.
+    stale_journal: bool,
+    /// Consume the stop-request file.
+    pub stop_file: bool,
+    /// Issues to comment on (`escalate`).
+    pub escalate: Vec<u64>,
+    /// The run starts with this tick and prices with the built-in table.
+    built_in_notice: bool,
+}
+
+/// The run as a tick holding the lock finds it.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub held: HeldLock,
+    pub concurrency: String,
+    pub iteration: u64,
+    pub budget: Budget,
+    /// The run's lines, newest last (the recovered one included).
+    pub run_lines: Vec<HistoryLine>,
+    pub pending: Pending,
+    /// Open PRs the run tracks, carried into this tick's line.
+    pub carried: Vec<TrackedPr>,
+    /// Worktrees the run left on disk, carried likewise (never cleaned).
+    pub carried_worktrees: Vec<ActiveWorktree>,
+    /// Elapsed seconds of the run at this tick's entry.
+    pub entry_seconds: u64,
+    /// Stop conditions fired so far this tick.
+    pub fired: Vec<Fired>,
+}
+
+/// Loads state for a tick that holds the lock.
+pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, Failure> {
+    let Acquired {
+        mut held,
+        concurrency,
+    } = acquired;
+    let mut pending = Pending::default();
+    let history_path = ctx.paths.history();
+    // Enough of the end of history to hold the run's last two lines
+    // written under the lock (drift and repeated failure look at two),
+    // however many skipped ticks were appended after them.
+    let mut want = 64;
+    let tail = loop {
+        let tail = history::read_tail(&history_path, want)?;
+        let held_lines = tail.lines.iter().filter(|l| l.line.authoritative()).count();
+        if held_lines >= 2 || tail.lines.len() < want {
+            break tail;
+        }
+        want *= 4;
+    };
+    pending.torn = tail.torn.clone();
+    let authoritative: Vec<HistoryLine> = tail
+        .lines
+        .iter()
+        .map(|l| l.line.clone())
+        .filter(HistoryLine::authoritative)
+        .collect();
+    let budget_on_disk = Budget::load(ctx.paths.budget())?;
+    let last = authoritative.last();
+    let recon = reconcile::reconcile(budget_on_disk, last, ctx.cfg.resume);
+    if let Some(note) = recon.note(&ctx.rel(ctx.paths.budget())) {
+        ctx.note(note);
+    }
+    let fresh_run = ctx.cfg.fresh || recon.budget.is_none();
+    let mut budget = match (&recon.budget, ctx.cfg.fresh) {
+        (Some(b), false) => b.clone(),
+        _ => {
+            if ctx.cfg.fresh && recon.budget.is_some() {
+                ctx.note("Starting a fresh run (--fresh): budgets reset; earlier history is kept");
+            }
+            let mut started = Budget::start(
+                &clock::format(ctx.started),
+                ctx.cfg.ceilings.resolve(),
+                ctx.inputs.rates.source.label(),
+            );
+            started.ceiling_flags = Some(ctx.cfg.ceilings);
+            started
+        }
+    };
+    // Once per run: shown when the run's first tick commits.
+    pending.built_in_notice = fresh_run
+        && ctx.inputs.rates.source == rates::RateSource::BuiltIn
+        && budget.max_dollars > 0.0;
+    if !fresh_run {
+        for change in budget.apply_flags(&ctx.cfg.ceilings, ctx.cfg.resume) {
+            ctx.note(change.to_string());
+        }
+    }
+    let mut run_lines: Vec<HistoryLine> = if fresh_run {
+        Vec::new()
+    } else {
+        authoritative
+            .iter()
+            .filter(|l| {
+                l.budget_snapshot
+                    .as_ref()
+                    .and_then(|s| s.run_started_at.as_deref())
+                    .is_none_or(|r| r == budget.started_at)
+            })
+            .cloned()
+            .collect()
+    };
+
+    // An interrupted iteration: recover its spend before anything else.
+    if let Some(journal) = Journal::load(&ctx.paths.inflight())? {
+        let already = tail.lines.iter().any(|l| {
+            l.line.iteration == Some(journal.iteration)
+                && l.line.authoritative()
+                && l.line
+                    .budget_snapshot
+                    .as_ref()
+                    .and_then(|s| s.run_started_at.as_deref())
+                    .is_none_or(|r| r == journal.run_started_at)
+        });
+        if already || journal.run_started_at != budget.started_at {
+            pending.stale_journal = true;
+        } else {
+            let (line, exchange, note) = recover(ctx, &journal, &mut budget);
+            // The recovered iteration is the run's latest: resume and the
+            // gates look at it like any recorded line.
+            run_lines.push(line.clone());
+            pending.recovered = Some((line, exchange, note));
+        }
+    }
+
+    // Rates may have changed since the last tick: dollars are recomputed
+    // from the per-model totals — when those account for every token. A
+    // checkpoint written without them (the contract's own shape) keeps its
+    // dollars, and new spend is added on top.
+    if budget.per_model_totals_complete() {
+        budget.dollars_estimate = ctx.inputs.rates.cost(&budget.tokens_by_model).dollars;
+    }
+    budget.rate_table_source = ctx.inputs.rates.source.label().to_owned();
+
+    let iteration = budget.iterations_used + 1;
+    ctx.answerer.set_iteration(iteration);
+    held.set_iteration(iteration)?;
+    // The time since the last tick (its end as the checkpoint recorded it,
+    // else as its history line did) counts toward the wall clock.
+    let last_end = budget
+        .last_tick_ended_at
+        .clone()
+        .or_else(|| run_lines.iter().rev().find_map(|l| l.ended_at.clone()));
+    let gap = match (last_end, ctx.cfg.resume) {
+        (Some(end), false) => clock::parse(&end)
+            .ok()
+            .map(|end| (ctx.started.as_second() - end.as_second()).max(0) as u64)
+            .unwrap_or(0),
+        _ => 0,
+    };
+    let entry_seconds = budget.elapsed_seconds() + gap;
+    budget.set_elapsed_seconds(entry_seconds);
+
+    // Open PRs the run tracks carry from line to line, so whatever the
+    // last line is, resume finds every PR still in flight.
+    let latest = run_lines.last();
+    let carried = latest
+        .and_then(|l| l.tracked_prs.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.state_at_end == PrState::Open)
+        .collect();
+    let carried_worktrees = latest
+        .and_then(|l| l.active_worktrees.clone())
+        .unwrap_or_default();
+    Ok(Loaded {
+        held,
+        concurrency,
+        iteration,
+        budget,
+        run_lines,
+        pending,
+        carried,
+        carried_worktrees,
+        entry_seconds,
+        fired: Vec::new(),
+    })
+}
+
+/// Turns a dead tick's journal into its history line and counters.
+fn recover(
+    ctx: &mut Ctx<'_, '_>,
+    journal: &Journal,
+    budget: &mut Budget,
+) -> (HistoryLine, Exchange, String) {
+    let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
+    let (result, source) = match exchange.read_result() {
+        Ok(r) => (r, "its result file"),
+        Err(_) => {
+            let (events, _) = exchange.read_events();
+            (fold_events(&events), "its progress events")
+        }
+    };
+    let single = journal
+        .single_pr
+        .or_else(|| ctx.cfg.pr.filter(|_| ctx.cfg.single_pr()));
+    let delta = account::add(ctx, budget, &result, single);
+    budget.iterations_used = budget.iterations_used.max(journal.iteration);
+    let tracked = account::merge_tracked(&journal.tracked_prs, &result.prs);
+    let worktrees = result
+        .worktrees
+        .iter()
+        .map(|w| ActiveWorktree {
+            path: w.path.clone(),
+            branch: w.branch.clone(),
+            head_sha: w.head_sha.clone(),
+            extra: Default::default(),
+        })
+        .collect();
+    let mut failures: Vec<FailureRecord> = result
+        .failures
+        .iter()
+        .map(|f| FailureRecord {
+            target: f.target.clone(),
+            root_cause: f.root_cause.clone(),
+        })
+        .collect();
+    failures.dedup();
+    let ended = clock::format(ctx.now());
+    budget.last_tick_ended_at = Some(ended.clone());
+    let record = TickRecord {
+        iteration: journal.iteration,
+        skill: ctx.cfg.skill.as_str().to_owned(),
+        started_at: journal.started_at.clone(),
+        ended_at: ended,
+        outcome: Outcome::Errored,
+        prs_touched_this_iter: delta.prs.clone(),
+        agents_dispatched_this_iter: delta.agents,
+        tokens_in_this_iter: delta.tokens_in,
+        tokens_out_this_iter: delta.tokens_out,
+        dollars_this_iter: delta.dollars,
+        comments_pushed_this_iter: delta.comments,
+        merges_attempted_this_iter: delta.merges,
+        budget_snapshot: BudgetSnapshot::from(&*budget),
+        tracked_prs: tracked,
+        active_worktrees: worktrees,
+        gates: journal.gates.clone(),
+        stop_conditions_fired: Vec::new(),
+        failures_this_iter: failures,
+        backlog_snapshot: journal.backlog_snapshot.clone(),
+        issues_dispatched_this_iter: journal
+            .backlog_snapshot
+            .as_ref()
+            .map(|_| journal.request.issues.iter().map(|i| i.number).collect()),
+        chain: super::record::no_chain(ctx),
+        lock_held: true,
+        error: Some("interrupted".into()),
+    };
+    let note = format!(
+        "Recovered interrupted iteration {} (pid {}) from {source}: {} tokens in, {} tokens out, PRs [{}] — recorded as errored (interrupted)",
+        journal.iteration,
+        journal.pid,
+        delta.tokens_in,
+        delta.tokens_out,
+        delta.prs.join(", ")
+    );
+    (record.into(), exchange, note)
+}
+
+/// Applies what loading queued: from here on the tick changes state.
+pub(crate) fn commit(
+    ctx: &mut Ctx<'_, '_>,
+    pending: &mut Pending,
+    budget: &Budget,
+    iteration: u64,
+) -> Result<(), Failure> {
+    if std::mem::take(&mut pending.built_in_notice) {
+        ctx.note(rates::BUILT_IN_NOTICE);
+    }
+    let history_path = ctx.paths.history();
+    if let Some(torn) = pending.torn.take() {
+        let sidecar =
+            history::repair_torn(&history_path, &torn, &clock::format_compact(ctx.now()))?;
+        let note = history::torn_note(
+            Path::new(&ctx.rel(&history_path)),
+            &torn,
+            Path::new(&ctx.rel(&sidecar)),
+        );
+        ctx.note(note);
+    }
+    if let Some((line, exchange, note)) = pending.recovered.take() {
+        let tail = history::read_tail(&history_path, 1)?;
+        history::append(&history_path, &line, tail.needs_separator)?;
+        ctx.note(note);
+        let _ = exchange.remove();
+    }
+    if pending.stop_file {
+        files::remove_if_present(&ctx.paths.stop_request())?;
+    }
+    budget.save(ctx.paths.budget())?;
+    // A recovered or stale journal has served its purpose.
+    if pending.stale_journal
+        || Journal::load(&ctx.paths.inflight())
+            .ok()
+            .flatten()
+            .is_some()
+    {
+        Journal::remove(&ctx.paths.inflight())?;
+    }
+    for n in std::mem::take(&mut pending.escalate) {
+        if ctx.cfg.dry_run {
+            continue;
+        }
+        let body = format!(
+            "Clarification requested (/sdd:{} --loop, iteration {iteration}): this issue's acceptance criteria are missing or unfinished — no `### Acceptance Criteria` section, or it holds TBD/TODO. Please add concrete criteria; the loop leaves the issue alone until then.",
+            ctx.cfg.skill
+        );
+        if let Err(e) = ctx.tracker.comment(n, &body) {
+            ctx.note(format!(
+                "warning: could not post the escalation comment on #{n}: {e}"
+            ));
+        }
+    }
+    ctx.cfg.crash.hit("after-commit");
+    Ok(())
+}

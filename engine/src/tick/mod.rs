@@ -1,0 +1,533 @@
+//! One tick of `sdd-loop work|review --loop`: the whole ADR-0028 contract,
+//! cut at the work into two halves (DESIGN §3, §11).
+//!
+//! ```text
+//! begin: lock → state → resume → entry stops → gates → journal + request
+//!        (acquire, load, entry, work | review, handover)
+//! work:  the wrapped skill command (wrapper tick) — or the calling agent
+//!        session itself (in-session tick), between `begin` and `end`
+//! end:   result → account → exit stops → history → budget → report → unlock
+//!        (handover, account, record)
+//! ```
+//!
+//! 1. Acquire `{skill}.lock` ([`acquire`]); on contention record a
+//!    `skipped_lock` line and stop there.
+//! 2. Load state ([`load`]): history tail (a torn line is queued for
+//!    repair), the interrupted-iteration journal (queued for recovery),
+//!    `budget.json` (validated), reconciled against history (history wins).
+//! 3. `--resume` only ([`resume`]): re-attach or drift-gate tracked PRs,
+//!    report worktrees.
+//! 4. Entry stop conditions ([`entry`], then [`work`] or [`review`]).
+//! 5. Gates, in the fixed order of [`crate::gates::GateName`]. Until every
+//!    gate is answered nothing is written: a tick that cannot get an answer
+//!    exits 4 having changed nothing.
+//! 6. Commit what loading queued, write the journal and the request
+//!    ([`handover`]); the work runs.
+//! 7. Account ([`account`]): counters, deduplicated PRs, dollars from
+//!    per-model usage; exit stop conditions.
+//! 8. Append the history line, rewrite `budget.json` ([`record`]), print
+//!    the status block (and the final report on a stop), release the lock.
+//!
+//! The halves share nothing in memory: `begin` ends with the journal, the
+//! exchange directory and the lock on disk, and `end` starts from them.
+//! [`run`] (the wrapper tick) is `begin`, the skill, `end` in one process;
+//! [`begin`] and [`end`] are the in-session halves, with the calling
+//! session as the lock holder — so both modes are the same code and crash
+//! the same way. Every side effect goes through a seam in [`World`], and
+//! crash points ([`crate::crash`]) sit between the steps.
+
+mod account;
+mod acquire;
+mod ctx;
+mod entry;
+mod failure;
+mod handover;
+mod load;
+mod record;
+mod resume;
+mod review;
+mod session;
+mod work;
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::budget::Budget;
+use crate::clock::Clock;
+use crate::config::TickConfig;
+use crate::exchange::Exchange;
+use crate::exit;
+use crate::files;
+use crate::gates::{Answerer, Prompt, Script};
+use crate::git::Git;
+use crate::history::{GateRecord, Outcome};
+use crate::journal::{Driver, Journal};
+use crate::liveness::ProcessProbe;
+use crate::lock::Identity;
+use crate::paths::Skill;
+use crate::protocol::{PROTOCOL_VERSION, PrAssignment, SkillRequest};
+use crate::runner::{Interrupts, RunSpec, SkillRunner};
+use crate::stop::Fired;
+use crate::tracker::Tracker;
+
+pub use account::WorkReport;
+use ctx::{Ctx, Inputs, Seams};
+pub use failure::Failure;
+pub use handover::{Begun, Opened};
+pub use review::DO_NOT_MERGE;
+pub use session::{EndFlags, EndInput, ResultInput, append_event};
+
+/// The seams a tick acts through.
+pub struct World<'a> {
+    pub clock: &'a dyn Clock,
+    pub probe: &'a dyn ProcessProbe,
+    /// The lock holder: this process (wrapper tick) or the calling session
+    /// (`begin`).
+    pub me: Identity,
+    pub tracker: &'a dyn Tracker,
+    pub git: &'a dyn Git,
+    pub runner: &'a mut dyn SkillRunner,
+    pub prompt: &'a mut dyn Prompt,
+    pub interrupts: &'a dyn Interrupts,
+    /// stdout: the loop's report (notes, status block, final report), or
+    /// with `--json` only the summary line.
+    pub out: &'a mut dyn Write,
+    /// stderr: diagnostics (`error:` / `help:`), the skill's own output,
+    /// and with `--json` the report.
+    pub err: &'a mut dyn Write,
+    /// The OS name for the ambiguous-liveness warning.
+    pub platform: &'a str,
+}
+
+impl std::fmt::Debug for World<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("me", &self.me)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tick's answer: its exit code and the `--json` summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TickResult {
+    pub code: u8,
+    pub summary: serde_json::Value,
+}
+
+/// A tick that is recorded: how it ended.
+#[derive(Debug)]
+pub struct Concluded {
+    pub code: u8,
+    pub iteration: u64,
+    /// The history line's outcome.
+    pub outcome: Outcome,
+    pub fired: Vec<Fired>,
+    pub budget: Option<Budget>,
+}
+
+/// Which command of a tick is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// `sdd-loop work|review --loop`: begin, the skill, end.
+    Wrapper,
+    Begin,
+    End,
+}
+
+/// Runs one wrapper tick: `begin`, the wrapped skill, `end`. Never panics
+/// on bad state: every failure becomes an exit code with an `error:` and a
+/// `help:` line on stderr.
+pub fn run(cfg: &TickConfig, world: &mut World<'_>) -> TickResult {
+    drive(cfg, world, Phase::Wrapper, None)
+}
+
+/// `sdd-loop work|review begin --loop`: everything up to the work, with
+/// the calling session (`world.me`) as the lock holder.
+pub fn begin(cfg: &TickConfig, world: &mut World<'_>) -> TickResult {
+    drive(cfg, world, Phase::Begin, None)
+}
+
+/// `sdd-loop work|review end`: everything after the work of the open
+/// iteration, from what the session reports in `input`.
+pub fn end(cfg: &TickConfig, world: &mut World<'_>, input: &EndInput) -> TickResult {
+    drive(cfg, world, Phase::End, Some(input))
+}
+
+/// What a phase produced, for its summary.
+enum Produced {
+    Concluded(Concluded),
+    Opened(Opened),
+}
+
+fn drive(
+    cfg: &TickConfig,
+    world: &mut World<'_>,
+    phase: Phase,
+    input: Option<&EndInput>,
+) -> TickResult {
+    // `end` prices and redacts with what the open iteration began with.
+    let adjusted;
+    let cfg = match phase {
+        Phase::End => match session::config_for_end(cfg) {
+            Ok(c) => {
+                adjusted = c;
+                &adjusted
+            }
+            Err(f) => return report_failure(cfg, &mut *world.out, &mut *world.err, phase, f),
+        },
+        _ => cfg,
+    };
+    let prepared = match &cfg.answers_file {
+        None => Ok(Script::default()),
+        Some(path) => Script::load(path).map_err(|e| {
+            Failure::new(
+                exit::DATA,
+                e.to_string(),
+                "each entry is `- gate: NAME` and `answer: OPTION`, optionally with `match: TEXT` and `iteration: N`",
+            )
+        }),
+    }
+    .and_then(|script| Ok((script, Inputs::load(&cfg.claude_md)?)));
+    let (script, inputs) = match prepared {
+        Ok(p) => p,
+        Err(f) => return report_failure(cfg, &mut *world.out, &mut *world.err, phase, f),
+    };
+    let World {
+        clock,
+        probe,
+        me,
+        tracker,
+        git,
+        runner,
+        prompt,
+        interrupts,
+        out,
+        err,
+        platform,
+    } = world;
+    let seams = Seams {
+        clock: *clock,
+        probe: *probe,
+        me: *me,
+        tracker: *tracker,
+        git: *git,
+        interrupts: *interrupts,
+        platform,
+    };
+    let (report, diag): (&mut dyn Write, &mut dyn Write) = if cfg.json {
+        (&mut **err, &mut **out)
+    } else {
+        (&mut **out, &mut **err)
+    };
+    let answerer = Answerer::new(cfg.answers.clone(), script, &mut **prompt, 0);
+    let mut ctx = Ctx::new(cfg, seams, report, diag, answerer, inputs);
+    let produced = match phase {
+        Phase::Wrapper => wrapper(&mut ctx, &mut **runner).map(Produced::Concluded),
+        Phase::Begin => begin_tick(&mut ctx, Driver::Session).map(|b| match b {
+            Begun::Work(o) => Produced::Opened(o),
+            Begun::Concluded(c) => Produced::Concluded(c),
+        }),
+        Phase::End => {
+            let input = input.expect("end has its input");
+            session::end_tick(&mut ctx, input).map(Produced::Concluded)
+        }
+    };
+    let notes = std::mem::take(&mut ctx.notes);
+    let gates = std::mem::take(&mut ctx.gates);
+    drop(ctx);
+    match produced {
+        Ok(p) => {
+            let (code, summary) = summarise(cfg, phase, &p, notes, &gates);
+            if cfg.json {
+                let _ = writeln!(out, "{summary}");
+            }
+            let _ = out.flush();
+            TickResult { code, summary }
+        }
+        Err(f) => report_failure(cfg, &mut **out, &mut **err, phase, f),
+    }
+}
+
+fn report_failure(
+    cfg: &TickConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    phase: Phase,
+    f: Failure,
+) -> TickResult {
+    let _ = writeln!(err, "error: {}", f.message);
+    if !f.help.is_empty() {
+        let _ = writeln!(err, "help: {}", f.help);
+    }
+    let mut summary = json!({
+        "skill": cfg.skill.as_str(),
+        "exit_code": f.code,
+        "error": f.message,
+        "help": f.help,
+    });
+    if phase != Phase::Wrapper {
+        summary["phase"] = json!(phase_name(phase));
+        summary["outcome"] = json!("error");
+    }
+    if let Some(q) = &f.unanswered {
+        summary["gate"] = json!(q.gate.name());
+        summary["question"] = json!(q.text);
+        summary["options"] = json!(q.options());
+        summary["answer_with"] = json!(format!("--answer {}=<{}>", q.gate, q.options().join("|")));
+        if phase == Phase::Begin {
+            summary["outcome"] = json!("ask");
+        }
+    }
+    if cfg.json {
+        let _ = writeln!(out, "{summary}");
+    }
+    let _ = out.flush();
+    TickResult {
+        code: f.code,
+        summary,
+    }
+}
+
+fn phase_name(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Wrapper => "tick",
+        Phase::Begin => "begin",
+        Phase::End => "end",
+    }
+}
+
+/// The exit code and `--json` summary of a phase that produced something.
+fn summarise(
+    cfg: &TickConfig,
+    phase: Phase,
+    produced: &Produced,
+    notes: Vec<String>,
+    gates: &[GateRecord],
+) -> (u8, serde_json::Value) {
+    let gates_json: Vec<_> = gates
+        .iter()
+        .map(|g| json!({"name": g.name, "question": g.question, "answer": g.answer}))
+        .collect();
+    match produced {
+        Produced::Opened(o) => {
+            let j = &o.journal;
+            let skill = cfg.skill;
+            (
+                exit::TICK_DONE,
+                json!({
+                    "skill": skill.as_str(),
+                    "phase": "begin",
+                    "outcome": "work",
+                    "exit_code": exit::TICK_DONE,
+                    "iteration": j.iteration,
+                    "request": j.request,
+                    "request_file": o.exchange.request_path(),
+                    "events_file": o.exchange.events_path(),
+                    "result_file": o.exchange.result_path(),
+                    "holder_pid": j.pid,
+                    "gates": gates_json,
+                    "notes": notes,
+                    "next": format!("do the work in the request, then run `sdd-loop {skill} end --iteration {} --transcript auto`", j.iteration),
+                }),
+            )
+        }
+        Produced::Concluded(c) => {
+            let mut code = c.code;
+            let mut summary = json!({
+                "skill": cfg.skill.as_str(),
+                "iteration": c.iteration,
+                "outcome": c.outcome.as_str(),
+                "exit_code": code,
+                "stop_cause": c.fired.first().map(|f| f.cause.name()),
+                "stop_conditions_fired": c.fired.iter().map(|f| f.cause.name()).collect::<Vec<_>>(),
+                "gates": gates_json,
+                "notes": notes,
+                "budget": c.budget.as_ref().map(|b| serde_json::to_value(b).unwrap_or_default()),
+            });
+            match phase {
+                Phase::Wrapper => {}
+                Phase::Begin => {
+                    let (outcome, reason) = match (c.code, c.outcome) {
+                        (exit::TICK_DONE, Outcome::SkippedLock) => {
+                            ("skip", Some("another tick holds the lock"))
+                        }
+                        (exit::TICK_DONE, _) => ("skip", Some("nothing was selected this tick")),
+                        _ => ("stop", None),
+                    };
+                    if outcome == "skip" {
+                        code = exit::NOTHING_TO_DO;
+                    }
+                    summary["phase"] = json!("begin");
+                    summary["recorded"] = summary["outcome"].take();
+                    summary["outcome"] = json!(outcome);
+                    summary["exit_code"] = json!(code);
+                    if let Some(r) = reason {
+                        summary["reason"] = json!(r);
+                    }
+                }
+                Phase::End => {
+                    summary["phase"] = json!("end");
+                    summary["loop"] = json!(if c.fired.is_empty() {
+                        "continues"
+                    } else {
+                        "ended"
+                    });
+                }
+            }
+            (code, summary)
+        }
+    }
+}
+
+/// `begin`: the lock, state, entry checks, gates — then the journal and
+/// request (or the tick's record when it ends there).
+fn begin_tick(ctx: &mut Ctx<'_, '_>, driver: Driver) -> Result<Begun, Failure> {
+    files::ensure_private_dir(&ctx.paths.dir)?;
+    for path in [
+        ctx.paths.budget().to_path_buf(),
+        ctx.paths.history(),
+        ctx.paths.inflight(),
+    ] {
+        files::check_regular_or_missing(&path)?;
+    }
+    let acquired = match acquire::acquire(ctx)? {
+        Ok(a) => a,
+        Err(concluded) => return Ok(Begun::Concluded(concluded)),
+    };
+    // From here a failure drops the held lock, which releases it; the
+    // state on disk is whatever the last completed step left, which the
+    // next tick reconciles.
+    let mut run = load::load(ctx, acquired)?;
+    if let Some(halt) = entry::check(ctx, &mut run)? {
+        return entry::halt(ctx, run, halt).map(Begun::Concluded);
+    }
+    let planned = match ctx.cfg.skill {
+        Skill::Work => work::plan(ctx, &mut run)?,
+        Skill::Review => review::plan(ctx, &mut run)?,
+    };
+    match planned {
+        Err(halt) => entry::halt(ctx, run, halt).map(Begun::Concluded),
+        Ok(dispatch) => handover::open(ctx, run, dispatch, driver),
+    }
+}
+
+/// `end` from what is on disk: the journal, the lock, the exchange.
+fn finish_open(
+    ctx: &mut Ctx<'_, '_>,
+    iteration: Option<u64>,
+    work: &WorkReport,
+) -> Result<Concluded, Failure> {
+    let journal = Journal::load(&ctx.paths.inflight())?;
+    let (journal, held) = handover::adopt(ctx, journal, iteration)?;
+    let budget = Budget::load(ctx.paths.budget())?.ok_or_else(|| {
+        Failure::new(
+            exit::DATA,
+            format!(
+                "budget file {} is missing while iteration {} is open",
+                ctx.rel(ctx.paths.budget()),
+                journal.iteration
+            ),
+            "restore it to end the iteration; a deleted budget starts a fresh run at the next begin",
+        )
+    })?;
+    let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
+    let (result, error) = match exchange.read_result() {
+        Ok(r) => (r, work.failure.clone()),
+        Err(why) => {
+            let (events, _) = exchange.read_events();
+            let folded = crate::exchange::fold_events(&events);
+            let error = match &work.failure {
+                Some(f) => format!("{f} ({why})"),
+                None => format!("invalid skill result: {why}"),
+            };
+            (folded, Some(error))
+        }
+    };
+    account::finish(ctx, &journal, held, budget, result, error, work, false)
+}
+
+/// The wrapper tick: begin, the skill, end.
+fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concluded, Failure> {
+    if !ctx.cfg.loop_mode {
+        return run_once(ctx, runner);
+    }
+    match begin_tick(ctx, Driver::Wrapper)? {
+        Begun::Concluded(c) => Ok(c),
+        Begun::Work(opened) => {
+            let spec = run_spec(ctx);
+            let outcome = runner.run(&spec, &opened.exchange, &mut *ctx.diag);
+            ctx.cfg.crash.hit("after-skill");
+            finish_open(
+                ctx,
+                Some(opened.journal.iteration),
+                &WorkReport::from(&outcome),
+            )
+        }
+    }
+}
+
+fn run_spec(ctx: &Ctx<'_, '_>) -> RunSpec {
+    RunSpec {
+        command: ctx.cfg.skill_cmd.clone(),
+        cwd: ctx.cfg.root.clone(),
+        env: Vec::new(),
+        stall_timeout: ctx.cfg.stall_timeout,
+        drain_timeout: ctx.cfg.drain_timeout,
+        stop_file: ctx.paths.stop_request(),
+        crash: ctx.cfg.crash.clone(),
+    }
+}
+
+/// Without `--loop`: run the skill once, no loop state.
+fn run_once(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concluded, Failure> {
+    let tmp = std::env::temp_dir().join(format!(
+        "sdd-loop-once-{}-{}",
+        std::process::id(),
+        ctx.started.as_millisecond()
+    ));
+    let exchange = Exchange { dir: tmp };
+    let request = SkillRequest {
+        protocol: PROTOCOL_VERSION,
+        skill: ctx.cfg.skill,
+        iteration: 1,
+        repository: ctx.cfg.repository.clone(),
+        issues: Vec::new(),
+        prs: ctx
+            .cfg
+            .pr
+            .map(|n| PrAssignment {
+                number: n,
+                branch: String::new(),
+                head_sha: None,
+                merge_allowed: true,
+            })
+            .into_iter()
+            .collect(),
+        max_new_prs: None,
+        no_chain: ctx.cfg.no_chain,
+        dry_run: ctx.cfg.dry_run,
+    };
+    exchange.prepare(&request)?;
+    let spec = run_spec(ctx);
+    let outcome = runner.run(&spec, &exchange, &mut *ctx.diag);
+    let _ = exchange.remove();
+    match outcome.failure() {
+        None => Ok(Concluded {
+            code: exit::TICK_DONE,
+            iteration: 0,
+            outcome: Outcome::Ok,
+            fired: Vec::new(),
+            budget: None,
+        }),
+        Some(why) => Err(Failure::new(
+            outcome
+                .exit_code
+                .and_then(|c| u8::try_from(c).ok())
+                .filter(|c| *c != 0)
+                .unwrap_or(exit::INTERNAL),
+            why,
+            "without --loop the skill runs once and its exit status is passed on",
+        )),
+    }
+}

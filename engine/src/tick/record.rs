@@ -1,0 +1,148 @@
+//! Step 8 of the tick: the history line (the write-ahead log, appended and
+//! fsynced first) and the budget checkpoint after it (DESIGN §4: history
+//! wins; budget.json may lag it by one tick after a crash).
+
+use jiff::Timestamp;
+
+use super::Failure;
+use super::ctx::Ctx;
+use crate::budget::{Budget, RunStop};
+use crate::clock;
+use crate::history::{
+    self, ActiveWorktree, BudgetSnapshot, Chain, FailureRecord, GateRecord, HistoryLine, Outcome,
+    TickRecord, TrackedPr,
+};
+use crate::stop::{Fired, StopCause};
+
+/// Per-iteration deltas recorded on the line.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Delta {
+    pub prs: Vec<String>,
+    pub agents: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub dollars: f64,
+    pub comments: u64,
+    pub merges: u64,
+}
+
+/// One history line's worth of a tick.
+#[derive(Debug)]
+pub(crate) struct Record<'a> {
+    pub iteration: u64,
+    pub started: Timestamp,
+    pub outcome: Outcome,
+    pub gates: &'a [GateRecord],
+    pub fired: &'a [Fired],
+    pub snapshot: BudgetSnapshot,
+    pub delta: Delta,
+    pub tracked: Vec<TrackedPr>,
+    pub worktrees: Vec<ActiveWorktree>,
+    pub failures: Vec<FailureRecord>,
+    /// Work: the workable set seen at entry.
+    pub backlog: Option<Vec<u64>>,
+    /// Work: the issues handed to the skill.
+    pub dispatched: Vec<u64>,
+    pub chain: Chain,
+    pub error: Option<String>,
+    /// Written under the lock (false for skipped ticks).
+    pub lock_held: bool,
+}
+
+/// The chain fields' shape for a line that ran no chain.
+pub(crate) fn no_chain(ctx: &Ctx<'_, '_>) -> Chain {
+    match ctx.cfg.skill {
+        crate::paths::Skill::Work => Chain::NotInvoked,
+        crate::paths::Skill::Review => Chain::NotApplicable,
+    }
+}
+
+/// Appends the tick's history line.
+pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure> {
+    let line: HistoryLine = TickRecord {
+        iteration: r.iteration,
+        skill: ctx.cfg.skill.as_str().to_owned(),
+        started_at: clock::format(r.started),
+        ended_at: clock::format(ctx.now()),
+        outcome: r.outcome,
+        prs_touched_this_iter: r.delta.prs,
+        agents_dispatched_this_iter: r.delta.agents,
+        tokens_in_this_iter: r.delta.tokens_in,
+        tokens_out_this_iter: r.delta.tokens_out,
+        dollars_this_iter: r.delta.dollars,
+        comments_pushed_this_iter: r.delta.comments,
+        merges_attempted_this_iter: r.delta.merges,
+        budget_snapshot: r.snapshot,
+        tracked_prs: r.tracked,
+        active_worktrees: r.worktrees,
+        gates: r.gates.to_vec(),
+        stop_conditions_fired: r.fired.iter().map(|f| f.cause.name().to_owned()).collect(),
+        failures_this_iter: r.failures,
+        issues_dispatched_this_iter: r.backlog.as_ref().map(|_| r.dispatched.clone()),
+        backlog_snapshot: r.backlog,
+        chain: r.chain,
+        lock_held: r.lock_held,
+        error: r.error,
+    }
+    .into();
+    let path = ctx.paths.history();
+    let tail = history::read_tail(&path, 1)?;
+    if tail.torn.is_some() && !r.lock_held {
+        // Never append after a torn line without the lock: the holder
+        // repairs it first.
+        return Ok(());
+    }
+    let created = history::append(&path, &line, tail.needs_separator)?;
+    if created {
+        let shown = ctx.rel(&path);
+        ctx.note(format!(
+            "Created {shown}: it may hold sensitive content (gate questions and answers can quote issue text, branch names and free-text answers). Treat it like .env — keep it gitignored (.sdd/ is) and never upload it without explicit opt-in."
+        ));
+    }
+    if r.lock_held {
+        ctx.cfg.crash.hit("after-history");
+    }
+    Ok(())
+}
+
+/// Closes the budget for this tick: elapsed time and, on a stop, the
+/// run's recorded end.
+pub(crate) fn finish_budget(
+    ctx: &Ctx<'_, '_>,
+    budget: &mut Budget,
+    iteration: u64,
+    started: Timestamp,
+    fired: &[Fired],
+    gates: &[GateRecord],
+) {
+    let end = ctx.now();
+    let tick_secs = (end.as_second() - started.as_second()).max(0) as u64;
+    let secs = budget.elapsed_seconds() + tick_secs;
+    budget.set_elapsed_seconds(secs);
+    budget.last_tick_ended_at = Some(clock::format(end));
+    if let Some(f) = fired.first()
+        && f.cause != StopCause::LockContention
+    {
+        let gate = gates
+            .iter()
+            .rev()
+            .find(|g| g.answer.starts_with("stop"))
+            .map(|g| g.name.clone());
+        budget.stopped = Some(RunStop {
+            cause: f.cause.name().to_owned(),
+            iteration,
+            gate: if f.cause == StopCause::PriorGateStop {
+                gate
+            } else {
+                None
+            },
+        });
+    }
+}
+
+/// Rewrites budget.json (the checkpoint after the history line).
+pub(crate) fn save_budget(ctx: &Ctx<'_, '_>, budget: &Budget) -> Result<(), Failure> {
+    budget.save(ctx.paths.budget())?;
+    ctx.cfg.crash.hit("after-budget");
+    Ok(())
+}
