@@ -7,7 +7,7 @@
 //! [`redact`], [`claude_md`]), the contract's closed sets ([`stop`],
 //! [`gates`]), the world ([`backlog`], [`tracker`], [`git`]), the wrapped
 //! skill ([`protocol`], [`exchange`], [`runner`]), the seams ([`clock`],
-//! [`liveness`], [`files`]), and the command line ([`cli`]).
+//! [`liveness`], [`holder`], [`files`]), and the command line ([`cli`]).
 
 pub mod backlog;
 pub mod budget;
@@ -22,6 +22,7 @@ pub mod files;
 pub mod gates;
 pub mod git;
 pub mod history;
+pub mod holder;
 pub mod journal;
 pub mod liveness;
 pub mod lock;

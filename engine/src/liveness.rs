@@ -43,6 +43,11 @@ pub trait ProcessProbe: Send + Sync + fmt::Debug {
     /// An opaque value that differs between two processes that had the
     /// same PID (on Linux, field 22 of `/proc/{pid}/stat`).
     fn start_time(&self, pid: u32) -> Option<u64>;
+    /// The parent's PID and the process's command name, where the platform
+    /// tells (Linux: `/proc/{pid}/stat`); `None` elsewhere.
+    fn parent(&self, _pid: u32) -> Option<(u32, String)> {
+        None
+    }
 }
 
 /// The verdict on a recorded holder.
@@ -135,6 +140,13 @@ impl ProcessProbe for OsProbe {
     fn start_time(&self, pid: u32) -> Option<u64> {
         let stat = Self::stat(pid)?;
         Self::fields(&stat).get(19)?.parse().ok()
+    }
+
+    fn parent(&self, pid: u32) -> Option<(u32, String)> {
+        let stat = Self::stat(pid)?;
+        let name = stat.split_once('(')?.1.rsplit_once(')')?.0.to_owned();
+        let ppid = Self::fields(&stat).get(1)?.parse().ok()?;
+        Some((ppid, name))
     }
 }
 

@@ -8,9 +8,14 @@ fn main() -> ExitCode {
     let signals = sdd_loop::runner::SignalFlag::install().ok();
     let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr().lock());
     let stdin = std::io::stdin();
-    let terminal = stdin
-        .is_terminal()
-        .then(|| Box::new(stdin.lock()) as Box<dyn std::io::BufRead>);
+    let (terminal, piped) = if stdin.is_terminal() {
+        (
+            Some(Box::new(stdin.lock()) as Box<dyn std::io::BufRead>),
+            None,
+        )
+    } else {
+        (None, Some(Box::new(stdin.lock()) as Box<dyn std::io::Read>))
+    };
     let code = {
         let mut env = sdd_loop::cli::Env {
             stdout: &mut stdout,
@@ -18,6 +23,7 @@ fn main() -> ExitCode {
             vars: std::env::vars().collect(),
             cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
             terminal,
+            stdin: piped,
             interrupts: signals
                 .as_ref()
                 .map(|s| s as &dyn sdd_loop::runner::Interrupts),

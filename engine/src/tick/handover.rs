@@ -107,28 +107,43 @@ pub(crate) fn open(
 }
 
 /// The open iteration's journal and its lock, or why there is none.
+///
+/// `iteration`: the caller named the iteration it means (`--iteration`).
+/// `caller`: the session the caller runs in, when known; without an
+/// explicit iteration, only the session that began the iteration may end
+/// it — so a session whose iteration another tick recovered cannot end
+/// the next one by mistake.
 pub(crate) fn adopt(
     ctx: &Ctx<'_, '_>,
     journal: Option<Journal>,
     iteration: Option<u64>,
+    caller: Option<u32>,
 ) -> Result<(Journal, HeldLock), Failure> {
     let skill = ctx.cfg.skill;
     let Some(journal) = journal else {
-        return Err(not_open(ctx, iteration)?);
+        return Err(not_open(ctx, iteration, None)?);
     };
-    if let Some(n) = iteration
-        && n != journal.iteration
-    {
-        return Err(refuse(
-            format!(
-                "iteration {n} is not open: the open iteration is {}",
-                journal.iteration
-            ),
-            format!(
-                "end the open one with `sdd-loop {skill} end` (or `--iteration {}`)",
-                journal.iteration
-            ),
-        ));
+    match iteration {
+        Some(n) if n != journal.iteration => {
+            return Err(not_open(ctx, Some(n), Some(&journal))?);
+        }
+        Some(_) => {}
+        None => {
+            if let Some(pid) = caller
+                && pid != journal.pid
+            {
+                return Err(refuse(
+                    format!(
+                        "the open iteration {} was begun by session pid {}, not by this one (pid {pid})",
+                        journal.iteration, journal.pid
+                    ),
+                    format!(
+                        "nothing was changed; to end it anyway, name it: `sdd-loop {skill} end --iteration {}`",
+                        journal.iteration
+                    ),
+                ));
+            }
+        }
     }
     let record = LockRecord {
         pid: journal.pid,
@@ -167,10 +182,21 @@ fn refuse(message: String, help: String) -> Failure {
     Failure::new(exit::NOT_OPEN, message, help)
 }
 
-/// Why no iteration is open: what history says about the last one.
-fn not_open(ctx: &Ctx<'_, '_>, iteration: Option<u64>) -> Result<Failure, Failure> {
+/// Why the iteration the caller means is not open: what history says
+/// about it (or about the last one). `open`: another iteration is open.
+fn not_open(
+    ctx: &Ctx<'_, '_>,
+    iteration: Option<u64>,
+    open: Option<&Journal>,
+) -> Result<Failure, Failure> {
     let skill = ctx.cfg.skill;
-    let next = format!("run `sdd-loop {skill} begin --loop` to start the next tick");
+    let next = match open {
+        None => format!("run `sdd-loop {skill} begin --loop` to start the next tick"),
+        Some(j) => format!(
+            "nothing was changed; iteration {} is open (begun by pid {}) — end it with `sdd-loop {skill} end --iteration {}`",
+            j.iteration, j.pid, j.iteration
+        ),
+    };
     let tail = history::read_tail(&ctx.paths.history(), 64)?;
     let lines: Vec<&HistoryLine> = tail
         .lines
@@ -182,10 +208,14 @@ fn not_open(ctx: &Ctx<'_, '_>, iteration: Option<u64>) -> Result<Failure, Failur
         Some(n) => lines.iter().rev().find(|l| l.iteration == Some(n)).copied(),
         None => lines.last().copied(),
     };
+    let lead = match iteration {
+        Some(n) => format!("iteration {n} is not open"),
+        None => "no iteration is open".to_owned(),
+    };
     let Some(line) = line else {
         let what = match iteration {
-            Some(n) => format!("no iteration is open, and iteration {n} was never begun"),
-            None => "no iteration is open: no tick of this loop has begun".to_owned(),
+            Some(_) => format!("{lead}: it was never begun"),
+            None => format!("{lead}: no tick of this loop has begun"),
         };
         return Ok(refuse(what, next));
     };
@@ -195,11 +225,11 @@ fn not_open(ctx: &Ctx<'_, '_>, iteration: Option<u64>) -> Result<Failure, Failur
         && line.error.as_deref() == Some("interrupted")
     {
         format!(
-            "no iteration is open: iteration {n} was recovered as interrupted by another tick at {ended} (its holder was gone) — its reported spend and PRs were counted"
+            "{lead}: iteration {n} was recovered as interrupted by another tick at {ended} (its holder was gone) — its reported spend and PRs were counted"
         )
     } else {
         format!(
-            "no iteration is open: iteration {n} already ended at {ended} ({})",
+            "{lead}: iteration {n} already ended at {ended} ({})",
             line.outcome.map_or("?", Outcome::as_str)
         )
     };

@@ -419,7 +419,7 @@ fn finish_open(
     work: &WorkReport,
 ) -> Result<Concluded, Failure> {
     let journal = Journal::load(&ctx.paths.inflight())?;
-    let (journal, held) = handover::adopt(ctx, journal, iteration)?;
+    let (journal, held) = handover::adopt(ctx, journal, iteration, None)?;
     let budget = Budget::load(ctx.paths.budget())?.ok_or_else(|| {
         Failure::new(
             exit::DATA,

@@ -60,6 +60,10 @@ pub struct EndFlags {
 pub struct EndInput {
     /// `--iteration N`: the iteration the caller means to end.
     pub iteration: Option<u64>,
+    /// The session the caller runs in (`--holder-pid`, else detected), when
+    /// known: without `--iteration`, only the session that began the
+    /// iteration ends it.
+    pub caller: Option<u32>,
     pub result: Option<ResultInput>,
     pub flags: EndFlags,
     /// `--error`, `--qmd-unreachable`: how the work went.
@@ -91,7 +95,7 @@ pub(crate) fn end_tick(
     input: &EndInput,
 ) -> Result<super::Concluded, Failure> {
     let journal = Journal::load(&ctx.paths.inflight())?;
-    let (journal, held) = handover::adopt(ctx, journal, input.iteration)?;
+    let (journal, held) = handover::adopt(ctx, journal, input.iteration, input.caller)?;
     let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
     let result = match assemble(ctx, &journal, &exchange, input) {
         Ok(r) => r,
