@@ -126,6 +126,10 @@ impl schemars::JsonSchema for PrSet {
 }
 
 /// Cumulative tokens for one model.
+///
+/// The cache counts are parts of `tokens_in` (see
+/// [`crate::protocol::ModelUsage`]); they are written only when non-zero,
+/// so a run that never reports cache tokens keeps the file's old shape.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
 )]
@@ -133,6 +137,36 @@ impl schemars::JsonSchema for PrSet {
 pub struct ModelTokens {
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// The part of `tokens_in` read from the prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// The part of `tokens_in` written to the prompt cache (all lifetimes).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// The part of `cache_write_tokens` written with the 1-hour lifetime.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_1h_tokens: u64,
+}
+
+impl ModelTokens {
+    /// Adds `other`, saturating: a corrupt count never wraps to a small one.
+    pub fn add(&mut self, other: &ModelTokens) {
+        self.tokens_in = self.tokens_in.saturating_add(other.tokens_in);
+        self.tokens_out = self.tokens_out.saturating_add(other.tokens_out);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+        self.cache_write_1h_tokens = self
+            .cache_write_1h_tokens
+            .saturating_add(other.cache_write_1h_tokens);
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Why and where a run stopped; recorded so later ticks report the same end.
@@ -526,13 +560,28 @@ impl Budget {
         (tin, tout) == (self.tokens_in, self.tokens_out)
     }
 
-    /// Adds one model's usage to the per-model and overall totals.
+    /// Adds one model's usage, with no cache parts, to the per-model and
+    /// overall totals.
     pub fn add_usage(&mut self, model: &str, tokens_in: u64, tokens_out: u64) {
-        let entry = self.tokens_by_model.entry(model.to_owned()).or_default();
-        entry.tokens_in = entry.tokens_in.saturating_add(tokens_in);
-        entry.tokens_out = entry.tokens_out.saturating_add(tokens_out);
-        self.tokens_in = self.tokens_in.saturating_add(tokens_in);
-        self.tokens_out = self.tokens_out.saturating_add(tokens_out);
+        self.add_model_tokens(
+            model,
+            &ModelTokens {
+                tokens_in,
+                tokens_out,
+                ..ModelTokens::default()
+            },
+        );
+    }
+
+    /// Adds one model's usage, cache parts included, to the per-model and
+    /// overall totals (`tokens_in` already counts the cache parts).
+    pub fn add_model_tokens(&mut self, model: &str, tokens: &ModelTokens) {
+        self.tokens_by_model
+            .entry(model.to_owned())
+            .or_default()
+            .add(tokens);
+        self.tokens_in = self.tokens_in.saturating_add(tokens.tokens_in);
+        self.tokens_out = self.tokens_out.saturating_add(tokens.tokens_out);
     }
 
     pub fn ceiling(&self, dim: Dimension) -> f64 {
@@ -766,6 +815,58 @@ mod tests {
         }
         let back = Budget::from_slice(Path::new("b"), b.to_json().as_bytes()).unwrap();
         assert_eq!(back, b);
+    }
+
+    #[test]
+    fn cache_parts_are_written_only_when_present() {
+        let mut b = Budget::start("t", Ceilings::default(), "built-in default");
+        b.add_usage("claude-opus-4-7", 10, 2);
+        let plain = b.to_json();
+        assert!(
+            !plain.contains("cache_"),
+            "an old-shaped file stays old: {plain}"
+        );
+        b.add_model_tokens(
+            "claude-sonnet-4-5",
+            &ModelTokens {
+                tokens_in: 100,
+                tokens_out: 5,
+                cache_read_tokens: 80,
+                cache_write_tokens: 15,
+                cache_write_1h_tokens: 10,
+            },
+        );
+        b.add_model_tokens(
+            "claude-sonnet-4-5",
+            &ModelTokens {
+                tokens_in: 10,
+                tokens_out: 1,
+                cache_read_tokens: 5,
+                ..ModelTokens::default()
+            },
+        );
+        assert_eq!((b.tokens_in, b.tokens_out), (120, 8));
+        assert_eq!(
+            b.tokens_by_model["claude-sonnet-4-5"],
+            ModelTokens {
+                tokens_in: 110,
+                tokens_out: 6,
+                cache_read_tokens: 85,
+                cache_write_tokens: 15,
+                cache_write_1h_tokens: 10,
+            }
+        );
+        assert!(
+            b.per_model_totals_complete(),
+            "cache parts are inside tokens_in"
+        );
+        let back = Budget::from_slice(Path::new("b"), b.to_json().as_bytes()).unwrap();
+        assert_eq!(back, b);
+        let json: Value = serde_json::from_str(&b.to_json()).unwrap();
+        assert_eq!(
+            json["tokens_by_model"]["claude-opus-4-7"],
+            serde_json::json!({"tokens_in": 10, "tokens_out": 2})
+        );
     }
 
     #[test]

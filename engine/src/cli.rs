@@ -847,6 +847,7 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
                         model: (*model).to_owned(),
                         tokens_in: i,
                         tokens_out: o,
+                        ..ModelUsage::default()
                     }),
                     _ => None,
                 }

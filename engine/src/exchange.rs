@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::budget::ModelTokens;
 use crate::files::{self, FileError};
 use crate::paths::StatePaths;
 use crate::protocol::{
@@ -121,7 +122,7 @@ impl Exchange {
 
 /// The result a stream of progress events adds up to.
 pub fn fold_events(events: &[SkillEvent]) -> SkillResult {
-    let mut usage: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut usage: BTreeMap<String, ModelTokens> = BTreeMap::new();
     let mut prs: Vec<PrReport> = Vec::new();
     let mut result = SkillResult {
         protocol: PROTOCOL_VERSION,
@@ -133,11 +134,16 @@ pub fn fold_events(events: &[SkillEvent]) -> SkillResult {
                 model,
                 tokens_in,
                 tokens_out,
-            } => {
-                let e = usage.entry(model.clone()).or_default();
-                e.0 += tokens_in;
-                e.1 += tokens_out;
-            }
+                cache_read_tokens,
+                cache_write_tokens,
+                cache_write_1h_tokens,
+            } => usage.entry(model.clone()).or_default().add(&ModelTokens {
+                tokens_in: *tokens_in,
+                tokens_out: *tokens_out,
+                cache_read_tokens: *cache_read_tokens,
+                cache_write_tokens: *cache_write_tokens,
+                cache_write_1h_tokens: *cache_write_1h_tokens,
+            }),
             SkillEvent::Pr {
                 number,
                 branch,
@@ -183,11 +189,7 @@ pub fn fold_events(events: &[SkillEvent]) -> SkillResult {
     }
     result.usage = usage
         .into_iter()
-        .map(|(model, (tokens_in, tokens_out))| ModelUsage {
-            model,
-            tokens_in,
-            tokens_out,
-        })
+        .map(|(model, tokens)| ModelUsage::from_tokens(model, tokens))
         .collect();
     result.prs = prs;
     result
@@ -258,7 +260,7 @@ mod tests {
             concat!(
                 "{\"event\":\"usage\",\"model\":\"m\",\"tokens_in\":10,\"tokens_out\":1}\n",
                 "{\"event\":\"pr\",\"number\":5,\"branch\":\"f/5\",\"head_sha\":\"a1\",\"state\":\"open\",\"opened\":true}\n",
-                "{\"event\":\"usage\",\"model\":\"m\",\"tokens_in\":5,\"tokens_out\":2}\n",
+                "{\"event\":\"usage\",\"model\":\"m\",\"tokens_in\":5,\"tokens_out\":2,\"cache_read_tokens\":4}\n",
                 "{\"event\":\"pr\",\"number\":5,\"branch\":\"f/5\",\"head_sha\":\"a2\",\"state\":\"open\"}\n",
                 "{\"event\":\"agent_dispatched\",\"count\":2}\n",
                 "{\"event\":\"comment_pushed\",\"pr\":5}\n",
@@ -276,7 +278,9 @@ mod tests {
             vec![ModelUsage {
                 model: "m".into(),
                 tokens_in: 15,
-                tokens_out: 3
+                tokens_out: 3,
+                cache_read_tokens: 4,
+                ..ModelUsage::default()
             }]
         );
         assert_eq!(r.prs.len(), 1);

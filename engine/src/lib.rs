@@ -6,7 +6,8 @@
 //! [`history`], [`reconcile`], [`journal`]), its inputs ([`rates`],
 //! [`redact`], [`claude_md`]), the contract's closed sets ([`stop`],
 //! [`gates`]), the world ([`backlog`], [`tracker`], [`git`]), the wrapped
-//! skill ([`protocol`], [`exchange`], [`runner`]), the seams ([`clock`],
+//! skill ([`protocol`], [`exchange`], [`runner`]), the spend of an
+//! in-session agent ([`transcript`]), the seams ([`clock`],
 //! [`liveness`], [`holder`], [`files`]), and the command line ([`cli`]).
 
 pub mod backlog;
@@ -38,4 +39,5 @@ pub mod status;
 pub mod stop;
 pub mod tick;
 pub mod tracker;
+pub mod transcript;
 pub mod yaml;

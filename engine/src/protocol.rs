@@ -22,6 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::budget::ModelTokens;
 use crate::history::PrState;
 use crate::paths::Skill;
 
@@ -112,12 +113,56 @@ pub struct PrReport {
 }
 
 /// Tokens one model used this tick.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+///
+/// `tokens_in` is every input token the model consumed; the cache fields
+/// are the parts of it that were cache reads and cache writes (Anthropic's
+/// `input_tokens` excludes them, so a Claude adapter reports
+/// `input + cache_creation + cache_read` here). Without them every input
+/// token is priced at the input rate, which never under-counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelUsage {
     pub model: String,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// The part of `tokens_in` read from the prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// The part of `tokens_in` written to the prompt cache (all lifetimes).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// The part of `cache_write_tokens` written with the 1-hour lifetime.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_1h_tokens: u64,
+}
+
+impl ModelUsage {
+    /// The counts, without the model name, as the budget keeps them.
+    pub fn tokens(&self) -> ModelTokens {
+        ModelTokens {
+            tokens_in: self.tokens_in,
+            tokens_out: self.tokens_out,
+            cache_read_tokens: self.cache_read_tokens,
+            cache_write_tokens: self.cache_write_tokens,
+            cache_write_1h_tokens: self.cache_write_1h_tokens,
+        }
+    }
+
+    /// `model`'s usage from its counts.
+    pub fn from_tokens(model: impl Into<String>, tokens: ModelTokens) -> Self {
+        Self {
+            model: model.into(),
+            tokens_in: tokens.tokens_in,
+            tokens_out: tokens.tokens_out,
+            cache_read_tokens: tokens.cache_read_tokens,
+            cache_write_tokens: tokens.cache_write_tokens,
+            cache_write_1h_tokens: tokens.cache_write_1h_tokens,
+        }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A worktree the skill left on disk.
@@ -202,11 +247,18 @@ pub struct SkillResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SkillEvent {
-    /// Tokens spent since the last usage event for this model.
+    /// Tokens spent since the last usage event for this model; the cache
+    /// fields are parts of `tokens_in`, as in [`ModelUsage`].
     Usage {
         model: String,
         tokens_in: u64,
         tokens_out: u64,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cache_read_tokens: u64,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cache_write_tokens: u64,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cache_write_1h_tokens: u64,
     },
     /// A PR was opened, pushed to, merged or closed.
     Pr {
@@ -285,6 +337,46 @@ mod tests {
                 r#"{"event":"usage","model":"m","tokens_in":1,"tokens_out":1,"x":1}"#
             )
             .is_err()
+        );
+    }
+
+    #[test]
+    fn cache_parts_are_optional_and_omitted_when_zero() {
+        let old = r#"{"event":"usage","model":"m","tokens_in":10,"tokens_out":2}"#;
+        let e: SkillEvent = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            old,
+            "old lines unchanged"
+        );
+        let e: SkillEvent = serde_json::from_str(
+            r#"{"event":"usage","model":"m","tokens_in":10,"tokens_out":2,"cache_read_tokens":6,"cache_write_tokens":3,"cache_write_1h_tokens":1}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            e,
+            SkillEvent::Usage {
+                cache_read_tokens: 6,
+                cache_write_tokens: 3,
+                cache_write_1h_tokens: 1,
+                ..
+            }
+        ));
+        let u: ModelUsage = serde_json::from_str(
+            r#"{"model":"m","tokens_in":10,"tokens_out":2,"cache_read_tokens":6}"#,
+        )
+        .unwrap();
+        assert_eq!(u.tokens().cache_read_tokens, 6);
+        assert_eq!(ModelUsage::from_tokens("m", u.tokens()), u);
+        assert_eq!(
+            serde_json::to_string(&ModelUsage {
+                model: "m".into(),
+                tokens_in: 1,
+                tokens_out: 1,
+                ..ModelUsage::default()
+            })
+            .unwrap(),
+            r#"{"model":"m","tokens_in":1,"tokens_out":1}"#
         );
     }
 

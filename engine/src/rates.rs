@@ -4,19 +4,52 @@
 //! Rates are USD per million tokens, sourced in priority order from the
 //! `Loop Cost Rates` table under `CLAUDE.md`'s `### SDD Configuration`
 //! (source `CLAUDE.md SDD config`), else from the built-in table (source
-//! `built-in default`), which is a point-in-time snapshot and announced once
-//! per run when the cost ceiling is on. The estimate is
-//! `Σ over models (tokens_in × rate_in + tokens_out × rate_out) / 1e6` with
-//! no caching discount — conservative by construction. A model with no rate
-//! contributes $0 and is named in a one-line warning.
+//! `built-in default`). The main type is [`RateTable`]; [`RateTable::cost`]
+//! turns cumulative per-model tokens into a [`Cost`].
+//!
+//! The contract prices only exact model ids and counts an unknown model as
+//! $0.00. Agents report dated ids (`claude-sonnet-4-5-20250929`), aliases
+//! and decorated ids (`claude-opus-4-6[1m]`), so under that rule a real run
+//! cost nothing and the cost ceiling never tripped. What we do instead:
+//! - a model resolves to its own row (case-insensitive), else — after
+//!   dropping a `[…]` decoration — to the row whose id is its LONGEST prefix
+//!   ending at a `-` or `@` boundary (`claude-sonnet-4-7-20260115` → row
+//!   `claude-sonnet-4-7`; `claude-sonnet-45` never matches `claude-sonnet-4`;
+//!   Claude Code's bare aliases `opus`, `sonnet`, `haiku` read as
+//!   `claude-opus`…). A suffix that names a dearer variant (OpenAI's `-pro`)
+//!   would inherit its family's price: such a model needs its own row;
+//! - a model no row matches is priced at the table's highest input and
+//!   output rates (cache writes at the highest write rate, cache reads with
+//!   no discount), named in a warning, and recorded in `rate_table_source`
+//!   as `… (unknown models priced at the highest rates)`: spend is
+//!   over-estimated, never dropped. Only a row that says 0 makes tokens free.
+//!
+//! Cache tokens are parts of `tokens_in` (see
+//! [`crate::protocol::ModelUsage`]). A table may give `cache read`,
+//! `cache write` (5-minute writes) and `cache write 1h` columns; a missing
+//! column or cell prices those tokens at the input rate — the contract's
+//! no-discount bias — and 1-hour writes fall back to the 5-minute write
+//! rate. So a model costs, over 10⁶: uncached input (`tokens_in` less the
+//! cache parts) × input, plus reads × cache read, 5-minute writes × cache
+//! write, 1-hour writes × cache write 1h, and `tokens_out` × output.
+//!
+//! The built-in table is a point-in-time snapshot of public list prices
+//! (Anthropic and the OpenAI models Codex runs), announced once per run when
+//! the cost ceiling is on: it is only as current as this file. It keeps the
+//! contract's three rows exactly (`claude-*-4-7`, input and output only, so
+//! their cache tokens cost the input rate) and adds family rows
+//! (`claude-opus`, `claude-sonnet`, `claude-haiku`) priced no lower than any
+//! of their members, for ids released after the snapshot. Long-context
+//! premiums (prompts over 200K tokens on some models) are not modelled.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 
 use crate::budget::{ModelTokens, round_dollars};
-use crate::claude_md::ClaudeMd;
+use crate::claude_md::{ClaudeMd, Table};
 
-/// Where the rates came from; its label is stored in `rate_table_source`.
+/// Where the rates came from; its label starts `rate_table_source`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RateSource {
     ClaudeMd,
@@ -24,6 +57,7 @@ pub enum RateSource {
 }
 
 impl RateSource {
+    /// The contract's label: `CLAUDE.md SDD config` or `built-in default`.
     pub fn label(self) -> &'static str {
         match self {
             RateSource::ClaudeMd => "CLAUDE.md SDD config",
@@ -32,36 +66,156 @@ impl RateSource {
     }
 }
 
-/// USD per million tokens.
+/// Appended to the source label when a model was priced at the table's
+/// highest rates, so the checkpoint says its dollars are an over-estimate.
+pub const UNKNOWN_MODELS_SUFFIX: &str = " (unknown models priced at the highest rates)";
+
+/// USD per million tokens. A cache rate of `None` means "not declared".
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rate {
     pub input: f64,
     pub output: f64,
+    /// Cache reads; undeclared = the input rate.
+    pub cache_read: Option<f64>,
+    /// 5-minute cache writes; undeclared = the input rate.
+    pub cache_write: Option<f64>,
+    /// 1-hour cache writes; undeclared = the 5-minute write rate.
+    pub cache_write_1h: Option<f64>,
 }
 
-/// The built-in table (representative rates, Q2 2026).
-pub const BUILT_IN: [(&str, Rate); 3] = [
+impl Rate {
+    /// Input and output only: cache tokens cost the input rate.
+    pub const fn new(input: f64, output: f64) -> Self {
+        Self {
+            input,
+            output,
+            cache_read: None,
+            cache_write: None,
+            cache_write_1h: None,
+        }
+    }
+
+    /// Every column declared (Anthropic's shape).
+    const fn cached(input: f64, output: f64, read: f64, write: f64, write_1h: f64) -> Self {
+        Self {
+            input,
+            output,
+            cache_read: Some(read),
+            cache_write: Some(write),
+            cache_write_1h: Some(write_1h),
+        }
+    }
+
+    /// A cached-input discount and no cache writes (OpenAI's shape).
+    const fn cached_input(input: f64, output: f64, read: f64) -> Self {
+        Self {
+            input,
+            output,
+            cache_read: Some(read),
+            cache_write: None,
+            cache_write_1h: None,
+        }
+    }
+
+    pub fn cache_read_rate(&self) -> f64 {
+        self.cache_read.unwrap_or(self.input)
+    }
+
+    pub fn cache_write_rate(&self) -> f64 {
+        self.cache_write.unwrap_or(self.input)
+    }
+
+    pub fn cache_write_1h_rate(&self) -> f64 {
+        self.cache_write_1h.unwrap_or(self.cache_write_rate())
+    }
+
+    /// Unrounded dollars for `tokens`. Cache parts larger than the whole
+    /// (a misreport) are priced as reported, with nothing left uncached:
+    /// the larger reading wins, never a negative count.
+    pub fn dollars(&self, tokens: &ModelTokens) -> f64 {
+        let write_1h = tokens.cache_write_1h_tokens.min(tokens.cache_write_tokens);
+        let write_5m = tokens.cache_write_tokens - write_1h;
+        let uncached = tokens
+            .tokens_in
+            .saturating_sub(tokens.cache_read_tokens)
+            .saturating_sub(tokens.cache_write_tokens);
+        (uncached as f64 * self.input
+            + tokens.cache_read_tokens as f64 * self.cache_read_rate()
+            + write_5m as f64 * self.cache_write_rate()
+            + write_1h as f64 * self.cache_write_1h_rate()
+            + tokens.tokens_out as f64 * self.output)
+            / 1e6
+    }
+}
+
+/// The built-in table: public list prices, USD per million tokens, as of
+/// November 2026. Anthropic rows carry cache read (0.1× input), 5-minute
+/// write (1.25×) and 1-hour write (2×) rates; OpenAI rows a cached-input
+/// rate. The first three rows are the contract's, exactly.
+pub const BUILT_IN: &[(&str, Rate)] = &[
+    ("claude-opus-4-7", Rate::new(15.0, 75.0)),
+    ("claude-sonnet-4-7", Rate::new(3.0, 15.0)),
+    ("claude-haiku-4-7", Rate::new(0.25, 1.25)),
+    ("claude-opus-5", Rate::cached(5.0, 25.0, 0.5, 6.25, 10.0)),
+    ("claude-opus-4-8", Rate::cached(5.0, 25.0, 0.5, 6.25, 10.0)),
+    ("claude-opus-4-6", Rate::cached(5.0, 25.0, 0.5, 6.25, 10.0)),
+    ("claude-opus-4-5", Rate::cached(5.0, 25.0, 0.5, 6.25, 10.0)),
     (
-        "claude-opus-4-7",
+        "claude-opus-4-1",
+        Rate::cached(15.0, 75.0, 1.5, 18.75, 30.0),
+    ),
+    ("claude-opus-4", Rate::cached(15.0, 75.0, 1.5, 18.75, 30.0)),
+    ("claude-sonnet-5", Rate::cached(2.0, 10.0, 0.2, 2.5, 4.0)),
+    ("claude-sonnet-4-6", Rate::cached(3.0, 15.0, 0.3, 3.75, 6.0)),
+    ("claude-sonnet-4-5", Rate::cached(3.0, 15.0, 0.3, 3.75, 6.0)),
+    ("claude-sonnet-4", Rate::cached(3.0, 15.0, 0.3, 3.75, 6.0)),
+    ("claude-haiku-4-5", Rate::cached(1.0, 5.0, 0.1, 1.25, 2.0)),
+    ("claude-3-7-sonnet", Rate::cached(3.0, 15.0, 0.3, 3.75, 6.0)),
+    ("claude-3-5-sonnet", Rate::cached(3.0, 15.0, 0.3, 3.75, 6.0)),
+    ("claude-3-5-haiku", Rate::cached(0.8, 4.0, 0.08, 1.0, 1.6)),
+    ("claude-3-opus", Rate::cached(15.0, 75.0, 1.5, 18.75, 30.0)),
+    ("claude-3-haiku", Rate::cached(0.25, 1.25, 0.03, 0.3, 0.5)),
+    // Family rows, for ids newer than this table: never cheaper than any
+    // member, so cache reads stay at the input rate (the contract's rows
+    // declare no discount) and writes at the dearest member's rate.
+    (
+        "claude-opus",
         Rate {
             input: 15.0,
             output: 75.0,
+            cache_read: None,
+            cache_write: Some(18.75),
+            cache_write_1h: Some(30.0),
         },
     ),
     (
-        "claude-sonnet-4-7",
+        "claude-sonnet",
         Rate {
             input: 3.0,
             output: 15.0,
+            cache_read: None,
+            cache_write: Some(3.75),
+            cache_write_1h: Some(6.0),
         },
     ),
     (
-        "claude-haiku-4-7",
+        "claude-haiku",
         Rate {
-            input: 0.25,
-            output: 1.25,
+            input: 1.0,
+            output: 5.0,
+            cache_read: None,
+            cache_write: Some(1.25),
+            cache_write_1h: Some(2.0),
         },
     ),
+    ("gpt-5", Rate::cached_input(1.25, 10.0, 0.125)),
+    ("gpt-5-codex", Rate::cached_input(1.25, 10.0, 0.125)),
+    ("gpt-5-mini", Rate::cached_input(0.25, 2.0, 0.025)),
+    ("gpt-5.1", Rate::cached_input(1.25, 10.0, 0.125)),
+    ("gpt-5.1-codex", Rate::cached_input(1.25, 10.0, 0.125)),
+    ("o3", Rate::cached_input(2.0, 8.0, 0.5)),
+    ("o4-mini", Rate::cached_input(1.1, 4.4, 0.275)),
+    ("codex-mini-latest", Rate::cached_input(1.5, 6.0, 0.375)),
 ];
 
 /// Printed once per run when the built-in table prices a run whose cost
@@ -79,7 +233,56 @@ pub struct RateError {
 
 impl RateError {
     pub fn help(&self) -> &'static str {
-        "each row is `| model | input USD per Mtok | output USD per Mtok |`, e.g. `| claude-opus-4-7 | 15.00 | 75.00 |`"
+        "each row is `| model | input USD per Mtok | output USD per Mtok |`, e.g. `| claude-opus-4-7 | 15.00 | 75.00 |`; optional `Cache read`, `Cache write` (5-minute) and `Cache write 1h` columns may be left blank"
+    }
+}
+
+/// How one model id was priced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    /// The model's own row.
+    Exact { row: String, rate: Rate },
+    /// A dated id, alias or decorated id, priced at the row of its family.
+    Family { row: String, rate: Rate },
+    /// No row matched: the table's highest rates.
+    Unknown { rate: Rate },
+}
+
+impl Resolution {
+    pub fn rate(&self) -> Rate {
+        match self {
+            Resolution::Exact { rate, .. }
+            | Resolution::Family { rate, .. }
+            | Resolution::Unknown { rate } => *rate,
+        }
+    }
+
+    /// The table row used, if any.
+    pub fn row(&self) -> Option<&str> {
+        match self {
+            Resolution::Exact { row, .. } | Resolution::Family { row, .. } => Some(row),
+            Resolution::Unknown { .. } => None,
+        }
+    }
+}
+
+/// A model no row matched, and the rates it was priced at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnknownModel {
+    pub model: String,
+    pub rate: Rate,
+}
+
+impl UnknownModel {
+    /// The model id.
+    pub fn as_str(&self) -> &str {
+        &self.model
+    }
+}
+
+impl fmt::Display for UnknownModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.model)
     }
 }
 
@@ -90,11 +293,54 @@ pub struct RateTable {
     rates: Vec<(String, Rate)>,
 }
 
-/// A dollar estimate and the models it could not price.
+/// A dollar estimate and how each model was priced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cost {
     pub dollars: f64,
-    pub unknown_models: Vec<String>,
+    /// Models no row matched, priced at the table's highest rates.
+    pub unknown_models: Vec<UnknownModel>,
+    /// Every model of the usage and how it was priced.
+    pub resolutions: BTreeMap<String, Resolution>,
+    source: RateSource,
+}
+
+impl Cost {
+    /// What `budget.json` records as `rate_table_source`: the source's
+    /// label, plus [`UNKNOWN_MODELS_SUFFIX`] when a model had no row.
+    pub fn rate_table_source(&self) -> String {
+        let mut label = self.source.label().to_owned();
+        if !self.unknown_models.is_empty() {
+            label.push_str(UNKNOWN_MODELS_SUFFIX);
+        }
+        label
+    }
+
+    /// One line per model priced at its family's row rather than its own,
+    /// e.g. `Cost rates: claude-sonnet-4-5-20250929 priced at row
+    /// claude-sonnet-4-5 ($3.00 input, $15.00 output per Mtok)`.
+    pub fn family_notes(&self) -> Vec<String> {
+        self.resolutions
+            .iter()
+            .filter_map(|(model, r)| match r {
+                Resolution::Family { row, rate } => Some(format!(
+                    "Cost rates: {model} priced at row {row} ({} input, {} output per Mtok)",
+                    usd(rate.input),
+                    usd(rate.output)
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Dollars with cents, and more digits only when the rate has them.
+fn usd(rate: f64) -> String {
+    let cents = format!("{rate:.2}");
+    if cents.parse::<f64>() == Ok(rate) {
+        format!("${cents}")
+    } else {
+        format!("${rate}")
+    }
 }
 
 fn parse_rate(text: &str) -> Option<f64> {
@@ -106,6 +352,90 @@ fn parse_rate(text: &str) -> Option<f64> {
         .parse::<f64>()
         .ok()
         .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// A cache cell left blank (or `-`, `—`, `n/a`) declares nothing.
+fn is_blank(cell: &str) -> bool {
+    matches!(
+        cell.trim().to_ascii_lowercase().as_str(),
+        "" | "-" | "—" | "–" | "n/a" | "na"
+    )
+}
+
+/// What a header cell of the rates table holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Column {
+    Model,
+    Input,
+    Output,
+    CacheRead,
+    CacheWrite,
+    CacheWrite1h,
+}
+
+impl Column {
+    /// Matched on the header's letters and digits, case-insensitively, so
+    /// `Cache read`, `cache_read`, `Cache write (5m)`, `Cache write 1h
+    /// ($/Mtok)` and OpenAI's `Cached input` are all understood.
+    fn of_header(header: &str) -> Option<Self> {
+        let h: String = header
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        if h.contains("cache") {
+            return if h.contains("read") || h.contains("hit") || h.contains("cachedinput") {
+                Some(Column::CacheRead)
+            } else if h.contains("write") || h.contains("creat") {
+                if h.contains("1h") || h.contains("hour") || h.contains("60m") {
+                    Some(Column::CacheWrite1h)
+                } else {
+                    Some(Column::CacheWrite)
+                }
+            } else {
+                None
+            };
+        }
+        if h.contains("model") {
+            Some(Column::Model)
+        } else if h.contains("input") {
+            Some(Column::Input)
+        } else if h.contains("output") {
+            Some(Column::Output)
+        } else {
+            None
+        }
+    }
+
+    fn find(table: &Table, wanted: Column) -> Option<usize> {
+        table
+            .header
+            .iter()
+            .position(|h| Column::of_header(h) == Some(wanted))
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Column::Model => "model",
+            Column::Input => "input",
+            Column::Output => "output",
+            Column::CacheRead => "cache read",
+            Column::CacheWrite => "cache write",
+            Column::CacheWrite1h => "cache write 1h",
+        }
+    }
+}
+
+/// `claude-opus-4-6[1m]` → `claude-opus-4-6`.
+fn strip_decoration(model: &str) -> &str {
+    let mut id = model.trim();
+    while let Some(inner) = id.strip_suffix(']') {
+        match inner.rfind('[') {
+            Some(open) => id = inner[..open].trim_end(),
+            None => break,
+        }
+    }
+    id
 }
 
 impl RateTable {
@@ -121,7 +451,7 @@ impl RateTable {
 
     /// The CLAUDE.md table if one is declared with at least one row, else
     /// the built-in table. A row that does not parse is an error naming its
-    /// line: silently pricing a model at $0 would under-count spend.
+    /// line: silently mispricing a model would misstate spend.
     pub fn from_claude_md(md: &ClaudeMd) -> Result<Self, RateError> {
         let Some(table) = md
             .sdd_section("Loop Cost Rates")
@@ -129,9 +459,12 @@ impl RateTable {
         else {
             return Ok(Self::built_in());
         };
-        let model_col = table.column("model").unwrap_or(0);
-        let in_col = table.column("input").unwrap_or(1);
-        let out_col = table.column("output").unwrap_or(2);
+        let model_col = Column::find(&table, Column::Model).unwrap_or(0);
+        let in_col = Column::find(&table, Column::Input).unwrap_or(1);
+        let out_col = Column::find(&table, Column::Output).unwrap_or(2);
+        let read_col = Column::find(&table, Column::CacheRead);
+        let write_col = Column::find(&table, Column::CacheWrite);
+        let write_1h_col = Column::find(&table, Column::CacheWrite1h);
         let mut rates = Vec::new();
         for row in &table.rows {
             let err = |detail: String| RateError {
@@ -144,17 +477,30 @@ impl RateTable {
                 .get(model_col)
                 .filter(|m| !m.is_empty())
                 .ok_or_else(|| err("rate row has no model name".into()))?;
-            let number = |col: usize, what: &str| {
-                let cell = row.cells.get(col).map(String::as_str).unwrap_or("");
-                parse_rate(cell).ok_or_else(|| {
+            let cell = |col: usize| row.cells.get(col).map(String::as_str).unwrap_or("");
+            let number = |col: usize, what: Column| {
+                parse_rate(cell(col)).ok_or_else(|| {
                     err(format!(
-                        "{what} rate for {model} is not a non-negative number: `{cell}`"
+                        "{} rate for {model} is not a non-negative number: `{}`",
+                        what.what(),
+                        cell(col)
                     ))
                 })
             };
-            let input = number(in_col, "input")?;
-            let output = number(out_col, "output")?;
-            rates.push((model.clone(), Rate { input, output }));
+            let optional = |col: Option<usize>, what: Column| match col {
+                Some(col) if !is_blank(cell(col)) => number(col, what).map(Some),
+                _ => Ok(None),
+            };
+            rates.push((
+                model.clone(),
+                Rate {
+                    input: number(in_col, Column::Input)?,
+                    output: number(out_col, Column::Output)?,
+                    cache_read: optional(read_col, Column::CacheRead)?,
+                    cache_write: optional(write_col, Column::CacheWrite)?,
+                    cache_write_1h: optional(write_1h_col, Column::CacheWrite1h)?,
+                },
+            ));
         }
         if rates.is_empty() {
             return Ok(Self::built_in());
@@ -165,40 +511,110 @@ impl RateTable {
         })
     }
 
-    /// The rate of `model` (exact id, case-insensitive).
-    pub fn rate(&self, model: &str) -> Option<Rate> {
+    fn row(&self, id: &str) -> Option<&(String, Rate)> {
+        self.rates.iter().find(|(m, _)| m.eq_ignore_ascii_case(id))
+    }
+
+    /// How `model` is priced: its own row; else, without a `[…]`
+    /// decoration, the row whose id is its longest prefix ending at a `-`
+    /// or `@` boundary (a bare alias `opus` is read as `claude-opus`); else
+    /// the table's highest rates.
+    pub fn resolve(&self, model: &str) -> Resolution {
         let model = model.trim();
+        if let Some((row, rate)) = self.row(model) {
+            return Resolution::Exact {
+                row: row.clone(),
+                rate: *rate,
+            };
+        }
+        let id = strip_decoration(model);
+        self.family_row(id)
+            .or_else(|| {
+                // Claude Code's model aliases (`opus`, `sonnet[1m]`).
+                let claude = format!("claude-{id}");
+                self.family_row(&claude)
+            })
+            .unwrap_or(Resolution::Unknown {
+                rate: self.highest(),
+            })
+    }
+
+    /// The row whose id is the longest prefix of `id` ending at a `-` or
+    /// `@` boundary (or all of `id`).
+    fn family_row(&self, id: &str) -> Option<Resolution> {
         self.rates
             .iter()
-            .find(|(m, _)| m.eq_ignore_ascii_case(model))
-            .map(|(_, r)| *r)
+            .filter(|(row, _)| {
+                id.get(..row.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(row))
+                    && matches!(id.as_bytes().get(row.len()), None | Some(b'-' | b'@'))
+            })
+            .max_by_key(|(row, _)| row.len())
+            .map(|(row, rate)| Resolution::Family {
+                row: row.clone(),
+                rate: *rate,
+            })
+    }
+
+    /// The rate of `model`'s row (its own or its family's); `None` when no
+    /// row matches.
+    pub fn rate(&self, model: &str) -> Option<Rate> {
+        match self.resolve(model) {
+            Resolution::Unknown { .. } => None,
+            known => Some(known.rate()),
+        }
+    }
+
+    /// The rate for a model no row matches: the highest input and output
+    /// rates of the table, cache reads undiscounted, and cache writes at
+    /// the highest write rate any row charges (never below the input rate).
+    pub fn highest(&self) -> Rate {
+        let max = |f: fn(&Rate) -> f64| self.rates.iter().map(|(_, r)| f(r)).fold(0.0, f64::max);
+        let input = max(|r| r.input);
+        let write = max(Rate::cache_write_rate).max(input);
+        Rate {
+            input,
+            output: max(|r| r.output),
+            cache_read: None,
+            cache_write: Some(write),
+            cache_write_1h: Some(max(Rate::cache_write_1h_rate).max(write)),
+        }
     }
 
     /// Dollars for cumulative per-model usage.
     pub fn cost(&self, usage: &BTreeMap<String, ModelTokens>) -> Cost {
         let mut dollars = 0.0;
         let mut unknown_models = Vec::new();
+        let mut resolutions = BTreeMap::new();
         for (model, tokens) in usage {
-            match self.rate(model) {
-                Some(rate) => {
-                    dollars += (tokens.tokens_in as f64 * rate.input
-                        + tokens.tokens_out as f64 * rate.output)
-                        / 1e6;
-                }
-                None => unknown_models.push(model.clone()),
+            let resolution = self.resolve(model);
+            let rate = resolution.rate();
+            dollars += rate.dollars(tokens);
+            if let Resolution::Unknown { .. } = resolution {
+                unknown_models.push(UnknownModel {
+                    model: model.clone(),
+                    rate,
+                });
             }
+            resolutions.insert(model.clone(), resolution);
         }
         Cost {
             dollars: round_dollars(dollars),
             unknown_models,
+            resolutions,
+            source: self.source,
         }
     }
 }
 
-/// The contract's warning for a model with no rate.
-pub fn unknown_model_warning(model: &str) -> String {
+/// The warning for a model with no row (the contract's wording, with the
+/// over-estimate in place of its $0.00).
+pub fn unknown_model_warning(unknown: &UnknownModel) -> String {
     format!(
-        "Unknown model in cost accounting: {model} — contributing $0.00 to dollars_estimate. Add a row to ### Loop Cost Rates in CLAUDE.md to fix."
+        "Unknown model in cost accounting: {} — priced at the rate table's highest rates ({} input, {} output per Mtok) so spend is over- rather than under-counted. Add a row to ### Loop Cost Rates in CLAUDE.md to fix.",
+        unknown.model,
+        usd(unknown.rate.input),
+        usd(unknown.rate.output)
     )
 }
 
@@ -215,36 +631,46 @@ mod tests {
                     ModelTokens {
                         tokens_in: *i,
                         tokens_out: *o,
+                        ..ModelTokens::default()
                     },
                 )
             })
             .collect()
     }
 
+    fn md(text: &str) -> ClaudeMd {
+        ClaudeMd::parse(Path::new("CLAUDE.md"), text)
+    }
+
+    fn row_of(t: &RateTable, model: &str) -> Option<String> {
+        t.resolve(model).row().map(str::to_owned)
+    }
+
     #[test]
     fn built_in_when_claude_md_has_no_rates() {
-        let md = ClaudeMd::parse(Path::new("CLAUDE.md"), "# Project\n");
-        let t = RateTable::from_claude_md(&md).unwrap();
+        let t = RateTable::from_claude_md(&md("# Project\n")).unwrap();
         assert_eq!(t.source.label(), "built-in default");
         let cost = t.cost(&usage(&[("claude-opus-4-7", 1_000_000, 100_000)]));
         assert_eq!(cost.dollars, 22.5);
+        assert_eq!(cost.rate_table_source(), "built-in default");
+    }
+
+    #[test]
+    fn the_contract_rows_are_kept_exactly() {
+        let t = RateTable::built_in();
+        assert_eq!(t.rate("claude-opus-4-7"), Some(Rate::new(15.0, 75.0)));
+        assert_eq!(t.rate("claude-sonnet-4-7"), Some(Rate::new(3.0, 15.0)));
+        assert_eq!(t.rate("claude-haiku-4-7"), Some(Rate::new(0.25, 1.25)));
     }
 
     #[test]
     fn nested_heading_layout_is_sourced() {
-        let md = ClaudeMd::parse(
-            Path::new("CLAUDE.md"),
+        let t = RateTable::from_claude_md(&md(
             "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input ($/Mtok) | Output ($/Mtok) |\n|---|---|---|\n| claude-opus-4-7 | 10.00 | 50.00 |\n",
-        );
-        let t = RateTable::from_claude_md(&md).unwrap();
+        ))
+        .unwrap();
         assert_eq!(t.source.label(), "CLAUDE.md SDD config");
-        assert_eq!(
-            t.rate("claude-opus-4-7"),
-            Some(Rate {
-                input: 10.0,
-                output: 50.0
-            })
-        );
+        assert_eq!(t.rate("claude-opus-4-7"), Some(Rate::new(10.0, 50.0)));
         assert_eq!(
             t.rate("claude-sonnet-4-7"),
             None,
@@ -254,29 +680,13 @@ mod tests {
 
     #[test]
     fn sibling_heading_layout_is_sourced() {
-        let md = ClaudeMd::parse(
-            Path::new("CLAUDE.md"),
+        let t = RateTable::from_claude_md(&md(
             "### SDD Configuration\n\n### Loop Cost Rates\n\n| Model | Input | Output |\n| --- | --- | --- |\n| my-model | $2 | $8 |\n",
-        );
-        let t = RateTable::from_claude_md(&md).unwrap();
+        ))
+        .unwrap();
         assert_eq!(t.source, RateSource::ClaudeMd);
         let cost = t.cost(&usage(&[("my-model", 500_000, 250_000)]));
         assert_eq!(cost.dollars, 3.0);
-    }
-
-    #[test]
-    fn unknown_model_costs_nothing_and_is_named() {
-        let t = RateTable::built_in();
-        let cost = t.cost(&usage(&[
-            ("claude-haiku-4-7", 4_000_000, 0),
-            ("gpt-9", 1_000_000, 1_000_000),
-        ]));
-        assert_eq!(cost.dollars, 1.0);
-        assert_eq!(cost.unknown_models, vec!["gpt-9".to_owned()]);
-        assert_eq!(
-            unknown_model_warning("gpt-9"),
-            "Unknown model in cost accounting: gpt-9 — contributing $0.00 to dollars_estimate. Add a row to ### Loop Cost Rates in CLAUDE.md to fix."
-        );
     }
 
     #[test]
@@ -292,15 +702,396 @@ mod tests {
 
     #[test]
     fn bad_rate_row_names_its_line() {
-        let md = ClaudeMd::parse(
-            Path::new("CLAUDE.md"),
+        let err = RateTable::from_claude_md(&md(
             "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input | Output |\n|---|---|---|\n| m | cheap | 1 |\n",
-        );
-        let err = RateTable::from_claude_md(&md).unwrap_err();
+        ))
+        .unwrap_err();
         assert_eq!(err.line, 5);
         assert_eq!(
             err.to_string(),
             "CLAUDE.md:5: input rate for m is not a non-negative number: `cheap`"
         );
+    }
+
+    #[test]
+    fn dated_ids_resolve_to_the_longest_prefix_row() {
+        let t = RateTable::built_in();
+        for (model, row) in [
+            ("claude-sonnet-4-7-20260115", "claude-sonnet-4-7"),
+            ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+            ("claude-sonnet-4-20250514", "claude-sonnet-4"),
+            ("claude-opus-4-1-20250805", "claude-opus-4-1"),
+            ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+            ("claude-3-5-haiku-20241022", "claude-3-5-haiku"),
+            ("claude-opus-4-1@20250805", "claude-opus-4-1"),
+            ("gpt-5-codex-2025-09-15", "gpt-5-codex"),
+            ("gpt-5.1-codex-max", "gpt-5.1-codex"),
+        ] {
+            let r = t.resolve(model);
+            assert!(matches!(r, Resolution::Family { .. }), "{model}: {r:?}");
+            assert_eq!(r.row(), Some(row), "{model}");
+        }
+        let exact = t.resolve("Claude-Opus-4-7");
+        assert!(
+            matches!(exact, Resolution::Exact { .. }),
+            "case-insensitive"
+        );
+    }
+
+    // A plain prefix test would price `claude-sonnet-45` as
+    // `claude-sonnet-4`, and `gpt-5.1` as `gpt-5`.
+    #[test]
+    fn a_prefix_counts_only_at_a_boundary() {
+        let t = RateTable::built_in();
+        assert_eq!(row_of(&t, "claude-sonnet-45"), Some("claude-sonnet".into()));
+        assert_eq!(row_of(&t, "claude-opus-4-50"), Some("claude-opus-4".into()));
+        assert_eq!(row_of(&t, "gpt-5.2"), None, "`.` is not a boundary");
+        assert_eq!(row_of(&t, "o3x"), None);
+        assert_eq!(row_of(&t, "claude"), None);
+    }
+
+    #[test]
+    fn the_family_row_is_used_when_the_member_has_none() {
+        let t = RateTable::from_claude_md(&md(
+            "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input | Output |\n|---|---|---|\n| claude-haiku | 1 | 5 |\n| claude-sonnet-4 | 3 | 15 |\n| claude-sonnet-4-5 | 4 | 16 |\n",
+        ))
+        .unwrap();
+        assert_eq!(row_of(&t, "claude-haiku-4-5"), Some("claude-haiku".into()));
+        assert_eq!(
+            row_of(&t, "claude-sonnet-4-5-20250929"),
+            Some("claude-sonnet-4-5".into()),
+            "the longest prefix wins, not the first row"
+        );
+        assert_eq!(
+            row_of(&t, "claude-sonnet-4-20250514"),
+            Some("claude-sonnet-4".into())
+        );
+    }
+
+    #[test]
+    fn decorated_ids_and_aliases_resolve() {
+        let t = RateTable::built_in();
+        assert_eq!(
+            row_of(&t, "claude-opus-5[1m]"),
+            Some("claude-opus-5".into())
+        );
+        assert_eq!(
+            row_of(&t, " claude-sonnet-4-5-20250929[1m] "),
+            Some("claude-sonnet-4-5".into())
+        );
+        assert_eq!(row_of(&t, "opus"), Some("claude-opus".into()));
+        assert_eq!(row_of(&t, "sonnet[1m]"), Some("claude-sonnet".into()));
+        assert_eq!(row_of(&t, "haiku"), Some("claude-haiku".into()));
+        assert_eq!(row_of(&t, "[1m]"), None);
+    }
+
+    #[test]
+    fn unknown_models_cost_the_highest_rates_and_are_named() {
+        let t = RateTable::built_in();
+        let cost = t.cost(&usage(&[
+            ("claude-haiku-4-7", 4_000_000, 0),
+            ("gpt-9", 1_000_000, 1_000_000),
+        ]));
+        // haiku 4 × 0.25 = 1; gpt-9 at the highest rates: 15 + 75.
+        assert_eq!(cost.dollars, 91.0);
+        assert_eq!(cost.unknown_models.len(), 1);
+        let unknown = &cost.unknown_models[0];
+        assert_eq!(unknown.as_str(), "gpt-9");
+        assert_eq!((unknown.rate.input, unknown.rate.output), (15.0, 75.0));
+        assert_eq!(
+            unknown_model_warning(unknown),
+            "Unknown model in cost accounting: gpt-9 — priced at the rate table's highest rates ($15.00 input, $75.00 output per Mtok) so spend is over- rather than under-counted. Add a row to ### Loop Cost Rates in CLAUDE.md to fix."
+        );
+        assert_eq!(
+            cost.rate_table_source(),
+            "built-in default (unknown models priced at the highest rates)"
+        );
+        assert!(
+            cost.rate_table_source()
+                .starts_with(RateSource::BuiltIn.label())
+        );
+    }
+
+    #[test]
+    fn highest_rates_come_from_the_declared_table() {
+        let t = RateTable::from_claude_md(&md(
+            "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input | Output | Cache write |\n|---|---|---|---|\n| a | 2 | 30 | 2.5 |\n| b | 4 | 8 | |\n",
+        ))
+        .unwrap();
+        let h = t.highest();
+        assert_eq!((h.input, h.output), (4.0, 30.0));
+        assert_eq!(h.cache_read_rate(), 4.0, "no discount for the unknown");
+        assert_eq!(h.cache_write_rate(), 4.0, "never below the input rate");
+        let cost = t.cost(&usage(&[("mystery", 1_000_000, 0)]));
+        assert_eq!(cost.dollars, 4.0);
+        assert_eq!(
+            cost.rate_table_source(),
+            "CLAUDE.md SDD config (unknown models priced at the highest rates)"
+        );
+    }
+
+    #[test]
+    fn family_notes_name_the_row_used() {
+        let t = RateTable::built_in();
+        let cost = t.cost(&usage(&[
+            ("claude-sonnet-4-5-20250929", 1, 1),
+            ("claude-opus-4-7", 1, 1),
+        ]));
+        assert_eq!(
+            cost.family_notes(),
+            vec![
+                "Cost rates: claude-sonnet-4-5-20250929 priced at row claude-sonnet-4-5 ($3.00 input, $15.00 output per Mtok)"
+            ]
+        );
+        assert_eq!(cost.rate_table_source(), "built-in default");
+        assert!(cost.unknown_models.is_empty());
+    }
+
+    #[test]
+    fn cache_columns_in_the_nested_layout() {
+        let t = RateTable::from_claude_md(&md(
+            "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input ($/Mtok) | Output ($/Mtok) | Cache read ($/Mtok) | Cache write (5m) | Cache write 1h |\n|---|---|---|---|---|---|\n| m | 4.00 | 20.00 | 0.40 | 5.00 | 8.00 |\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            t.rate("m"),
+            Some(Rate {
+                input: 4.0,
+                output: 20.0,
+                cache_read: Some(0.4),
+                cache_write: Some(5.0),
+                cache_write_1h: Some(8.0),
+            })
+        );
+    }
+
+    #[test]
+    fn cache_columns_in_the_sibling_layout_in_any_order_and_spelling() {
+        let t = RateTable::from_claude_md(&md(
+            "### SDD Configuration\n\n### Loop Cost Rates\n| cache_write_1h | Model | cache_read | Output | Input | CACHE WRITE |\n| --- | --- | --- | --- | --- | --- |\n| 6 | m | 0.3 | 15 | 3 | 3.75 |\n| | n | - | 10 | 2 | |\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            t.rate("m"),
+            Some(Rate {
+                input: 3.0,
+                output: 15.0,
+                cache_read: Some(0.3),
+                cache_write: Some(3.75),
+                cache_write_1h: Some(6.0),
+            })
+        );
+        assert_eq!(
+            t.rate("n"),
+            Some(Rate::new(2.0, 10.0)),
+            "blank = undeclared"
+        );
+    }
+
+    #[test]
+    fn header_spellings_are_understood() {
+        for (header, column) in [
+            ("Cache read", Some(Column::CacheRead)),
+            ("cache_read", Some(Column::CacheRead)),
+            ("Cache hits ($/Mtok)", Some(Column::CacheRead)),
+            ("Cached input", Some(Column::CacheRead)),
+            ("Cache write (5m)", Some(Column::CacheWrite)),
+            ("Cache write", Some(Column::CacheWrite)),
+            ("cache creation", Some(Column::CacheWrite)),
+            ("Cache write 1h ($/Mtok)", Some(Column::CacheWrite1h)),
+            ("Cache write (1 hour)", Some(Column::CacheWrite1h)),
+            ("Input ($/Mtok)", Some(Column::Input)),
+            ("Output ($/Mtok)", Some(Column::Output)),
+            ("Model", Some(Column::Model)),
+            ("Notes", None),
+        ] {
+            assert_eq!(Column::of_header(header), column, "{header}");
+        }
+    }
+
+    #[test]
+    fn a_bad_cache_cell_names_its_line_and_column() {
+        let err = RateTable::from_claude_md(&md(
+            "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input | Output | Cache read |\n|---|---|---|---|\n| m | 1 | 2 | free |\n",
+        ))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "CLAUDE.md:5: cache read rate for m is not a non-negative number: `free`"
+        );
+    }
+
+    #[test]
+    fn without_cache_columns_cache_tokens_cost_the_input_rate() {
+        let t = RateTable::from_claude_md(&md(
+            "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input | Output |\n|---|---|---|\n| m | 2 | 10 |\n",
+        ))
+        .unwrap();
+        let tokens = ModelTokens {
+            tokens_in: 1_000_000,
+            tokens_out: 0,
+            cache_read_tokens: 600_000,
+            cache_write_tokens: 300_000,
+            cache_write_1h_tokens: 100_000,
+        };
+        let cost = t.cost(&BTreeMap::from([("m".to_owned(), tokens)]));
+        assert_eq!(
+            cost.dollars, 2.0,
+            "tokens_in × input, as without cache data"
+        );
+    }
+
+    #[test]
+    fn a_cache_heavy_usage_is_priced_exactly() {
+        let t = RateTable::built_in();
+        // claude-sonnet-4-5: input 3, output 15, read 0.30, write 3.75,
+        // write 1h 6.00 (USD per Mtok).
+        let tokens = ModelTokens {
+            tokens_in: 10_000_000,
+            tokens_out: 200_000,
+            cache_read_tokens: 9_000_000,
+            cache_write_tokens: 900_000,
+            cache_write_1h_tokens: 400_000,
+        };
+        // uncached   10,000,000 − 9,000,000 − 900,000 = 100,000 × 3.00 = 0.30
+        // reads       9,000,000 × 0.30                               = 2.70
+        // 5m writes     500,000 × 3.75                               = 1.875
+        // 1h writes     400,000 × 6.00                               = 2.40
+        // output        200,000 × 15.00                              = 3.00
+        //                                                     total = 10.275
+        let cost = t.cost(&BTreeMap::from([(
+            "claude-sonnet-4-5-20250929".to_owned(),
+            tokens,
+        )]));
+        assert_eq!(cost.dollars, 10.275);
+        // The same tokens with no cache parts: 10 × 3 + 0.2 × 15 = 33.
+        let plain = ModelTokens {
+            tokens_in: 10_000_000,
+            tokens_out: 200_000,
+            ..ModelTokens::default()
+        };
+        let cost = t.cost(&BTreeMap::from([("claude-sonnet-4-5".to_owned(), plain)]));
+        assert_eq!(cost.dollars, 33.0);
+    }
+
+    #[test]
+    fn over_reported_cache_parts_never_go_negative() {
+        let rate = Rate::cached(1.0, 1.0, 0.5, 2.0, 4.0);
+        let tokens = ModelTokens {
+            tokens_in: 10,
+            tokens_out: 0,
+            cache_read_tokens: 1_000_000,
+            cache_write_tokens: 1_000_000,
+            cache_write_1h_tokens: 3_000_000,
+        };
+        // 1 M reads × 0.5 + 1 M 1-hour writes (capped at the writes) × 4.
+        assert_eq!(rate.dollars(&tokens), 4.5);
+    }
+
+    // The contract priced any unlisted model at $0, so a budget never
+    // tripped on real model ids. Every kind of token, on every path
+    // (exact, family, decorated, alias, unknown; built-in and declared
+    // tables with and without cache columns), must cost something.
+    #[test]
+    fn no_path_prices_tokens_at_zero_unless_a_row_says_so() {
+        let declared = RateTable::from_claude_md(&md(
+            "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input | Output |\n|---|---|---|\n| claude-sonnet | 3 | 15 |\n| claude-opus-4-7 | 15 | 75 |\n",
+        ))
+        .unwrap();
+        let with_cache = RateTable::from_claude_md(&md(
+            "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input | Output | Cache read | Cache write | Cache write 1h |\n|---|---|---|---|---|---|\n| claude-sonnet | 3 | 15 | 0.3 | 3.75 | 6 |\n",
+        ))
+        .unwrap();
+        let kinds = [
+            ModelTokens {
+                tokens_in: 1,
+                ..ModelTokens::default()
+            },
+            ModelTokens {
+                tokens_out: 1,
+                ..ModelTokens::default()
+            },
+            ModelTokens {
+                tokens_in: 1,
+                cache_read_tokens: 1,
+                ..ModelTokens::default()
+            },
+            ModelTokens {
+                tokens_in: 1,
+                cache_write_tokens: 1,
+                ..ModelTokens::default()
+            },
+            ModelTokens {
+                tokens_in: 1,
+                cache_write_tokens: 1,
+                cache_write_1h_tokens: 1,
+                ..ModelTokens::default()
+            },
+        ];
+        let models = [
+            "claude-opus-4-7",
+            "claude-sonnet-4-5-20250929",
+            "claude-sonnet-4-7[1m]",
+            "sonnet",
+            "gpt-5.1-codex-max",
+            "o4-mini-2025-04-16",
+            "gpt-9",
+            "",
+        ];
+        for (name, table) in [
+            ("built-in", RateTable::built_in()),
+            ("declared", declared),
+            ("declared with cache", with_cache),
+        ] {
+            for model in models {
+                for tokens in &kinds {
+                    let rate = table.resolve(model).rate();
+                    assert!(
+                        rate.dollars(tokens) > 0.0,
+                        "{name}: {model} {tokens:?} priced at $0 by {rate:?}"
+                    );
+                }
+            }
+        }
+        let free = RateTable::from_claude_md(&md(
+            "### SDD Configuration\n#### Loop Cost Rates\n| Model | Input | Output | Cache read |\n|---|---|---|---|\n| local | 0 | 0 | 0 |\n",
+        ))
+        .unwrap();
+        assert_eq!(free.cost(&usage(&[("local", 5, 5)])).dollars, 0.0);
+    }
+
+    #[test]
+    fn family_rows_are_never_cheaper_than_a_member() {
+        let t = RateTable::built_in();
+        for family in ["claude-opus", "claude-sonnet", "claude-haiku"] {
+            let f = t.rate(family).unwrap();
+            let members = BUILT_IN
+                .iter()
+                .filter(|(id, _)| id.starts_with(&format!("{family}-")));
+            for (id, m) in members {
+                for (what, fam, mem) in [
+                    ("input", f.input, m.input),
+                    ("output", f.output, m.output),
+                    ("cache read", f.cache_read_rate(), m.cache_read_rate()),
+                    ("cache write", f.cache_write_rate(), m.cache_write_rate()),
+                    (
+                        "cache write 1h",
+                        f.cache_write_1h_rate(),
+                        m.cache_write_1h_rate(),
+                    ),
+                ] {
+                    assert!(fam >= mem, "{family} {what} {fam} < {id} {mem}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn built_in_ids_are_unique_and_lowercase() {
+        let mut ids: Vec<&str> = BUILT_IN.iter().map(|(id, _)| *id).collect();
+        assert!(ids.iter().all(|id| *id == id.to_ascii_lowercase()));
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), BUILT_IN.len());
     }
 }

@@ -67,6 +67,7 @@ fn begin_opens_the_iteration_for_the_session_and_end_records_it() {
         model: "claude-sonnet-4-7".into(),
         tokens_in: 1000,
         tokens_out: 100,
+        ..ModelUsage::default()
     }];
     let e = s.end(&cfg, &end_flags(flags));
     assert_eq!(e.code, exit::TICK_DONE, "{}{}", e.out, e.err);
@@ -264,6 +265,7 @@ fn a_killed_session_s_reported_spend_is_recovered_and_counted_once() {
             model: "claude-sonnet-4-7".into(),
             tokens_in: 1000,
             tokens_out: 100,
+            ..ModelUsage::default()
         }],
         ..Default::default()
     });

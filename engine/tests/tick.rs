@@ -1130,20 +1130,24 @@ fn first_history_write_warns_once_and_files_are_private() {
     assert_eq!(mode(paths.budget()), 0o600);
 }
 
+// The contract counted an unknown model as $0.00, so a run on model ids
+// the table did not list never reached its cost ceiling.
 #[test]
-fn unknown_model_costs_nothing_and_warns() {
+fn unknown_model_is_priced_at_the_highest_rates_and_warns() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
     s.runner.steps = vec![Step::ok(SkillResult {
         usage: vec![ModelUsage {
             model: "gpt-9".into(),
             tokens_in: 5,
             tokens_out: 5,
+            ..ModelUsage::default()
         }],
         ..result()
     })];
     let r = s.tick(&s.cfg(Skill::Work));
-    assert!(r.out.contains("Unknown model in cost accounting: gpt-9 — contributing $0.00 to dollars_estimate. Add a row to ### Loop Cost Rates in CLAUDE.md to fix."));
-    assert_eq!(s.budget(Skill::Work).dollars_estimate, 0.0);
+    assert!(r.out.contains("Unknown model in cost accounting: gpt-9 — priced at the rate table's highest rates ($15.00 input, $75.00 output per Mtok) so spend is over- rather than under-counted. Add a row to ### Loop Cost Rates in CLAUDE.md to fix."), "{}", r.out);
+    // 5 × 15 + 5 × 75 per million.
+    assert_eq!(s.budget(Skill::Work).dollars_estimate, 0.00045);
 }
 
 #[test]

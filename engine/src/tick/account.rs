@@ -67,11 +67,12 @@ pub(crate) fn add(
     let priced_before = ctx.inputs.rates.cost(&budget.tokens_by_model).dollars;
     let mut delta = Delta::default();
     for u in &result.usage {
-        budget.add_usage(&u.model, u.tokens_in, u.tokens_out);
+        budget.add_model_tokens(&u.model, &u.tokens());
         delta.tokens_in += u.tokens_in;
         delta.tokens_out += u.tokens_out;
     }
     let cost = ctx.inputs.rates.cost(&budget.tokens_by_model);
+    budget.rate_table_source = cost.rate_table_source();
     let this_tick: BTreeSet<&str> = result.usage.iter().map(|u| u.model.as_str()).collect();
     for model in cost
         .unknown_models

@@ -165,10 +165,11 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
     // from the per-model totals — when those account for every token. A
     // checkpoint written without them (the contract's own shape) keeps its
     // dollars, and new spend is added on top.
+    let cost = ctx.inputs.rates.cost(&budget.tokens_by_model);
     if budget.per_model_totals_complete() {
-        budget.dollars_estimate = ctx.inputs.rates.cost(&budget.tokens_by_model).dollars;
+        budget.dollars_estimate = cost.dollars;
     }
-    budget.rate_table_source = ctx.inputs.rates.source.label().to_owned();
+    budget.rate_table_source = cost.rate_table_source();
 
     let iteration = budget.iterations_used + 1;
     ctx.answerer.set_iteration(iteration);

@@ -228,6 +228,7 @@ pub fn opened(number: u64, model_tokens: u64) -> SkillResult {
             model: "claude-sonnet-4-7".into(),
             tokens_in: model_tokens,
             tokens_out: model_tokens / 10,
+            ..ModelUsage::default()
         }],
         agents_dispatched: 1,
         ..Default::default()

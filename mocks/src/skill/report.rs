@@ -56,8 +56,9 @@ impl Report {
             .find(|u| u.model == usage.model)
         {
             Some(total) => {
-                total.tokens_in += usage.tokens_in;
-                total.tokens_out += usage.tokens_out;
+                let mut sum = total.tokens();
+                sum.add(&usage.tokens());
+                *total = ModelUsage::from_tokens(usage.model.clone(), sum);
             }
             None => self.result.usage.push(usage.clone()),
         }
@@ -65,6 +66,9 @@ impl Report {
             model: usage.model.clone(),
             tokens_in: usage.tokens_in,
             tokens_out: usage.tokens_out,
+            cache_read_tokens: usage.cache_read_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            cache_write_1h_tokens: usage.cache_write_1h_tokens,
         })
     }
 
@@ -177,6 +181,9 @@ mod tests {
             model: "m".into(),
             tokens_in: 10,
             tokens_out: 1,
+            cache_read_tokens: 6,
+            cache_write_tokens: 3,
+            cache_write_1h_tokens: 1,
         };
         r.usage(&usage).unwrap();
         r.usage(&usage).unwrap();
@@ -202,6 +209,15 @@ mod tests {
         r.review_round(3, 1);
         let result = r.result(Some("done"));
         assert_eq!(result.usage[0].tokens_in, 20);
+        assert_eq!(
+            (
+                result.usage[0].cache_read_tokens,
+                result.usage[0].cache_write_tokens,
+                result.usage[0].cache_write_1h_tokens
+            ),
+            (12, 6, 2),
+            "cache parts add up like the totals"
+        );
         assert_eq!(result.prs.len(), 1);
         assert_eq!(result.prs[0].head_sha_at_start.as_deref(), Some("a"));
         assert_eq!(result.prs[0].head_sha_at_end.as_deref(), Some("c"));
