@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use schemars::JsonSchema;
 use sdd_loop::history::Outcome;
+use sdd_loop::paths::Skill;
 use sdd_mocks::tracker::pattern::RouteMatcher;
 use serde::Deserialize;
 use serde_json::Value;
@@ -63,6 +64,22 @@ pub enum Check {
     RepoFileContains(RepoFileContains),
     /// How many requests the mock tracker answered on a route.
     TrackerRequests(TrackerRequests),
+    /// A plugin's `skills/{skill}/SKILL.md` agrees with the engine: loop
+    /// flags and defaults, gate questions and options, and every command,
+    /// flag and exit status it names (`sdd-evals docs`).
+    SkillDocs(SkillDocs),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillDocs {
+    /// Whose document: `work` or `review`.
+    pub skill: Skill,
+    /// The plugin checkout, relative to the workspace root [default: this
+    /// repository].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub plugin_root: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -453,6 +470,17 @@ impl Check {
                             format!("{} does not contain {:?}", c.path.value, c.text),
                         ),
                     },
+                }
+            }
+            Check::SkillDocs(c) => {
+                let shown = c
+                    .plugin_root
+                    .as_ref()
+                    .map_or_else(|| std::path::PathBuf::from("."), |p| p.value.clone().into());
+                let cli = crate::docs::engine::Cli::read();
+                match crate::docs::check(&run.workspace.join(&shown), &shown, c.skill, &cli) {
+                    Ok(report) => (report.passed(), report.render().trim_end().to_owned()),
+                    Err(e) => (false, format!("{e} ({})", e.help())),
                 }
             }
             Check::TrackerRequests(c) => {

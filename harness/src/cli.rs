@@ -9,13 +9,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
+use sdd_loop::paths::Skill;
 
 use crate::bins::{BUILD_HINT, Binaries};
 use crate::case::{Case, FORMAT_HELP};
 use crate::report::{self, Snapshots};
 use crate::runner::{self, Options};
 use crate::validate::Fixtures;
-use crate::{scaffold, schema, suite};
+use crate::{docs, scaffold, schema, suite};
 
 /// Exit statuses of `sdd-evals`.
 pub mod exit {
@@ -42,7 +43,8 @@ Environment:
 
 Exit status:
   0   every case passed
-  1   a case failed (an assertion, an expectation or a snapshot)
+  1   a case failed (an assertion, an expectation or a snapshot), or
+      `docs` found a difference between a SKILL.md and the engine
   64  usage error
   65  a case file does not parse or validate
   69  a binary is missing (build them with `cargo build --workspace --bins`)
@@ -84,6 +86,26 @@ pub enum Command {
     },
     /// Print the case format as JSON Schema (for editors).
     Schema,
+    /// Compare a plugin's skills/work/SKILL.md and skills/review/SKILL.md
+    /// with the engine: loop flags and defaults, gate questions and
+    /// options, ADR-0010 and single-PR semantics, and every command, flag
+    /// and exit status they name (ADR-0028 confirmations 1–2). Exits 1 on
+    /// any difference.
+    #[command(
+        after_help = "Examples:\n  sdd-evals docs\n  sdd-evals docs --plugin-root ../claude-plugin-sdd --skill review"
+    )]
+    Docs(DocsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DocsArgs {
+    /// The plugin checkout holding skills/{work,review}/SKILL.md
+    /// [default: this repository]
+    #[arg(long, value_name = "DIR")]
+    pub plugin_root: Option<PathBuf>,
+    /// Check only this skill's document [default: both]
+    #[arg(long, value_enum)]
+    pub skill: Option<Skill>,
 }
 
 #[derive(Debug, Args)]
@@ -215,6 +237,47 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>, env: &mut Env<'_>) ->
             let paths = resolve(args.paths.clone());
             run(env, args, &paths, &workspace, fixtures)
         }
+        Command::Docs(args) => docs_command(env, args, &workspace),
+    }
+}
+
+fn docs_command(env: &mut Env<'_>, args: DocsArgs, workspace: &Path) -> u8 {
+    let (root, shown) = match &args.plugin_root {
+        Some(dir) => (env.cwd.join(dir), dir.clone()),
+        None => (workspace.to_path_buf(), pathdiff(workspace, &env.cwd)),
+    };
+    let cli = docs::engine::Cli::read();
+    let skills = match args.skill {
+        Some(s) => vec![s],
+        None => vec![Skill::Work, Skill::Review],
+    };
+    let mut differences = 0;
+    for skill in skills {
+        match docs::check(&root, &shown, skill, &cli) {
+            Ok(report) => {
+                differences += report.differences.len();
+                let _ = env.stdout.write_all(report.render().as_bytes());
+            }
+            Err(e) => return error(env, &e.to_string(), &e.help(), exit::USAGE),
+        }
+    }
+    if differences == 0 {
+        exit::OK
+    } else {
+        let _ = writeln!(
+            env.stderr,
+            "{differences} difference(s) between the documents and the engine"
+        );
+        exit::FAILED
+    }
+}
+
+/// `target` relative to `base` when it is under it, else `target`.
+fn pathdiff(target: &Path, base: &Path) -> PathBuf {
+    match target.strip_prefix(base) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => target.to_path_buf(),
     }
 }
 

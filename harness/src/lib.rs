@@ -14,6 +14,7 @@ pub mod bins;
 pub mod case;
 pub mod check;
 pub mod cli;
+pub mod docs;
 pub mod duration;
 pub mod error;
 pub mod grade;

@@ -453,6 +453,10 @@ impl Checker<'_> {
             }
             Check::RepoFileContains(c) => self.relative(&c.path, "the repository"),
             Check::TrackerRequests(c) => self.comparison(&c.is),
+            Check::SkillDocs(c) => match &c.plugin_root {
+                Some(root) => self.relative(root, "the repository"),
+                None => Ok(()),
+            },
         }
     }
 }
