@@ -13,6 +13,7 @@ use sdd_loop::paths::Skill;
 
 use crate::bins::{BUILD_HINT, Binaries};
 use crate::case::{Case, FORMAT_HELP};
+use crate::coverage::{self, Coverage};
 use crate::report::{self, Snapshots};
 use crate::runner::{self, Options};
 use crate::validate::Fixtures;
@@ -95,6 +96,26 @@ pub enum Command {
         after_help = "Examples:\n  sdd-evals docs\n  sdd-evals docs --plugin-root ../claude-plugin-sdd --skill review"
     )]
     Docs(DocsArgs),
+    /// Map every SPEC-0020 requirement and ADR-0028 confirmation to the
+    /// cases that cover it (`covers:`) and their assertion counts; exits 1
+    /// when any has no case, naming them.
+    #[command(
+        after_help = "Examples:\n  sdd-evals coverage\n  sdd-evals coverage --markdown --write evals/README.md"
+    )]
+    Coverage(CoverageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CoverageArgs {
+    /// Case files or directories [default: evals/]
+    pub paths: Vec<PathBuf>,
+    /// Print the table as Markdown (the form evals/README.md holds).
+    #[arg(long)]
+    pub markdown: bool,
+    /// Replace the Markdown table between the coverage markers of FILE
+    /// (implies --markdown).
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -238,6 +259,10 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>, env: &mut Env<'_>) ->
             run(env, args, &paths, &workspace, fixtures)
         }
         Command::Docs(args) => docs_command(env, args, &workspace),
+        Command::Coverage(args) => {
+            let paths = resolve(args.paths.clone());
+            coverage_command(env, &args, &paths, &fixtures)
+        }
     }
 }
 
@@ -270,6 +295,66 @@ fn docs_command(env: &mut Env<'_>, args: DocsArgs, workspace: &Path) -> u8 {
         );
         exit::FAILED
     }
+}
+
+fn coverage_command(
+    env: &mut Env<'_>,
+    args: &CoverageArgs,
+    paths: &[PathBuf],
+    fixtures: &Fixtures,
+) -> u8 {
+    let (cases, bad) = match load(env, paths, fixtures) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    if bad > 0 {
+        return error(
+            env,
+            &format!("{bad} case file(s) have errors; the map would be incomplete"),
+            &format!("fix them (`sdd-evals check` shows the same errors; {FORMAT_HELP})"),
+            exit::BAD_CASE,
+        );
+    }
+    let map = Coverage::of(&cases);
+    if let Some(file) = &args.write {
+        let path = env.cwd.join(file);
+        let written = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| coverage::splice(&text, &map.markdown()))
+            .and_then(|text| std::fs::write(&path, text).map_err(|e| e.to_string()));
+        if let Err(why) = written {
+            return error(
+                env,
+                &format!("cannot update {}: {why}", file.display()),
+                &format!(
+                    "the file needs the lines `{}` and `{}` around the table",
+                    coverage::BEGIN,
+                    coverage::END
+                ),
+                exit::CANT_WRITE,
+            );
+        }
+        let _ = writeln!(env.stdout, "updated {}", file.display());
+    } else if args.markdown {
+        let _ = env.stdout.write_all(map.markdown().as_bytes());
+    } else {
+        let _ = env.stdout.write_all(map.text().as_bytes());
+    }
+    let uncovered = map.uncovered();
+    if uncovered.is_empty() {
+        return exit::OK;
+    }
+    let _ = writeln!(
+        env.stderr,
+        "error: {} requirement(s) have no case: {}",
+        uncovered.len(),
+        uncovered.join("; ")
+    );
+    let _ = writeln!(
+        env.stderr,
+        "help: write a case that proves each and name it in the case's `covers:` ({FORMAT_HELP})"
+    );
+    exit::FAILED
 }
 
 /// `target` relative to `base` when it is under it, else `target`.
