@@ -448,6 +448,11 @@ impl Checker<'_> {
                 }
                 continue;
             }
+            let w = if w.contains('|') {
+                w.trim_matches(|c| c == '{' || c == '}')
+            } else {
+                w
+            };
             if optional || is_placeholder(w) {
                 positional += 1;
                 continue;
@@ -820,6 +825,9 @@ fn default_differs(doc: &Value, engine: &EngineDefault, skill: Skill) -> Option<
         (Value::Number(a), Value::Number(b)) => (a - b).abs() < 1e-9,
         (Value::Text(a), Value::Text(b)) => a.eq_ignore_ascii_case(b),
         (Value::Unset, Value::Off) | (Value::Off, Value::Unset) => true,
+        // Words for a default the engine computes ("defaults to the
+        // session's process") are a description, not a value to compare.
+        (Value::Text(_), Value::Unset) => true,
         (a, b) => a == b,
     };
     if same {
@@ -891,9 +899,35 @@ mod tests {
             None
         );
         assert_eq!(
+            default_differs(
+                &Value::Text("the".into()),
+                &EngineDefault::None,
+                Skill::Work
+            ),
+            None,
+            "a computed default described in words"
+        );
+        assert!(default_differs(&Value::Number(0.0), &EngineDefault::None, Skill::Work).is_some());
+        assert_eq!(
             default_differs(&Value::Number(10.0), &v("20"), Skill::Work).as_deref(),
             Some("the default is documented as 10; the engine's is 20")
         );
+    }
+
+    #[test]
+    fn alternatives_in_braces_name_each_command() {
+        let doc = Doc::parse(
+            std::path::Path::new("SKILL.md"),
+            "Run `sdd-loop {work|review} --loop`, `sdd-loop work|status --json` or `sdd-loop {work|nope} --loop`.\n",
+        );
+        let report = compare(&doc, Skill::Work, &Cli::read());
+        let said = report.render();
+        assert!(
+            said.contains("command sdd-loop nope: the engine has no such command"),
+            "{said}"
+        );
+        assert!(!said.contains("command sdd-loop work:"), "{said}");
+        assert!(!said.contains("sdd-loop status"), "{said}");
     }
 
     #[test]
