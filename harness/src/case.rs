@@ -50,6 +50,12 @@ pub struct Case {
     pub name: String,
     /// The confirmation or rule the case proves, e.g. "ADR-0028 confirmation 4".
     pub proves: String,
+    /// What the case proves, by name: SPEC-0020 requirement titles
+    /// (verbatim) and ADR-0028 confirmations (`confirmation 4`); `sdd-evals
+    /// coverage` maps them.
+    #[serde(default)]
+    #[schemars(schema_with = "schema_parts::covers")]
+    pub covers: Vec<Spanned<String>>,
     /// The `/loop` prompt the case stands for (documentation only).
     #[serde(default)]
     pub prompt: Option<String>,

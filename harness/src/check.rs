@@ -11,12 +11,14 @@ use std::fmt::Write as _;
 
 use schemars::JsonSchema;
 use sdd_loop::history::Outcome;
+use sdd_loop::paths::Skill;
 use sdd_mocks::tracker::pattern::RouteMatcher;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use crate::record::RunRecord;
+use crate::status_layout;
 
 /// The stop cause of a run that did not stop.
 pub const NO_STOP: &str = "none";
@@ -63,6 +65,35 @@ pub enum Check {
     RepoFileContains(RepoFileContains),
     /// How many requests the mock tracker answered on a route.
     TrackerRequests(TrackerRequests),
+    /// A plugin's `skills/{skill}/SKILL.md` agrees with the engine: loop
+    /// flags and defaults, gate questions and options, and every command,
+    /// flag and exit status it names (`sdd-evals docs`).
+    SkillDocs(SkillDocs),
+    /// Every status block a tick (or tick N) printed follows the canonical
+    /// layout of loop-telemetry.md "Status Block", a skipped tick's with
+    /// the skip note on its `Outcome:` line. Every case is graded on it;
+    /// state it to mark a `known_failure`.
+    StatusLayout(StatusLayout),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusLayout {
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub tick: TickRef,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillDocs {
+    /// Whose document: `work` or `review`.
+    pub skill: Skill,
+    /// The plugin checkout, relative to the workspace root [default: this
+    /// repository].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub plugin_root: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -455,6 +486,18 @@ impl Check {
                     },
                 }
             }
+            Check::SkillDocs(c) => {
+                let shown = c
+                    .plugin_root
+                    .as_ref()
+                    .map_or_else(|| std::path::PathBuf::from("."), |p| p.value.clone().into());
+                let cli = crate::docs::engine::Cli::read();
+                match crate::docs::check(&run.workspace.join(&shown), &shown, c.skill, &cli) {
+                    Ok(report) => (report.passed(), report.render().trim_end().to_owned()),
+                    Err(e) => (false, format!("{e} ({})", e.help())),
+                }
+            }
+            Check::StatusLayout(c) => status_layout(run, tick_of(&c.tick)),
             Check::TrackerRequests(c) => {
                 let route = RouteMatcher::new(c.method.as_deref().unwrap_or("*"), &c.path);
                 let count = run
@@ -474,6 +517,51 @@ impl Check {
                 )
             }
         }
+    }
+}
+
+fn status_layout(run: &RunRecord, tick: Option<usize>) -> (bool, String) {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for t in run
+        .ticks
+        .iter()
+        .filter(|t| tick.is_none_or(|n| t.number == n))
+    {
+        let blocks = status_layout::blocks(&t.stdout);
+        let printed_report = matches!(t.end.code(), Some(0 | 3));
+        if blocks.is_empty() && printed_report && !t.args.iter().any(|a| a == "--json") {
+            problems.push(format!("tick {} printed no status block", t.number));
+        }
+        let shape = status_layout::Tick {
+            single_pr: t.args.iter().any(|a| a == "--pr" || a.starts_with("--pr=")),
+            skipped: run
+                .lines(Some(t.number))
+                .iter()
+                .any(|l| l["outcome"] == "skipped_lock"),
+        };
+        for (i, block) in blocks.iter().enumerate() {
+            checked += 1;
+            for p in status_layout::problems(block, shape) {
+                problems.push(format!(
+                    "tick {} block {} ({}): {p}",
+                    t.number,
+                    i + 1,
+                    block[0]
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        (
+            true,
+            format!(
+                "{checked} status block(s) in {} follow the layout",
+                scope(tick)
+            ),
+        )
+    } else {
+        (false, problems.join("\n"))
     }
 }
 

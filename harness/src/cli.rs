@@ -9,13 +9,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
+use sdd_loop::paths::Skill;
 
 use crate::bins::{BUILD_HINT, Binaries};
 use crate::case::{Case, FORMAT_HELP};
+use crate::coverage::{self, Coverage};
 use crate::report::{self, Snapshots};
 use crate::runner::{self, Options};
 use crate::validate::Fixtures;
-use crate::{scaffold, schema, suite};
+use crate::{docs, scaffold, schema, suite};
 
 /// Exit statuses of `sdd-evals`.
 pub mod exit {
@@ -42,7 +44,8 @@ Environment:
 
 Exit status:
   0   every case passed
-  1   a case failed (an assertion, an expectation or a snapshot)
+  1   a case failed (an assertion, an expectation or a snapshot), or
+      `docs` found a difference between a SKILL.md and the engine
   64  usage error
   65  a case file does not parse or validate
   69  a binary is missing (build them with `cargo build --workspace --bins`)
@@ -84,6 +87,46 @@ pub enum Command {
     },
     /// Print the case format as JSON Schema (for editors).
     Schema,
+    /// Compare a plugin's skills/work/SKILL.md and skills/review/SKILL.md
+    /// with the engine: loop flags and defaults, gate questions and
+    /// options, ADR-0010 and single-PR semantics, and every command, flag
+    /// and exit status they name (ADR-0028 confirmations 1–2). Exits 1 on
+    /// any difference.
+    #[command(
+        after_help = "Examples:\n  sdd-evals docs\n  sdd-evals docs --plugin-root ../claude-plugin-sdd --skill review"
+    )]
+    Docs(DocsArgs),
+    /// Map every SPEC-0020 requirement and ADR-0028 confirmation to the
+    /// cases that cover it (`covers:`) and their assertion counts; exits 1
+    /// when any has no case, naming them.
+    #[command(
+        after_help = "Examples:\n  sdd-evals coverage\n  sdd-evals coverage --markdown --write evals/README.md"
+    )]
+    Coverage(CoverageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CoverageArgs {
+    /// Case files or directories [default: evals/]
+    pub paths: Vec<PathBuf>,
+    /// Print the table as Markdown (the form evals/README.md holds).
+    #[arg(long)]
+    pub markdown: bool,
+    /// Replace the Markdown table between the coverage markers of FILE
+    /// (implies --markdown).
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DocsArgs {
+    /// The plugin checkout holding skills/{work,review}/SKILL.md
+    /// [default: this repository]
+    #[arg(long, value_name = "DIR")]
+    pub plugin_root: Option<PathBuf>,
+    /// Check only this skill's document [default: both]
+    #[arg(long, value_enum)]
+    pub skill: Option<Skill>,
 }
 
 #[derive(Debug, Args)]
@@ -215,6 +258,111 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>, env: &mut Env<'_>) ->
             let paths = resolve(args.paths.clone());
             run(env, args, &paths, &workspace, fixtures)
         }
+        Command::Docs(args) => docs_command(env, args, &workspace),
+        Command::Coverage(args) => {
+            let paths = resolve(args.paths.clone());
+            coverage_command(env, &args, &paths, &fixtures)
+        }
+    }
+}
+
+fn docs_command(env: &mut Env<'_>, args: DocsArgs, workspace: &Path) -> u8 {
+    let (root, shown) = match &args.plugin_root {
+        Some(dir) => (env.cwd.join(dir), dir.clone()),
+        None => (workspace.to_path_buf(), pathdiff(workspace, &env.cwd)),
+    };
+    let cli = docs::engine::Cli::read();
+    let skills = match args.skill {
+        Some(s) => vec![s],
+        None => vec![Skill::Work, Skill::Review],
+    };
+    let mut differences = 0;
+    for skill in skills {
+        match docs::check(&root, &shown, skill, &cli) {
+            Ok(report) => {
+                differences += report.differences.len();
+                let _ = env.stdout.write_all(report.render().as_bytes());
+            }
+            Err(e) => return error(env, &e.to_string(), &e.help(), exit::USAGE),
+        }
+    }
+    if differences == 0 {
+        exit::OK
+    } else {
+        let _ = writeln!(
+            env.stderr,
+            "{differences} difference(s) between the documents and the engine"
+        );
+        exit::FAILED
+    }
+}
+
+fn coverage_command(
+    env: &mut Env<'_>,
+    args: &CoverageArgs,
+    paths: &[PathBuf],
+    fixtures: &Fixtures,
+) -> u8 {
+    let (cases, bad) = match load(env, paths, fixtures) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    if bad > 0 {
+        return error(
+            env,
+            &format!("{bad} case file(s) have errors; the map would be incomplete"),
+            &format!("fix them (`sdd-evals check` shows the same errors; {FORMAT_HELP})"),
+            exit::BAD_CASE,
+        );
+    }
+    let map = Coverage::of(&cases);
+    if let Some(file) = &args.write {
+        let path = env.cwd.join(file);
+        let written = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| coverage::splice(&text, &map.markdown()))
+            .and_then(|text| std::fs::write(&path, text).map_err(|e| e.to_string()));
+        if let Err(why) = written {
+            return error(
+                env,
+                &format!("cannot update {}: {why}", file.display()),
+                &format!(
+                    "the file needs the lines `{}` and `{}` around the table",
+                    coverage::BEGIN,
+                    coverage::END
+                ),
+                exit::CANT_WRITE,
+            );
+        }
+        let _ = writeln!(env.stdout, "updated {}", file.display());
+    } else if args.markdown {
+        let _ = env.stdout.write_all(map.markdown().as_bytes());
+    } else {
+        let _ = env.stdout.write_all(map.text().as_bytes());
+    }
+    let uncovered = map.uncovered();
+    if uncovered.is_empty() {
+        return exit::OK;
+    }
+    let _ = writeln!(
+        env.stderr,
+        "error: {} requirement(s) have no case: {}",
+        uncovered.len(),
+        uncovered.join("; ")
+    );
+    let _ = writeln!(
+        env.stderr,
+        "help: write a case that proves each and name it in the case's `covers:` ({FORMAT_HELP})"
+    );
+    exit::FAILED
+}
+
+/// `target` relative to `base` when it is under it, else `target`.
+fn pathdiff(target: &Path, base: &Path) -> PathBuf {
+    match target.strip_prefix(base) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => target.to_path_buf(),
     }
 }
 

@@ -7,7 +7,11 @@ use sdd_mocks::fixture::unlocated;
 use serde::Serialize;
 
 use crate::case::{Case, GateSpec};
-use crate::check::{Check, ExitCheck, GatesInOrder, OutcomeCheck, TextCheck};
+use crate::check::{Check, ExitCheck, GatesInOrder, OutcomeCheck, StatusLayout, TextCheck};
+
+/// The text of the grade every case gets for its status blocks.
+pub const STATUS_LAYOUT: &str =
+    "every status block follows the canonical layout (loop-telemetry.md, Status Block)";
 use crate::record::RunRecord;
 
 /// One graded assertion.
@@ -193,6 +197,19 @@ pub fn grade(case: &Case, run: &RunRecord) -> Vec<Grade> {
     for (text, check) in expectations(case) {
         grades.push(judged(text, &check, run));
     }
+    // Every case is held to the status block's layout; a case that states
+    // the check itself (to mark a known failure) stands in for this one.
+    let stated = case
+        .assertions
+        .iter()
+        .any(|a| matches!(&a.check, Check::StatusLayout(c) if c.tick.is_none()));
+    if !stated {
+        grades.push(judged(
+            STATUS_LAYOUT.to_owned(),
+            &Check::StatusLayout(StatusLayout { tick: None }),
+            run,
+        ));
+    }
     for a in &case.assertions {
         let mut g = judged(a.text.clone(), &a.check, run);
         if let Some(bug) = &a.known_failure {
@@ -243,6 +260,7 @@ assertions:
     fn record() -> RunRecord {
         let tick = |number, end, stdout: &str, lines| TickRecord {
             number,
+            args: Vec::new(),
             end,
             stdout: stdout.to_owned(),
             stderr: String::new(),
@@ -291,6 +309,15 @@ assertions:
             "a fixed known failure fails the case"
         );
         assert!(fixed.evidence.ends_with("remove its `known_failure`"));
-        assert_eq!(grades.iter().filter(|g| !g.ok()).count(), 1);
+        let layout = by_text(STATUS_LAYOUT);
+        assert!(!layout.passed, "a bare header is not a status block");
+        assert!(
+            layout
+                .evidence
+                .contains("the header `## Loop Iteration 1/5` is not"),
+            "{}",
+            layout.evidence
+        );
+        assert_eq!(grades.iter().filter(|g| !g.ok()).count(), 2);
     }
 }

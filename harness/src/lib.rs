@@ -5,15 +5,18 @@
 //! result.
 //!
 //! Modules, one concept each: the format ([`case`], [`check`],
-//! [`validate`], [`duration`], [`schema`]), the world ([`sandbox`],
-//! [`procs`], [`spawn`], [`bins`]), the run ([`runner`], [`record`]), the
-//! verdict ([`grade`], [`redact`], [`snapshot`], [`report`]), and the
-//! command line ([`cli`], [`suite`], [`scaffold`]).
+//! [`validate`], [`duration`], [`schema`], [`requirements`]), the world
+//! ([`sandbox`], [`procs`], [`spawn`], [`bins`]), the run ([`runner`],
+//! [`record`]), the verdict ([`grade`], [`status_layout`], [`redact`],
+//! [`snapshot`], [`report`]), the documents ([`docs`]), and the command
+//! line ([`cli`], [`suite`], [`scaffold`], [`coverage`]).
 
 pub mod bins;
 pub mod case;
 pub mod check;
 pub mod cli;
+pub mod coverage;
+pub mod docs;
 pub mod duration;
 pub mod error;
 pub mod grade;
@@ -21,6 +24,7 @@ pub mod procs;
 pub mod record;
 pub mod redact;
 pub mod report;
+pub mod requirements;
 pub mod runner;
 pub mod sandbox;
 pub mod scaffold;
@@ -28,5 +32,6 @@ pub mod schema;
 mod schema_parts;
 pub mod snapshot;
 pub mod spawn;
+pub mod status_layout;
 pub mod suite;
 pub mod validate;

@@ -56,6 +56,8 @@ impl fmt::Display for TickEnd {
 pub struct TickRecord {
     /// 1-based.
     pub number: usize,
+    /// The engine arguments after `<skill> --loop` (the case's, then the tick's).
+    pub args: Vec<String>,
     pub end: TickEnd,
     pub stdout: String,
     pub stderr: String,

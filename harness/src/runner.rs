@@ -426,6 +426,7 @@ fn run_tick(
     Ok((
         TickRecord {
             number: n,
+            args: case.args.iter().chain(&spec.args).cloned().collect(),
             end,
             stdout: ran.stdout,
             stderr: ran.stderr,

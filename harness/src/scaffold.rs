@@ -23,6 +23,7 @@ pub fn template(id: &str) -> String {
 id: {id}
 name: An empty backlog ends the loop on the first tick
 proves: \"ADR-0028 stop condition #1\"
+covers: [\"Backlog-Empty Stop (Condition #1)\"]
 prompt: /loop /sdd:work --loop
 skill: work
 world:

@@ -136,3 +136,12 @@ pub fn crash_point(_: &mut SchemaGenerator) -> Schema {
             .collect(),
     )
 }
+
+pub fn covers(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "SPEC-0020 requirement titles (verbatim) and ADR-0028 confirmations (`confirmation 4`) the case proves",
+        "type": "array",
+        "items": { "type": "string", "enum": crate::requirements::names() },
+        "uniqueItems": true
+    })
+}

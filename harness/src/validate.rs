@@ -22,7 +22,7 @@ use serde_saphyr::{Location, Spanned};
 
 use crate::case::{Case, Event, FORMAT_HELP, GateSpec, Kill, TickSpec};
 use crate::check::{Check, Comparison, NO_STOP};
-use crate::duration;
+use crate::{duration, requirements};
 
 /// Where named fixtures live (`fixtures/` in the workspace).
 #[derive(Debug, Clone)]
@@ -70,14 +70,20 @@ fn stems(dir: &Path, ext: &str) -> Vec<String> {
     names
 }
 
-/// `help:` text for a name that is not one of `valid`.
-pub fn names_help(given: &str, valid: &[String], what: &str) -> String {
-    let nearest = valid
+/// The name in `valid` close enough to `given` to be what was meant.
+pub fn nearest<'v>(given: &str, valid: &'v [String]) -> Option<&'v str> {
+    valid
         .iter()
         .map(|v| (sdd_loop::gates::edit_distance(given, v), v))
         .min_by_key(|(d, _)| *d)
         .filter(|(d, v)| *d <= 3.max(v.len() / 3))
-        .map(|(_, v)| format!("did you mean `{v}`? "))
+        .map(|(_, v)| v.as_str())
+}
+
+/// `help:` text for a name that is not one of `valid`.
+pub fn names_help(given: &str, valid: &[String], what: &str) -> String {
+    let nearest = nearest(given, valid)
+        .map(|v| format!("did you mean `{v}`? "))
         .unwrap_or_default();
     let list = if valid.is_empty() {
         "(none found)".to_owned()
@@ -278,6 +284,7 @@ impl Checker<'_> {
                 format!("ids name snapshot files, e.g. `c4-pr-budget` ({FORMAT_HELP})"),
             ));
         }
+        self.covers(case)?;
         self.world(case)?;
         if let Some(t) = &case.timeout {
             self.duration(t)?;
@@ -301,6 +308,32 @@ impl Checker<'_> {
         }
         for a in &case.assertions {
             self.check(&a.check)?;
+        }
+        Ok(())
+    }
+
+    fn covers(&self, case: &Case) -> Checked {
+        for (i, name) in case.covers.iter().enumerate() {
+            if !requirements::is_known(&name.value) {
+                let names = requirements::names();
+                let nearest = nearest(&name.value, &names)
+                    .map(|v| format!("did you mean `{v}`? "))
+                    .unwrap_or_default();
+                return Err(self.at(
+                    name.referenced,
+                    format!("unknown requirement `{}`", name.value),
+                    format!(
+                        "{nearest}covers: names SPEC-0020 requirement titles, verbatim, and `confirmation 1` … `confirmation 9`; `sdd-evals coverage` lists them ({FORMAT_HELP})"
+                    ),
+                ));
+            }
+            if case.covers[..i].iter().any(|n| n.value == name.value) {
+                return Err(self.at(
+                    name.referenced,
+                    format!("`{}` is listed twice", name.value),
+                    format!("name each requirement once ({FORMAT_HELP})"),
+                ));
+            }
         }
         Ok(())
     }
@@ -453,6 +486,11 @@ impl Checker<'_> {
             }
             Check::RepoFileContains(c) => self.relative(&c.path, "the repository"),
             Check::TrackerRequests(c) => self.comparison(&c.is),
+            Check::StatusLayout(c) => self.tick_ref(&c.tick),
+            Check::SkillDocs(c) => match &c.plugin_root {
+                Some(root) => self.relative(root, "the repository"),
+                None => Ok(()),
+            },
         }
     }
 }

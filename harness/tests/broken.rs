@@ -27,6 +27,7 @@ use sdd_harness::validate;
 #[case::bad_id("bad-id")]
 #[case::no_ticks("no-ticks")]
 #[case::comment_trap("comment-trap")]
+#[case::unknown_requirement("unknown-requirement")]
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");

@@ -49,7 +49,7 @@ fn check_accepts_the_suite_and_refuses_broken_cases() {
         ),
         "{err}"
     );
-    assert!(err.contains("15 case file(s) have errors"), "{err}");
+    assert!(err.contains("16 case file(s) have errors"), "{err}");
 }
 
 #[test]
@@ -62,7 +62,7 @@ fn new_scaffolds_a_case_that_checks() {
     assert!(out.contains("evals/loop/my-first-case.yaml"), "{out}");
     let text = std::fs::read_to_string(dir.path().join("evals/loop/my-first-case.yaml")).unwrap();
     assert!(
-        text.lines().count() <= 16,
+        text.lines().count() <= 17,
         "a minimal case is ~15 lines:\n{text}"
     );
     let (code, out, err) = call(dir.path(), &["check", "evals"]);
