@@ -25,8 +25,9 @@ use crate::protocol::ModelUsage;
 use crate::runner::{Interrupts, NoInterrupts, ProcessRunner};
 use crate::schema::{self, SchemaKind};
 use crate::status;
-use crate::tick::{self, EndFlags, EndInput, ResultInput, WorkReport, World};
+use crate::tick::{self, EndFlags, EndInput, ResultInput, TranscriptSource, WorkReport, World};
 use crate::tracker::{self, HttpTracker, Tracker, TrackerConfig, TrackerError};
+use crate::transcript::{ClaudeDirs, TranscriptChoice};
 
 const ABOUT: &str =
     "The loop engine: one tick of an autonomous coding loop under the ADR-0028 safety contract.";
@@ -59,7 +60,8 @@ Environment:
   SDD_LOOP_TRACKER_TOKEN   bearer token for the tracker (else GITHUB_TOKEN); never printed
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
-  SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)";
+  SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
+  CLAUDE_CONFIG_DIR, HOME  where `end --transcript auto` looks for Claude Code transcripts";
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
@@ -268,6 +270,7 @@ and, without --iteration, when the open iteration was begun by another
 session.
 
 Examples:
+  sdd-loop work end --iteration 3 --opened 12 --transcript auto
   sdd-loop work end --opened 12 --summary 'Opened #12 for #3'
   sdd-loop review end --updated 142 --comments 4 --merges 1
   sdd-loop work end --result result.json --json";
@@ -350,6 +353,13 @@ pub struct EndArgs {
     /// condition #11).
     #[arg(long, value_name = "ERROR")]
     pub qmd_unreachable: Option<String>,
+    /// The session's spend from its Claude Code transcript: a .jsonl file,
+    /// or `auto` for the newest transcript of this project (under
+    /// $CLAUDE_CONFIG_DIR, else ~/.claude: projects/<project path with every
+    /// character but A-Z, a-z, 0-9 turned into ->/). Counts each API
+    /// response once, between begin and end; replaces other usage.
+    #[arg(long, value_name = "PATH|auto")]
+    pub transcript: Option<String>,
     #[command(flatten)]
     pub holder: HolderArgs,
     #[command(flatten)]
@@ -890,6 +900,21 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
             qmd: args.qmd_unreachable.clone(),
             interrupted: None,
         },
+        transcript: args.transcript.as_deref().map(|t| TranscriptSource {
+            choice: if t == "auto" {
+                TranscriptChoice::Auto
+            } else {
+                TranscriptChoice::Path(env.cwd.join(t))
+            },
+            dirs: ClaudeDirs {
+                config_dir: env
+                    .vars
+                    .get("CLAUDE_CONFIG_DIR")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from),
+                home: env.vars.get("HOME").map(PathBuf::from).unwrap_or_default(),
+            },
+        }),
     })
 }
 

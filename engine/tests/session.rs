@@ -352,3 +352,112 @@ fn events_need_an_open_iteration_and_a_valid_shape() {
         bad.message
     );
 }
+
+/// One assistant entry as Claude Code writes it.
+fn assistant(id: &str, request: &str, at: &str, model: &str, usage: &str) -> String {
+    format!(
+        r#"{{"parentUuid":"p","isSidechain":false,"userType":"external","cwd":"/x","sessionId":"s1","version":"2.0.31","type":"assistant","uuid":"u-{id}","timestamp":"{at}","requestId":"{request}","message":{{"id":"{id}","type":"message","role":"assistant","model":"{model}","content":[{{"type":"text","text":"ok"}}],"stop_reason":null,"usage":{usage}}}}}"#
+    )
+}
+
+#[test]
+fn end_reads_the_session_s_spend_from_its_transcript_between_begin_and_end() {
+    let mut s = ready();
+    s.procs.0 = vec![SESSION];
+    let cfg = s.cfg(Skill::Work);
+    // begin at 14:00:00; the sandbox clock reads 14:00:30 at end.
+    s.begin(&cfg, SESSION);
+    let home = s.root().join("home");
+    let slug = sdd_loop::transcript::project_slug(s.root());
+    let folder = home.join(".claude/projects").join(slug);
+    std::fs::create_dir_all(&folder).unwrap();
+    let lines = [
+        // Before begin: another tick's spend.
+        assistant(
+            "msg_0",
+            "req_0",
+            "2026-05-09T13:59:00.000Z",
+            "claude-sonnet-4-7",
+            r#"{"input_tokens":999,"output_tokens":999}"#,
+        ),
+        // A streamed response: two entries, the last one's usage counts.
+        assistant(
+            "msg_1",
+            "req_1",
+            "2026-05-09T14:00:05.000Z",
+            "claude-sonnet-4-7",
+            r#"{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":1000}"#,
+        ),
+        assistant(
+            "msg_1",
+            "req_1",
+            "2026-05-09T14:00:06.000Z",
+            "claude-sonnet-4-7",
+            r#"{"input_tokens":10,"output_tokens":50,"cache_read_input_tokens":1000,"cache_creation_input_tokens":200}"#,
+        ),
+        "not json at all".to_owned(),
+        assistant(
+            "msg_2",
+            "req_2",
+            "2026-05-09T14:00:20.000Z",
+            "claude-haiku-4-7",
+            r#"{"input_tokens":5,"output_tokens":5}"#,
+        ),
+    ];
+    std::fs::write(folder.join("s1.jsonl"), lines.join("\n") + "\n").unwrap();
+    let mut input = end_flags(EndFlags::default());
+    input.transcript = Some(sdd_loop::tick::TranscriptSource {
+        choice: sdd_loop::transcript::TranscriptChoice::Auto,
+        dirs: sdd_loop::transcript::ClaudeDirs {
+            config_dir: None,
+            home,
+        },
+    });
+    let e = s.end(&cfg, &input);
+    assert_eq!(e.code, 0, "{}{}", e.out, e.err);
+    assert!(
+        e.out.contains("Spend from the session transcript"),
+        "{}",
+        e.out
+    );
+    let b = s.budget(Skill::Work);
+    let sonnet = &b.tokens_by_model["claude-sonnet-4-7"];
+    assert_eq!(
+        (
+            sonnet.tokens_in,
+            sonnet.tokens_out,
+            sonnet.cache_read_tokens,
+            sonnet.cache_write_tokens
+        ),
+        (1210, 50, 1000, 200),
+        "one response, its last entry; cache parts inside tokens_in"
+    );
+    assert_eq!(b.tokens_by_model["claude-haiku-4-7"].tokens_in, 5);
+    assert_eq!((b.tokens_in, b.tokens_out), (1215, 55));
+}
+
+#[test]
+fn a_missing_transcript_leaves_the_iteration_open_with_a_help_line() {
+    let mut s = ready();
+    s.procs.0 = vec![SESSION];
+    let cfg = s.cfg(Skill::Work);
+    s.begin(&cfg, SESSION);
+    let before = s.files();
+    let mut input = end_flags(EndFlags::default());
+    input.transcript = Some(sdd_loop::tick::TranscriptSource {
+        choice: sdd_loop::transcript::TranscriptChoice::Auto,
+        dirs: sdd_loop::transcript::ClaudeDirs {
+            config_dir: Some(s.root().join("nowhere")),
+            home: s.root().to_path_buf(),
+        },
+    });
+    let r = s.end(&cfg, &input);
+    assert_eq!(r.code, exit::DATA, "{}", r.err);
+    assert!(
+        r.err.contains("no Claude Code transcripts for"),
+        "{}",
+        r.err
+    );
+    assert!(r.err.contains("help: "), "{}", r.err);
+    assert_eq!(s.files(), before);
+}

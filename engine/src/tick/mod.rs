@@ -76,7 +76,7 @@ use ctx::{Ctx, Inputs, Seams};
 pub use failure::Failure;
 pub use handover::{Begun, Opened};
 pub use review::DO_NOT_MERGE;
-pub use session::{EndFlags, EndInput, ResultInput, append_event};
+pub use session::{EndFlags, EndInput, ResultInput, TranscriptSource, append_event};
 
 /// The seams a tick acts through.
 pub struct World<'a> {

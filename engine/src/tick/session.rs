@@ -24,6 +24,7 @@ use crate::journal::Journal;
 use crate::paths::StatePaths;
 use crate::protocol::{self, ModelUsage, PROTOCOL_VERSION, PrReport, SkillEvent, SkillResult};
 use crate::tracker::TrackerError;
+use crate::transcript::{self, ClaudeDirs, TranscriptChoice, Window};
 
 /// `end --result FILE|-`: where it came from and what it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +69,17 @@ pub struct EndInput {
     pub flags: EndFlags,
     /// `--error`, `--qmd-unreachable`: how the work went.
     pub work: WorkReport,
+    /// `--transcript PATH|auto`: the session's spend, from its Claude Code
+    /// transcript (replaces usage reported any other way).
+    pub transcript: Option<TranscriptSource>,
+}
+
+/// Where `end --transcript` reads the session's spend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptSource {
+    pub choice: TranscriptChoice,
+    /// `$CLAUDE_CONFIG_DIR` and `$HOME`, gathered by the CLI.
+    pub dirs: ClaudeDirs,
 }
 
 /// The tick configuration for `end`: the open iteration's budget file,
@@ -125,7 +137,7 @@ fn invalid(source: &str, detail: impl std::fmt::Display) -> Failure {
 
 /// The iteration's result from the session's reports.
 fn assemble(
-    ctx: &Ctx<'_, '_>,
+    ctx: &mut Ctx<'_, '_>,
     journal: &Journal,
     exchange: &Exchange,
     input: &EndInput,
@@ -201,6 +213,40 @@ fn assemble(
     }
     if let Some(s) = &flags.summary {
         result.summary = Some(s.clone());
+    }
+    if let Some(source) = &input.transcript {
+        let from = crate::clock::parse(&journal.started_at).unwrap_or(ctx.started);
+        let window = Window {
+            from,
+            to: ctx.now(),
+        };
+        let spend = transcript::locate(&source.choice, &source.dirs, &ctx.cfg.root)
+            .and_then(|path| transcript::read_spend(&path, window))
+            .map_err(|e| {
+                Failure::new(exit::DATA, format!("{e} — nothing was changed"), e.help())
+            })?;
+        if !result.usage.is_empty() {
+            ctx.note(format!(
+                "Usage reported for {} model(s) is replaced by the transcript's",
+                result.usage.len()
+            ));
+        }
+        let skipped = spend.skipped;
+        let not_counted = skipped.malformed + skipped.foreign + skipped.incomplete;
+        let file = spend
+            .files
+            .first()
+            .map(|f| ctx.rel(&f.path))
+            .unwrap_or_default();
+        ctx.note(format!(
+            "Spend from the session transcript {file}: {} API response(s) from {} to {} ({} file(s) read; {} line(s) that are not usable entries skipped)",
+            spend.responses,
+            crate::clock::format(window.from),
+            crate::clock::format(window.to),
+            spend.files.len(),
+            not_counted,
+        ));
+        result.usage = spend.usage();
     }
     Ok(result)
 }
