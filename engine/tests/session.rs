@@ -461,3 +461,44 @@ fn a_missing_transcript_leaves_the_iteration_open_with_a_help_line() {
     assert!(r.err.contains("help: "), "{}", r.err);
     assert_eq!(s.files(), before);
 }
+
+// An end that died right after appending the history line left the
+// journal and the lock behind, its session alive: run again, it counted
+// the iteration a second time.
+#[test]
+fn end_run_again_after_it_stopped_past_the_history_line_counts_nothing_twice() {
+    let mut s = ready();
+    s.procs.0 = vec![SESSION];
+    let cfg = s.cfg(Skill::Work);
+    s.begin(&cfg, SESSION);
+    let paths = s.paths(Skill::Work);
+    let journal = std::fs::read(paths.inflight()).unwrap();
+    let lock = std::fs::read(paths.lock()).unwrap();
+    let budget_before = std::fs::read(paths.budget()).unwrap();
+    let input = end_flags(EndFlags {
+        usage: vec![ModelUsage {
+            model: "claude-sonnet-4-7".into(),
+            tokens_in: 1000,
+            tokens_out: 100,
+            ..ModelUsage::default()
+        }],
+        ..Default::default()
+    });
+    assert_eq!(s.end(&cfg, &input).code, 0);
+    // The state of the crash point after-history: line appended, budget
+    // not yet rewritten, journal and lock still there.
+    std::fs::write(paths.inflight(), journal).unwrap();
+    std::fs::write(paths.lock(), lock).unwrap();
+    std::fs::write(paths.budget(), budget_before).unwrap();
+    let again = s.end(&cfg, &input);
+    assert_eq!(again.code, 0, "{}{}", again.out, again.err);
+    assert!(again.out.contains("was already recorded"), "{}", again.out);
+    assert_eq!(
+        s.history(Skill::Work).len(),
+        1,
+        "one line for the iteration"
+    );
+    let b = s.budget(Skill::Work);
+    assert_eq!((b.iterations_used, b.tokens_in), (1, 1000));
+    assert!(!paths.inflight().exists() && !paths.lock().exists());
+}

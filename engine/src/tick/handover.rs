@@ -178,6 +178,87 @@ pub(crate) fn adopt(
     }
 }
 
+/// An `end` interrupted after it appended the history line leaves the
+/// journal and the lock behind while its session lives on; run again, it
+/// must not count the iteration twice. `None` (the lock released) when the
+/// iteration is already recorded; [`complete_recorded`] finishes it.
+pub(crate) fn unless_recorded(
+    ctx: &mut Ctx<'_, '_>,
+    journal: &Journal,
+    held: HeldLock,
+) -> Result<Option<HeldLock>, Failure> {
+    let tail = history::read_tail(&ctx.paths.history(), 64)?;
+    let recorded = tail.lines.iter().any(|l| {
+        l.line.iteration == Some(journal.iteration)
+            && l.line.authoritative()
+            && l.line
+                .budget_snapshot
+                .as_ref()
+                .and_then(|s| s.run_started_at.as_deref())
+                .is_none_or(|r| r == journal.run_started_at)
+    });
+    if !recorded {
+        return Ok(Some(held));
+    }
+    // Finishing needs the lock only until the checkpoint is caught up.
+    complete(ctx, journal, &tail)?;
+    ctx.release(Some(held));
+    Ok(None)
+}
+
+/// The checkpoint caught up with the recorded line, the journal removed.
+fn complete(ctx: &mut Ctx<'_, '_>, journal: &Journal, tail: &history::Tail) -> Result<(), Failure> {
+    let last = tail
+        .lines
+        .iter()
+        .map(|l| &l.line)
+        .filter(|l| l.authoritative())
+        .next_back();
+    let on_disk = crate::budget::Budget::load(ctx.paths.budget())?;
+    let recon = crate::reconcile::reconcile(on_disk, last, false);
+    if let Some(b) = &recon.budget {
+        b.save(ctx.paths.budget())?;
+    }
+    Journal::remove(&ctx.paths.inflight())?;
+    let _ = Exchange::for_iteration(&ctx.paths, journal.iteration).remove();
+    ctx.note(format!(
+        "Iteration {} was already recorded (an earlier end stopped after the history line): budget.json caught up, the lock released — nothing counted twice",
+        journal.iteration
+    ));
+    Ok(())
+}
+
+/// The answer of an `end` that found its iteration already recorded.
+pub(crate) fn complete_recorded(
+    ctx: &mut Ctx<'_, '_>,
+    journal: &Journal,
+) -> Result<Concluded, Failure> {
+    let tail = history::read_tail(&ctx.paths.history(), 64)?;
+    let line = tail
+        .lines
+        .iter()
+        .map(|l| &l.line)
+        .rfind(|l| l.iteration == Some(journal.iteration) && l.authoritative());
+    let fired: Vec<crate::stop::Fired> = line
+        .and_then(|l| l.stop_conditions_fired.clone())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|name| crate::stop::StopCause::from_name(name))
+        .map(|cause| crate::stop::Fired::new(cause, "recorded by the interrupted end"))
+        .collect();
+    Ok(Concluded {
+        code: if fired.is_empty() {
+            exit::TICK_DONE
+        } else {
+            exit::LOOP_ENDED
+        },
+        iteration: journal.iteration,
+        outcome: line.and_then(|l| l.outcome).unwrap_or(Outcome::Ok),
+        fired,
+        budget: crate::budget::Budget::load(ctx.paths.budget())?,
+    })
+}
+
 fn refuse(message: String, help: String) -> Failure {
     Failure::new(exit::NOT_OPEN, message, help)
 }

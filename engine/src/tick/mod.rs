@@ -420,6 +420,9 @@ fn finish_open(
 ) -> Result<Concluded, Failure> {
     let journal = Journal::load(&ctx.paths.inflight())?;
     let (journal, held) = handover::adopt(ctx, journal, iteration, None)?;
+    let Some(held) = handover::unless_recorded(ctx, &journal, held)? else {
+        return handover::complete_recorded(ctx, &journal);
+    };
     let budget = Budget::load(ctx.paths.budget())?.ok_or_else(|| {
         Failure::new(
             exit::DATA,

@@ -108,6 +108,9 @@ pub(crate) fn end_tick(
 ) -> Result<super::Concluded, Failure> {
     let journal = Journal::load(&ctx.paths.inflight())?;
     let (journal, held) = handover::adopt(ctx, journal, input.iteration, input.caller)?;
+    let Some(held) = handover::unless_recorded(ctx, &journal, held)? else {
+        return handover::complete_recorded(ctx, &journal);
+    };
     let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
     let result = match assemble(ctx, &journal, &exchange, input) {
         Ok(r) => r,
@@ -119,7 +122,9 @@ pub(crate) fn end_tick(
     };
     let mut json = serde_json::to_vec_pretty(&result).expect("results serialise");
     json.push(b'\n');
-    if let Err(e) = files::write_atomic(&exchange.result_path(), &json) {
+    let written = files::ensure_private_dir(&exchange.dir)
+        .and_then(|()| files::write_atomic(&exchange.result_path(), &json));
+    if let Err(e) = written {
         held.keep();
         return Err(e.into());
     }
