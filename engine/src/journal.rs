@@ -88,6 +88,22 @@ pub enum JournalError {
 }
 
 impl Journal {
+    /// Whether `line` records this journal's iteration: written under the
+    /// lock for the same run, iteration and start, and counting the
+    /// iteration as used. A line halted at entry carries the iteration it
+    /// would have run without counting it, so a later tick that runs that
+    /// iteration number is not mistaken for it.
+    pub fn recorded_by(&self, line: &crate::history::HistoryLine) -> bool {
+        let snapshot = line.budget_snapshot.as_ref();
+        line.iteration == Some(self.iteration)
+            && line.authoritative()
+            && line.started_at.as_deref() == Some(self.started_at.as_str())
+            && snapshot.and_then(|s| s.iterations_used) == Some(self.iteration)
+            && snapshot
+                .and_then(|s| s.run_started_at.as_deref())
+                .is_none_or(|r| r == self.run_started_at)
+    }
+
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
         let mut json = serde_json::to_vec_pretty(self).expect("journals serialise");
         json.push(b'\n');

@@ -1002,6 +1002,66 @@ fn a_crashed_iteration_is_recovered_from_its_journal() {
     assert!(!paths.inflight().exists());
 }
 
+// A tick halted at entry records the iteration it would have run without
+// counting it; the tick that later ran that iteration number and was
+// killed had its journal taken for the halted line's, and its spend lost.
+#[test]
+fn a_crashed_iteration_is_recovered_even_when_a_halted_line_carries_its_number() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let cfg = s.cfg(Skill::Work);
+    s.tick(&cfg);
+    let paths = s.paths(Skill::Work);
+    std::fs::write(paths.stop_request(), "").unwrap();
+    assert_eq!(
+        s.tick(&cfg).code,
+        3,
+        "halted at entry, iteration 2 not used"
+    );
+    assert_eq!(s.last(Skill::Work).iteration, Some(2));
+    let budget = s.budget(Skill::Work);
+    assert_eq!(budget.iterations_used, 1);
+    // The resumed run's iteration 2 dies mid-flight.
+    let journal = sdd_loop::journal::Journal {
+        iteration: 2,
+        pid: 999,
+        process_start: None,
+        started_at: "2026-05-09T14:05:00Z".into(),
+        run_started_at: budget.started_at.clone(),
+        seconds_at_start: 60,
+        request: s.runner.requests[0].clone(),
+        tracked_prs: vec![],
+        backlog_snapshot: Some(vec![2]),
+        gates: vec![],
+        driver: Default::default(),
+        worktrees: vec![],
+        shown: Default::default(),
+        gate_outcomes: vec![],
+        single_pr: None,
+        budget_file: None,
+        claude_md: None,
+    };
+    journal.save(&paths.inflight()).unwrap();
+    let ex = Exchange::for_iteration(&paths, 2);
+    std::fs::create_dir_all(&ex.dir).unwrap();
+    std::fs::write(
+        ex.events_path(),
+        "{\"event\":\"usage\",\"model\":\"claude-opus-4-7\",\"tokens_in\":100000,\"tokens_out\":0}\n",
+    )
+    .unwrap();
+    let mut resume = cfg.clone();
+    resume.resume = true;
+    answer(&mut resume, "backlog-drift=continue");
+    let r = s.tick(&resume);
+    assert!(
+        r.out
+            .contains("Recovered interrupted iteration 2 (pid 999)"),
+        "{}{}",
+        r.out,
+        r.err
+    );
+    assert_eq!(s.budget(Skill::Work).dollars_estimate, 1.5, "no spend lost");
+}
+
 // ---------------------------------------------------------- exit codes
 
 #[test]

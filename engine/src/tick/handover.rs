@@ -188,15 +188,7 @@ pub(crate) fn unless_recorded(
     held: HeldLock,
 ) -> Result<Option<HeldLock>, Failure> {
     let tail = history::read_tail(&ctx.paths.history(), 64)?;
-    let recorded = tail.lines.iter().any(|l| {
-        l.line.iteration == Some(journal.iteration)
-            && l.line.authoritative()
-            && l.line
-                .budget_snapshot
-                .as_ref()
-                .and_then(|s| s.run_started_at.as_deref())
-                .is_none_or(|r| r == journal.run_started_at)
-    });
+    let recorded = tail.lines.iter().any(|l| journal.recorded_by(&l.line));
     if !recorded {
         return Ok(Some(held));
     }
@@ -212,8 +204,7 @@ fn complete(ctx: &mut Ctx<'_, '_>, journal: &Journal, tail: &history::Tail) -> R
         .lines
         .iter()
         .map(|l| &l.line)
-        .filter(|l| l.authoritative())
-        .next_back();
+        .rfind(|l| l.authoritative());
     let on_disk = crate::budget::Budget::load(ctx.paths.budget())?;
     let recon = crate::reconcile::reconcile(on_disk, last, false);
     if let Some(b) = &recon.budget {
@@ -238,7 +229,7 @@ pub(crate) fn complete_recorded(
         .lines
         .iter()
         .map(|l| &l.line)
-        .rfind(|l| l.iteration == Some(journal.iteration) && l.authoritative());
+        .rfind(|l| journal.recorded_by(l));
     let fired: Vec<crate::stop::Fired> = line
         .and_then(|l| l.stop_conditions_fired.clone())
         .unwrap_or_default()

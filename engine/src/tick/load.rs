@@ -141,15 +141,7 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
 
     // An interrupted iteration: recover its spend before anything else.
     if let Some(journal) = Journal::load(&ctx.paths.inflight())? {
-        let already = tail.lines.iter().any(|l| {
-            l.line.iteration == Some(journal.iteration)
-                && l.line.authoritative()
-                && l.line
-                    .budget_snapshot
-                    .as_ref()
-                    .and_then(|s| s.run_started_at.as_deref())
-                    .is_none_or(|r| r == journal.run_started_at)
-        });
+        let already = tail.lines.iter().any(|l| journal.recorded_by(&l.line));
         if already || journal.run_started_at != budget.started_at {
             pending.stale_journal = true;
         } else {
