@@ -61,6 +61,12 @@ pub struct Case {
     pub prompt: Option<String>,
     /// The wrapped skill: `work` or `review`.
     pub skill: Skill,
+    /// Who does each tick's work: `wrapper` (the engine runs the fake skill,
+    /// `sdd-loop <skill> --loop`) or `session` (the harness plays the agent
+    /// of a session: `begin`, the fake skill's actions, `end`) [default:
+    /// wrapper].
+    #[serde(default)]
+    pub driver: Driver,
     /// The world before tick 1.
     #[serde(default)]
     pub world: World,
@@ -89,6 +95,20 @@ pub struct Case {
     #[serde(skip)]
     #[schemars(skip)]
     pub file: PathBuf,
+}
+
+/// Who does the work between the two halves of a tick (DESIGN §11).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Driver {
+    /// `sdd-loop <skill> --loop` runs the fake skill itself.
+    #[default]
+    Wrapper,
+    /// The harness plays an agent session: `sdd-loop <skill> begin --loop
+    /// --json` with a stand-in session process as the lock holder, the
+    /// tick's fake-skill actions done by the harness, a transcript of the
+    /// spend, then `sdd-loop <skill> end --transcript auto`.
+    Session,
 }
 
 /// The sandbox before tick 1. Everything is optional.

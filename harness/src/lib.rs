@@ -30,6 +30,7 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod schema;
 mod schema_parts;
+pub mod session;
 pub mod snapshot;
 pub mod spawn;
 pub mod status_layout;

@@ -4,7 +4,9 @@
 //! (insta) and `sdd-evals run` (which compares against the stored `.snap`
 //! files itself and never writes them) see the same bytes:
 //!
-//! - the sandbox directory → `[ROOT]`, the workspace → `[WORKSPACE]`;
+//! - the sandbox directory → `[ROOT]`, the workspace → `[WORKSPACE]`, and
+//!   the sandbox project's Claude Code folder name (its path with every
+//!   non-alphanumeric character turned into `-`) → `[PROJECT-SLUG]`;
 //! - the mock tracker's port → `[PORT]`;
 //! - process ids: `pid 12345` → `pid [PID]` in text, and any JSON field
 //!   named `pid` → `"[PID]"` (`process_start` → `"[START]"`).
@@ -31,9 +33,9 @@ fn literal(text: &str) -> Regex {
 }
 
 impl Redactor {
-    /// Rules for a sandbox at `root` in a workspace at `workspace`, with
-    /// the mock tracker on `port`.
-    pub fn new(root: &Path, workspace: &Path, port: u16) -> Self {
+    /// Rules for a sandbox at `root` (its project at `project`) in a
+    /// workspace at `workspace`, with the mock tracker on `port`.
+    pub fn new(root: &Path, project: &Path, workspace: &Path, port: u16) -> Self {
         let mut rules = Vec::new();
         let mut paths = vec![(root.to_path_buf(), "[ROOT]")];
         if let Ok(canonical) = root.canonicalize() {
@@ -46,6 +48,13 @@ impl Redactor {
         // Longest first, so a sandbox inside the workspace is `[ROOT]`.
         paths.sort_by_key(|(p, _)| std::cmp::Reverse(p.as_os_str().len()));
         paths.dedup_by(|a, b| a.0 == b.0);
+        // In-session transcripts live in a folder named after the project.
+        let mut projects = vec![project.to_path_buf()];
+        projects.extend(project.canonicalize());
+        for project in projects {
+            let slug = sdd_loop::transcript::project_slug(&project);
+            rules.push((literal(&slug), "[PROJECT-SLUG]".to_owned()));
+        }
         for (path, with) in paths {
             let text = path.display().to_string();
             if text.len() > 1 {
@@ -107,8 +116,13 @@ mod tests {
     fn paths_ports_and_pids_are_redacted_times_are_not() {
         let r = Redactor::new(
             Path::new("/tmp/sdd-evals-x1"),
+            Path::new("/tmp/sdd-evals-x1/work"),
             Path::new("/work/main"),
             4567,
+        );
+        assert_eq!(
+            r.text("/tmp/sdd-evals-x1/home/.claude/projects/-tmp-sdd-evals-x1-work/s.jsonl"),
+            "[ROOT]/home/.claude/projects/[PROJECT-SLUG]/s.jsonl"
         );
         assert_eq!(
             r.text("Previous iteration 3 still active (pid 48213) — skipping this tick"),

@@ -23,13 +23,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bins::{Binaries, Engine};
-use crate::case::{self, Case, Event, Kill, TickSpec};
+use crate::case::{self, Case, Driver, Event, Kill, TickSpec};
 use crate::duration;
 use crate::error::HarnessError;
 use crate::procs::{MARKER, Reaper};
 use crate::record::{RunRecord, TickEnd, TickRecord};
 use crate::redact::Redactor;
 use crate::sandbox::{Sandbox, TRACKER_TOKEN};
+use crate::session::Agent;
 use crate::spawn::{self, Ended, Invocation};
 use crate::validate::Fixtures;
 
@@ -119,6 +120,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
     let mut ticks = Vec::new();
     let mut aborted = None;
     let mut clock = start;
+    let mut agent = Agent::default();
     for (i, spec) in case.ticks().iter().enumerate() {
         let n = i + 1;
         let prefix = format!("case {}, tick {n}", case.id());
@@ -126,17 +128,20 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
             aborted = Some(format!("{prefix}: {msg}"));
             break;
         }
-        let (record, abort) = run_tick(
+        let t = TickRun {
             case,
             spec,
             n,
-            &sandbox,
+            sandbox: &sandbox,
             clock,
             deadline,
             timeout,
-            &mut reaper,
             opts,
-        )?;
+        };
+        let (record, abort) = match case.driver {
+            Driver::Wrapper => run_tick(&t, &mut reaper)?,
+            Driver::Session => agent.run_tick(&t, &mut reaper)?,
+        };
         ticks.push(record);
         if let Some(msg) = abort {
             aborted = Some(format!("{prefix}: {msg}"));
@@ -159,6 +164,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
     };
     let redactor = Redactor::new(
         &sandbox.root,
+        sandbox.project(),
         &opts.workspace,
         sandbox.tracker.address().port(),
     );
@@ -286,24 +292,32 @@ pub fn unanswered_gate(stderr: &str) -> Option<(String, String)> {
     })
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one tick needs the case, its spec, the sandbox, the clock, the deadline and the options"
-)]
-fn run_tick(
-    case: &Case,
-    spec: &TickSpec,
-    n: usize,
-    sandbox: &Sandbox,
-    clock: Timestamp,
-    deadline: Instant,
-    timeout: Duration,
-    reaper: &mut Reaper,
-    opts: &Options,
-) -> Result<(TickRecord, Option<String>), HarnessError> {
-    let dir = sandbox.tick_dir(n)?;
-    let kill = spec.kill.as_ref().map(|k| &k.value);
-    let (fifo, fifo_path) = match kill {
+/// One tick's inputs, shared by both drivers.
+pub(crate) struct TickRun<'a> {
+    pub case: &'a Case,
+    pub spec: &'a TickSpec,
+    /// 1-based.
+    pub n: usize,
+    pub sandbox: &'a Sandbox,
+    pub clock: Timestamp,
+    pub deadline: Instant,
+    pub timeout: Duration,
+    pub opts: &'a Options,
+}
+
+/// The files a tick hands the fake skill and the engine: the script, the
+/// scripted user's answers, and the barrier FIFO when the tick kills there.
+pub(crate) struct Prepared {
+    pub dir: PathBuf,
+    pub script: PathBuf,
+    pub answers: PathBuf,
+    pub fifo: Option<std::fs::File>,
+}
+
+/// Writes this tick's fake-skill script and answers file.
+pub(crate) fn prepare(t: &TickRun<'_>) -> Result<Prepared, HarnessError> {
+    let dir = t.sandbox.tick_dir(t.n)?;
+    let (fifo, fifo_path) = match t.spec.kill.as_ref().map(|k| &k.value) {
         Some(Kill::Barrier) => {
             let path = dir.join("barrier.fifo");
             (
@@ -314,7 +328,11 @@ fn run_tick(
         _ => (None, None),
     };
 
-    let mut entry = spec.skill.clone().unwrap_or_else(|| Tick::new(Vec::new()));
+    let mut entry = t
+        .spec
+        .skill
+        .clone()
+        .unwrap_or_else(|| Tick::new(Vec::new()));
     if let Some(path) = &fifo_path {
         for action in &mut entry.actions {
             if let Action::Barrier(p) = action {
@@ -331,7 +349,8 @@ fn run_tick(
         .map_err(|e| HarnessError::Sandbox(format!("cannot write the fake skill's script: {e}")))?;
     std::fs::write(&script_path, script_text).map_err(io("write the fake skill's script"))?;
 
-    let answers: Vec<AnswerLine<'_>> = spec
+    let answers: Vec<AnswerLine<'_>> = t
+        .spec
         .answers
         .iter()
         .map(|a| AnswerLine {
@@ -349,33 +368,26 @@ fn run_tick(
             .map_err(|e| HarnessError::Sandbox(format!("cannot write the answers: {e}")))?
     };
     std::fs::write(&answers_path, answers_text).map_err(io("write the answers file"))?;
+    Ok(Prepared {
+        dir,
+        script: script_path,
+        answers: answers_path,
+        fifo,
+    })
+}
 
-    let invocation = invocation(
-        case,
-        spec,
-        sandbox,
-        clock,
-        &script_path,
-        &answers_path,
-        reaper,
-        opts,
-    );
-    let history = sandbox
-        .state_dir()
-        .join(format!("{}.history.jsonl", case.skill.as_str()));
-    let before = count_lines(&history);
-    let ran = spawn::run(&invocation, fifo, deadline, reaper).map_err(io("run the engine"))?;
-    if matches!(kill, Some(Kill::CrashPoint(_))) {
-        // The aborted engine's skill may still be running: nothing of this
-        // tick may outlive it.
-        reaper.sweep();
-    }
-    let after = count_lines(&history);
-    // Kept sandboxes (`--keep`) show each tick's output beside its inputs.
-    let _ = std::fs::write(dir.join("stdout.txt"), &ran.stdout);
-    let _ = std::fs::write(dir.join("stderr.txt"), &ran.stderr);
+/// The number of history lines on disk.
+pub(crate) fn history_len(t: &TickRun<'_>) -> usize {
+    count_lines(
+        &t.sandbox
+            .state_dir()
+            .join(format!("{}.history.jsonl", t.case.skill.as_str())),
+    )
+}
 
-    let end = match (&ran.ended, kill) {
+/// How a process the tick ran ended, as the case sees it.
+pub(crate) fn tick_end(ended: &Ended, kill: Option<&Kill>) -> TickEnd {
+    match (ended, kill) {
         (Ended::Exited(code), _) => TickEnd::Exited(*code),
         (Ended::Signaled(signal), Some(Kill::CrashPoint(point))) => TickEnd::Crashed {
             point: point.value.clone(),
@@ -384,49 +396,94 @@ fn run_tick(
         (Ended::Signaled(signal), _) => TickEnd::Signaled(*signal),
         (Ended::KilledAtBarrier, _) => TickEnd::KilledAtBarrier,
         (Ended::TimedOut, _) => TickEnd::TimedOut,
-    };
-    let expected_exit = spec.expect.exit.map(i32::from);
-    let abort = match (&end, kill) {
+    }
+}
+
+/// Why a tick that ended as `end` stops the case, if it does.
+pub(crate) fn verdict(
+    t: &TickRun<'_>,
+    end: &TickEnd,
+    stderr: &str,
+    barrier_missed: bool,
+) -> Option<String> {
+    let kill = t.spec.kill.as_ref().map(|k| &k.value);
+    let expected_exit = t.spec.expect.exit.map(i32::from);
+    match (end, kill) {
         (TickEnd::TimedOut, _) => Some(format!(
             "timed out: the case's time limit ({}) ran out during this tick, so the engine was killed; its stderr:\n  {}",
-            humantime(timeout),
-            error_lines(&ran.stderr)
+            humantime(t.timeout),
+            error_lines(stderr)
         )),
-        (_, Some(Kill::Barrier)) if ran.barrier_missed => Some(format!(
+        (_, Some(Kill::Barrier)) if barrier_missed => Some(format!(
             "the engine ended ({end}) before the fake skill reached its barrier; its stderr:\n  {}",
-            error_lines(&ran.stderr)
+            error_lines(stderr)
         )),
         (TickEnd::Exited(code), Some(Kill::CrashPoint(point))) => Some(format!(
             "the engine exited {code} without reaching crash point {}",
             point.value
         )),
         (TickEnd::Exited(4), _) if expected_exit != Some(4) => {
-            Some(match unanswered_gate(&ran.stderr) {
+            Some(match unanswered_gate(stderr) {
                 Some((gate, question)) => format!(
                     "unexpected gate {gate} asked {question:?} — answer it in this tick's `answers:` (e.g. `- {{ gate: {gate}, answer: ... }}`) or expect `exit: 4`"
                 ),
                 None => format!(
                     "the engine exited 4 (a gate needs an answer):\n  {}",
-                    error_lines(&ran.stderr)
+                    error_lines(stderr)
                 ),
             })
         }
         (TickEnd::Exited(code), _) if *code != 0 && *code != 3 && expected_exit != Some(*code) => {
             Some(format!(
                 "the engine exited {code}:\n  {}",
-                error_lines(&ran.stderr)
+                error_lines(stderr)
             ))
         }
         (TickEnd::Signaled(signal), _) => Some(format!(
             "the engine was killed by signal {signal}:\n  {}",
-            error_lines(&ran.stderr)
+            error_lines(stderr)
         )),
         _ => None,
-    };
+    }
+}
+
+/// A wrapper tick: `sdd-loop <skill> --loop`, the engine running the fake
+/// skill.
+fn run_tick(
+    t: &TickRun<'_>,
+    reaper: &mut Reaper,
+) -> Result<(TickRecord, Option<String>), HarnessError> {
+    let prepared = prepare(t)?;
+    let kill = t.spec.kill.as_ref().map(|k| &k.value);
+    let mut args: Vec<OsString> = vec![t.case.skill.as_str().into(), "--loop".into()];
+    args.extend(t.case.args.iter().map(OsString::from));
+    args.extend(t.spec.args.iter().map(OsString::from));
+    args.push("--answers".into());
+    args.push(prepared.answers.clone().into());
+    let mut env = engine_env(t, &prepared.script, reaper);
+    env.push((
+        "SDD_LOOP_SKILL_CMD".to_owned(),
+        shell_quote(&t.opts.binaries.fake_skill).into(),
+    ));
+    let invocation = engine_invocation(t, args, env);
+    let before = history_len(t);
+    let ran =
+        spawn::run(&invocation, prepared.fifo, t.deadline, reaper).map_err(io("run the engine"))?;
+    if matches!(kill, Some(Kill::CrashPoint(_))) {
+        // The aborted engine's skill may still be running: nothing of this
+        // tick may outlive it.
+        reaper.sweep();
+    }
+    let after = history_len(t);
+    // Kept sandboxes (`--keep`) show each tick's output beside its inputs.
+    let _ = std::fs::write(prepared.dir.join("stdout.txt"), &ran.stdout);
+    let _ = std::fs::write(prepared.dir.join("stderr.txt"), &ran.stderr);
+    let end = tick_end(&ran.ended, kill);
+    let abort = verdict(t, &end, &ran.stderr, ran.barrier_missed);
     Ok((
         TickRecord {
-            number: n,
-            args: case.args.iter().chain(&spec.args).cloned().collect(),
+            number: t.n,
+            args: t.case.args.iter().chain(&t.spec.args).cloned().collect(),
             end,
             stdout: ran.stdout,
             stderr: ran.stderr,
@@ -446,37 +503,16 @@ fn humantime(d: Duration) -> String {
     }
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the engine's environment is drawn from all of these"
-)]
-fn invocation(
-    case: &Case,
-    spec: &TickSpec,
-    sandbox: &Sandbox,
-    clock: Timestamp,
+/// The environment every process of a tick gets (nothing is inherited):
+/// the sandbox's PATH, HOME and TMPDIR, the frozen clock, the tracker, the
+/// fake skill's script and mock qmd, and the case's marker.
+pub(crate) fn engine_env(
+    t: &TickRun<'_>,
     script: &Path,
-    answers: &Path,
     reaper: &Reaper,
-    opts: &Options,
-) -> Invocation {
-    let mut args: Vec<OsString> = vec![case.skill.as_str().into(), "--loop".into()];
-    args.extend(case.args.iter().map(OsString::from));
-    args.extend(spec.args.iter().map(OsString::from));
-    args.push("--answers".into());
-    args.push(answers.into());
-    let (program, args) = match &opts.binaries.engine {
-        Engine::Binary(path) => (path.clone(), args),
-        Engine::Command(cmd) => {
-            let mut sh: Vec<OsString> = vec![
-                "-c".into(),
-                format!("exec {cmd} \"$@\"").into(),
-                "sdd-engine".into(),
-            ];
-            sh.extend(args);
-            (PathBuf::from("sh"), sh)
-        }
-    };
+) -> Vec<(String, OsString)> {
+    let sandbox = t.sandbox;
+    let opts = t.opts;
     let mut path = OsString::from(sandbox.bin.as_os_str());
     if !opts.path.is_empty() {
         path.push(":");
@@ -490,11 +526,7 @@ fn invocation(
         var("GIT_CONFIG_NOSYSTEM", &"1"),
         var("GIT_TERMINAL_PROMPT", &"0"),
         var(MARKER, &reaper.marker()),
-        var("SDD_LOOP_NOW", &clock.to_string()),
-        var(
-            "SDD_LOOP_SKILL_CMD",
-            &shell_quote(&opts.binaries.fake_skill),
-        ),
+        var("SDD_LOOP_NOW", &t.clock.to_string()),
         var("SDD_LOOP_TRACKER_URL", &sandbox.tracker.uri()),
         var("SDD_LOOP_REPO", &sandbox.tracker.repository()),
         var("SDD_LOOP_TRACKER_TOKEN", &TRACKER_TOKEN),
@@ -504,14 +536,35 @@ fn invocation(
         var("MOCK_QMD_STATE", &sandbox.qmd_state),
         var("MOCK_QMD_FIXTURES", &opts.fixtures.qmd()),
     ];
-    if let Some(Kill::CrashPoint(point)) = spec.kill.as_ref().map(|k| &k.value) {
+    if let Some(Kill::CrashPoint(point)) = t.spec.kill.as_ref().map(|k| &k.value) {
         env.push(var("SDD_LOOP_CRASH_AT", &point.value));
     }
+    env
+}
+
+/// The engine (or `--engine CMD`) with `args`, in the project.
+pub(crate) fn engine_invocation(
+    t: &TickRun<'_>,
+    args: Vec<OsString>,
+    env: Vec<(String, OsString)>,
+) -> Invocation {
+    let (program, args) = match &t.opts.binaries.engine {
+        Engine::Binary(path) => (path.clone(), args),
+        Engine::Command(cmd) => {
+            let mut sh: Vec<OsString> = vec![
+                "-c".into(),
+                format!("exec {cmd} \"$@\"").into(),
+                "sdd-engine".into(),
+            ];
+            sh.extend(args);
+            (PathBuf::from("sh"), sh)
+        }
+    };
     Invocation {
         program,
         args,
         env,
-        cwd: sandbox.project().to_path_buf(),
+        cwd: t.sandbox.project().to_path_buf(),
     }
 }
 

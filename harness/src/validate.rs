@@ -20,7 +20,7 @@ use sdd_mocks::skill::exit::is_reserved;
 use sdd_mocks::yaml::YamlError;
 use serde_saphyr::{Location, Spanned};
 
-use crate::case::{Case, Event, FORMAT_HELP, GateSpec, Kill, TickSpec};
+use crate::case::{Case, Driver, Event, FORMAT_HELP, GateSpec, Kill, TickSpec};
 use crate::check::{Check, Comparison, NO_STOP};
 use crate::{duration, requirements};
 
@@ -174,9 +174,14 @@ struct Checker<'a> {
     path: &'a Path,
     fixtures: &'a Fixtures,
     ticks: usize,
+    driver: Driver,
 }
 
 type Checked = Result<(), YamlError>;
+
+/// Crash points inside the wrapper's run of the skill, which an in-session
+/// tick never reaches.
+const WRAPPER_ONLY_POINTS: [&str; 2] = ["after-spawn", "after-skill"];
 
 impl Checker<'_> {
     fn at(&self, location: Location, message: String, help: impl Into<String>) -> YamlError {
@@ -430,6 +435,21 @@ impl Checker<'_> {
                     "the crash points (`sdd-loop crash-points`) are",
                 ));
             }
+            Some((Kill::CrashPoint(point), _))
+                if self.driver == Driver::Session
+                    && WRAPPER_ONLY_POINTS.contains(&point.value.as_str()) =>
+            {
+                return Err(self.at(
+                    point.referenced,
+                    format!(
+                        "crash point `{}` is reached only by a wrapper tick (the engine running the skill)",
+                        point.value
+                    ),
+                    format!(
+                        "with `driver: session` the work is the harness's, not the engine's: kill it there with `kill: barrier`, or use a crash point of begin or end ({FORMAT_HELP})"
+                    ),
+                ));
+            }
             Some((Kill::Barrier, at)) => {
                 let has_barrier = tick
                     .skill
@@ -603,6 +623,7 @@ pub fn case(case: &Case, fixtures: &Fixtures) -> Result<(), YamlError> {
         path: &case.path,
         fixtures,
         ticks: case.ticks.value.len(),
+        driver: case.driver,
     }
     .case(case)
 }

@@ -28,6 +28,7 @@ use sdd_harness::validate;
 #[case::no_ticks("no-ticks")]
 #[case::comment_trap("comment-trap")]
 #[case::unknown_requirement("unknown-requirement")]
+#[case::session_wrapper_only_crash_point("session-wrapper-only-crash-point")]
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");
