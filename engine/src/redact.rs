@@ -139,7 +139,7 @@ fn is_marker(text: &str) -> bool {
 
 /// A redaction pattern that does not compile, or would match everywhere.
 #[derive(Debug, thiserror::Error)]
-#[error("{}:{line}: redaction pattern `{pattern}` is not a valid regular expression: {detail}", path.display())]
+#[error("{}:{line}: redaction pattern `{pattern}` cannot be used: {detail}", path.display())]
 pub struct RedactError {
     pub path: PathBuf,
     pub line: usize,
@@ -415,12 +415,17 @@ fn project_patterns(md: &ClaudeMd) -> Result<Vec<(Regex, String)>, RedactError> 
                 pattern: pattern.clone(),
                 detail,
             };
-            let re = Regex::new(&pattern)
-                .map_err(|e| error(e.to_string().lines().last().unwrap_or("").trim().to_owned()))?;
+            let re = Regex::new(&pattern).map_err(|e| {
+                let last = e.to_string().lines().last().unwrap_or("").trim().to_owned();
+                error(format!("it is not a valid regular expression: {last}"))
+            })?;
             // An empty match would put the replacement between every two
             // characters of everything the loop writes.
             if re.is_match("") {
-                return Err(error("it matches the empty text".to_owned()));
+                return Err(error(
+                    "it matches the empty text, so every line would fill with replacements"
+                        .to_owned(),
+                ));
             }
             Ok((re, replacement))
         })
@@ -657,8 +662,9 @@ mod tests {
         let err = Redactor::from_claude_md(&md).unwrap_err();
         assert_eq!(err.line, 3);
         assert!(
-            err.to_string()
-                .starts_with("CLAUDE.md:3: redaction pattern `unclosed(`"),
+            err.to_string().starts_with(
+                "CLAUDE.md:3: redaction pattern `unclosed(` cannot be used: it is not a valid regular expression"
+            ),
             "{err}"
         );
     }
@@ -672,7 +678,8 @@ mod tests {
         let err = Redactor::from_claude_md(&md).unwrap_err();
         assert_eq!((err.line, err.pattern.as_str()), (4, "a*"));
         assert!(
-            err.to_string().ends_with("it matches the empty text"),
+            err.to_string()
+                .contains("`a*` cannot be used: it matches the empty text"),
             "{err}"
         );
     }
