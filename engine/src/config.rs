@@ -28,6 +28,18 @@ pub const DEFAULT_STALL_SECS: u64 = 1200;
 pub const DEFAULT_DRAIN_SECS: u64 = 60;
 pub const DEFAULT_LOCK_POLL_MS: u64 = 5000;
 pub const DEFAULT_TRACKER_URL: &str = "https://api.github.com";
+/// Longest one tracker request may take, from connecting to the last byte
+/// of the response (`--tracker-timeout`). A page of 100 issues from the
+/// GitHub API takes about a second; ten leaves room for a slow network
+/// without letting one silent connection hold the tick.
+pub const DEFAULT_TRACKER_TIMEOUT_SECS: u64 = 10;
+/// Longest one tracker call may take across all its attempts and the waits
+/// between them, `Retry-After` included (`--tracker-retry-budget`). Thirty
+/// seconds fits three backed-off retries of a brief outage (0.5 + 1 + 2 s
+/// of waiting) or a short `Retry-After`, and a tracker that accepts
+/// connections but never answers ends the call in 30 s, not minutes: the
+/// next tick tries again, which is cheaper than a tick that hangs.
+pub const DEFAULT_TRACKER_RETRY_BUDGET_SECS: u64 = 30;
 
 /// One tick's configuration.
 #[derive(Debug, Clone)]

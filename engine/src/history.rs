@@ -493,7 +493,9 @@ fn line_number_at(file: &mut File, path: &Path, offset: u64) -> Result<u64, Hist
     Ok(newlines + 1)
 }
 
-fn parse_line(bytes: &[u8]) -> Result<HistoryLine, String> {
+/// One line's bytes (without its `\n`) as a history line; the error says
+/// why not, for the damaged-line message.
+pub fn parse_line(bytes: &[u8]) -> Result<HistoryLine, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 ({e})"))?;
     serde_json::from_str(text).map_err(|e| e.to_string())
 }
@@ -523,19 +525,22 @@ pub fn read_tail(path: &Path, want: usize) -> Result<Tail, HistoryError> {
     if last_byte != b'\n' {
         let start = line_start_before(&mut file, path, len)?;
         let bytes = read_range(&mut file, path, start, len)?;
-        match parse_line(&bytes) {
-            Ok(line) if !is_blank(&bytes) => {
-                tail.needs_separator = true;
-                found.push(Located {
-                    offset: start,
-                    line,
-                });
-            }
-            _ => {
-                tail.torn = Some(TornTail {
-                    offset: start,
-                    bytes,
-                })
+        // Blank is not a line, torn or whole (as in `read_all`).
+        if !is_blank(&bytes) {
+            match parse_line(&bytes) {
+                Ok(line) => {
+                    tail.needs_separator = true;
+                    found.push(Located {
+                        offset: start,
+                        line,
+                    });
+                }
+                Err(_) => {
+                    tail.torn = Some(TornTail {
+                        offset: start,
+                        bytes,
+                    })
+                }
             }
         }
         end = start;
@@ -940,6 +945,20 @@ mod tests {
         assert_eq!(read_all(&path).unwrap().lines.len(), 2);
         let tail = read_tail(&path, 5).unwrap();
         assert_eq!(tail.lines.len(), 2);
+    }
+
+    /// `read_tail` took trailing blanks without a newline for a torn line
+    /// (and would have moved them to a sidecar); `read_all` skipped them.
+    #[test]
+    fn a_blank_unterminated_tail_is_not_torn() {
+        let tmp = tempfile::tempdir().unwrap();
+        for text in ["   ".to_owned(), format!("{}\n \t", line(1))] {
+            let path = write(tmp.path(), text.as_bytes());
+            for tail in [read_tail(&path, 5).unwrap(), read_all(&path).unwrap()] {
+                assert_eq!(tail.torn, None, "{text:?}");
+                assert!(!tail.needs_separator, "{text:?}");
+            }
+        }
     }
 
     #[test]

@@ -52,10 +52,16 @@ pub struct LockRecord {
 }
 
 impl LockRecord {
-    fn to_bytes(&self) -> Vec<u8> {
+    /// The lockfile's bytes: one JSON line.
+    pub fn to_bytes(&self) -> Vec<u8> {
         let mut bytes = serde_json::to_vec(self).expect("a lock record always serialises");
         bytes.push(b'\n');
         bytes
+    }
+
+    /// A lockfile's bytes as a record.
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(bytes)
     }
 }
 
@@ -240,7 +246,7 @@ enum Found {
 fn read_found(path: &Path) -> Result<Found, FileError> {
     Ok(match files::read_bytes(path)? {
         None => Found::Nothing,
-        Some(bytes) => match serde_json::from_slice::<LockRecord>(&bytes) {
+        Some(bytes) => match LockRecord::from_slice(&bytes) {
             Ok(record) => Found::Record(record),
             Err(err) => Found::Unreadable(format!("{}: {err}", path.display())),
         },

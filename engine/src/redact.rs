@@ -1,33 +1,145 @@
-//! Redaction of gate questions and answers before they are persisted
-//! (ADR-0028, "Sensitive content note").
+//! Redaction of what the loop writes or prints (ADR-0028, "Sensitive
+//! content note"), on by default.
 //!
-//! `gates[].question` may interpolate issue titles and branch names, and
-//! `gates[].answer` may be free text, so both are passed through the
-//! project's `### Loop Logging` patterns (under `### SDD Configuration` in
-//! CLAUDE.md) before they reach history or a report. The block is either a
-//! table with a `Pattern` column and an optional `Replacement` column, or a
-//! bullet list of patterns; patterns are regular expressions and the default
-//! replacement is `[REDACTED]`.
+//! The contract asks that gate questions and answers pass through the
+//! project's `### Loop Logging` patterns. That alone left a hole: with no
+//! patterns declared nothing was redacted, so a failure's root cause that
+//! quoted a `ghp_…` token reached history and the terminal verbatim. So a
+//! [`Redactor`] always removes, whatever CLAUDE.md says:
+//!
+//! - exact secret values handed to it: the tracker token, and the value of
+//!   every passed-on environment variable whose name ends in `TOKEN`, `KEY`,
+//!   `SECRET` or `PASSWORD` (any case) — see [`RedactorBuilder::env`].
+//!   Values shorter than [`MIN_SECRET_LEN`] characters are ignored, so
+//!   `DEBUG_KEY=1` does not blank every `1`;
+//! - well-known credential shapes ([`SHAPES`]): GitHub tokens (`ghp_`,
+//!   `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), Anthropic and OpenAI
+//!   keys, AWS access key ids, Slack tokens, PEM private-key blocks;
+//! - `Authorization:` header values, also as a JSON/YAML field.
+//!
+//! Each is replaced by a marker naming its kind — `[REDACTED:github-token]`,
+//! `[REDACTED:secret-env:GITHUB_TOKEN]`, `[REDACTED:authorization]` — so a
+//! reader knows what was there without seeing it. `### Loop Logging`
+//! patterns (under `### SDD Configuration`) add to these and run after
+//! them: a project pattern can widen redaction but never make a built-in
+//! rule miss. The block is a table with a `Pattern` column and an optional
+//! `Replacement` column, or a bullet list of patterns; patterns are regular
+//! expressions, the replacement is literal and defaults to `[REDACTED]`.
 //!
 //! ```markdown
 //! ### Loop Logging
 //! | Pattern | Replacement |
 //! |---|---|
-//! | `ghp_[A-Za-z0-9]{36}` | [GITHUB-TOKEN] |
-//! | `(?i)customer-\d+` | |
+//! | `(?i)customer-\d+` | [CUSTOMER] |
+//! | `acme-internal\.example` | |
 //! ```
+//!
+//! Redacting twice gives the same text as redacting once, provided the
+//! project's patterns do not match their own replacements. Text with
+//! nothing to redact costs one pass of a [`RegexSet`] and no allocation,
+//! so a skill's whole output can go through [`Redactor::redact`] line by
+//! line; [`Redactor::lines`] keeps a private-key block redacted across the
+//! lines it spans. JSON summaries go through [`Redactor::redact_json`].
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Captures, Regex, RegexSet};
+use serde_json::Value;
 
 use crate::claude_md::ClaudeMd;
 
+/// The replacement of a `### Loop Logging` pattern that names none.
 pub const DEFAULT_REPLACEMENT: &str = "[REDACTED]";
 
-/// A redaction pattern that does not compile.
+/// Shortest secret value (in characters) redacted by exact match. Shorter
+/// values are too likely to be ordinary text (`1`, `true`, `admin`) —
+/// redacting them would garble every line without protecting anything a
+/// guess could not find.
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// Environment variable names ending in one of these (any case) hold
+/// secrets.
+pub const SECRET_NAME_SUFFIXES: [&str; 4] = ["TOKEN", "KEY", "SECRET", "PASSWORD"];
+
+/// A built-in credential shape: its marker kind and its pattern.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub kind: &'static str,
+    pub pattern: &'static str,
+}
+
+/// The credential shapes redacted by default, in the order they apply.
+///
+/// Distinctive prefixes match anywhere, even glued to other text; the
+/// generic OpenAI `sk-` needs a word boundary before it (`task-…`, `disk-…`
+/// must not match) and, without a `proj-`/`svcacct-`/`admin-` prefix, an
+/// unbroken run of 20 letters and digits (so a kebab-case name such as
+/// `sk-learn-compatible-wrapper` is left alone). It comes last: a marker
+/// put just before `sk-` by an earlier rule creates a word boundary, and
+/// that must happen in the same pass, or a second pass would redact more.
+/// Lengths are minimums, and the match runs on greedily, so a longer token
+/// is removed whole.
+pub const SHAPES: &[Shape] = &[
+    Shape {
+        kind: "github-token",
+        pattern: r"gh[pousr]_[A-Za-z0-9]{36,}",
+    },
+    Shape {
+        kind: "github-pat",
+        pattern: r"github_pat_[A-Za-z0-9_]{22,}",
+    },
+    Shape {
+        kind: "anthropic-key",
+        pattern: r"sk-ant-[A-Za-z0-9_-]{20,}",
+    },
+    Shape {
+        kind: "aws-access-key-id",
+        pattern: r"(?:AKIA|ASIA)[A-Z0-9]{16}",
+    },
+    Shape {
+        kind: "slack-token",
+        pattern: r"xox[abprs]-[A-Za-z0-9-]{10,}",
+    },
+    Shape {
+        kind: "openai-key",
+        pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{20,})",
+    },
+];
+
+/// A PEM private-key block, `BEGIN` to `END` across lines. A `BEGIN`
+/// without its `END` (output cut short) is redacted to the end of the text.
+const PRIVATE_KEY: &str = r"(?s)-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*)";
+const PRIVATE_KEY_BEGIN: &str = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----";
+const PRIVATE_KEY_END: &str = r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----";
+
+/// `Authorization: [scheme ]value` as a header or a YAML field. A value
+/// that is already a marker is matched first, and kept, so redaction is
+/// idempotent whichever rule removed the token.
+const AUTHORIZATION_HEADER: &str = r#"(?i)(?-u:\b)(?P<lead>authorization[ \t]*:[ \t]*["']?)(?P<scheme>(?:bearer|token|basic|digest)[ \t]+)?(?P<value>\[REDACTED[^\]\s]*\]|[^\s"',;]+)"#;
+
+/// `"authorization": "…"` in JSON (also escaped inside a JSON string, or
+/// single-quoted): the whole string value goes.
+const AUTHORIZATION_FIELD: &str =
+    r#"(?i)(?P<lead>["']authorization\\?["'][ \t]*:[ \t]*\\?["'])(?P<value>[^"'\\\r\n]*)"#;
+
+const AUTHORIZATION_MARKER: &str = "[REDACTED:authorization]";
+
+fn marker(kind: &str) -> String {
+    format!("[REDACTED:{kind}]")
+}
+
+fn is_marker(text: &str) -> bool {
+    text.strip_prefix("[REDACTED")
+        .and_then(|rest| rest.strip_suffix(']'))
+        .is_some_and(|mid| !mid.contains(']') && !mid.contains(char::is_whitespace))
+}
+
+/// A redaction pattern that does not compile, or would match everywhere.
 #[derive(Debug, thiserror::Error)]
-#[error("{}:{line}: redaction pattern `{pattern}` is not a valid regular expression: {detail}", path.display())]
+#[error("{}:{line}: redaction pattern `{pattern}` cannot be used: {detail}", path.display())]
 pub struct RedactError {
     pub path: PathBuf,
     pub line: usize,
@@ -37,73 +149,439 @@ pub struct RedactError {
 
 impl RedactError {
     pub fn help(&self) -> &'static str {
-        "patterns under `### Loop Logging` are regular expressions (Rust regex syntax); escape literal characters such as `.` or `(` with `\\`"
+        "patterns under `### Loop Logging` are regular expressions (Rust regex syntax) that match some text; escape literal characters such as `.` or `(` with `\\`"
     }
 }
 
-/// The project's redaction rules; empty when none are declared.
-#[derive(Debug, Clone, Default)]
+/// How a rule turns a match into its replacement.
+#[derive(Debug, Clone)]
+enum Replace {
+    Literal(String),
+    /// Exact secret values: the matched value names its marker.
+    Values(HashMap<String, String>),
+    AuthorizationHeader,
+    AuthorizationField,
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    re: Regex,
+    replace: Replace,
+}
+
+impl Rule {
+    fn new(pattern: &str, replace: Replace) -> Self {
+        Self {
+            re: Regex::new(pattern).expect("built-in redaction patterns compile"),
+            replace,
+        }
+    }
+
+    fn apply<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        match &self.replace {
+            Replace::Literal(with) => self.re.replace_all(text, regex::NoExpand(with)),
+            Replace::Values(markers) => self.re.replace_all(text, |caps: &Captures| {
+                markers
+                    .get(&caps[0])
+                    .cloned()
+                    .unwrap_or_else(|| marker("secret"))
+            }),
+            Replace::AuthorizationHeader => self.re.replace_all(text, |caps: &Captures| {
+                if is_marker(&caps["value"]) {
+                    caps[0].to_owned()
+                } else {
+                    let scheme = caps.name("scheme").map_or("", |m| m.as_str());
+                    format!("{}{scheme}{AUTHORIZATION_MARKER}", &caps["lead"])
+                }
+            }),
+            Replace::AuthorizationField => self.re.replace_all(text, |caps: &Captures| {
+                let value = &caps["value"];
+                if value.is_empty() || is_marker(value) {
+                    caps[0].to_owned()
+                } else {
+                    format!("{}{AUTHORIZATION_MARKER}", &caps["lead"])
+                }
+            }),
+        }
+    }
+}
+
+/// The built-in rules, compiled once per process: a tick builds its
+/// redactor once, but tests and tools build many, and compiling these is
+/// most of the cost.
+#[derive(Debug)]
+struct BuiltIn {
+    private_key: Rule,
+    /// The shapes, then the two `Authorization` rules.
+    rest: Vec<Rule>,
+    /// `private_key` then `rest`: which of them (and so from which rule on)
+    /// a text needs any work, in one pass.
+    set: RegexSet,
+    private_key_begin: Regex,
+    private_key_end: Regex,
+}
+
+static BUILT_IN: LazyLock<BuiltIn> = LazyLock::new(|| {
+    let private_key = Rule::new(PRIVATE_KEY, Replace::Literal(marker("private-key")));
+    let mut rest: Vec<Rule> = SHAPES
+        .iter()
+        .map(|s| Rule::new(s.pattern, Replace::Literal(marker(s.kind))))
+        .collect();
+    rest.push(Rule::new(
+        AUTHORIZATION_HEADER,
+        Replace::AuthorizationHeader,
+    ));
+    rest.push(Rule::new(AUTHORIZATION_FIELD, Replace::AuthorizationField));
+    let set = RegexSet::new(
+        std::iter::once(&private_key)
+            .chain(&rest)
+            .map(|r| r.re.as_str()),
+    )
+    .expect("built-in redaction patterns compile together");
+    BuiltIn {
+        private_key,
+        rest,
+        set,
+        private_key_begin: Regex::new(PRIVATE_KEY_BEGIN).expect("built-in pattern compiles"),
+        private_key_end: Regex::new(PRIVATE_KEY_END).expect("built-in pattern compiles"),
+    }
+});
+
+/// The redaction rules of one tick. They apply in this order: private-key
+/// blocks, exact secret values, credential shapes, `Authorization` values,
+/// then the project's patterns.
+#[derive(Debug, Clone)]
 pub struct Redactor {
-    rules: Vec<(Regex, String)>,
+    built_in: &'static BuiltIn,
+    /// One alternation of every exact value, longest first.
+    values: Option<Rule>,
+    project: Vec<Rule>,
+    /// The project's patterns in one pass. `None` if together they exceed
+    /// the regex size limit: each is then tried in turn, same result.
+    project_set: Option<RegexSet>,
+}
+
+impl Default for Redactor {
+    /// The built-in rules alone: credential shapes and `Authorization`
+    /// values, no exact secret values, no project patterns.
+    fn default() -> Self {
+        RedactorBuilder::default().build()
+    }
+}
+
+/// Collects the secret values and project patterns of a [`Redactor`].
+#[derive(Debug, Clone, Default)]
+pub struct RedactorBuilder {
+    /// (marker kind, value), first added wins for a repeated value.
+    secrets: Vec<(String, String)>,
+    patterns: Vec<(Regex, String)>,
+}
+
+impl RedactorBuilder {
+    /// Adds an exact secret value, replaced by `[REDACTED:{kind}]` (e.g.
+    /// kind `tracker-token`). Ignored when shorter than [`MIN_SECRET_LEN`]
+    /// characters after trimming. A multi-line value is also matched line
+    /// by line (each line that is long enough), so text redacted one line
+    /// at a time loses it too.
+    pub fn secret(mut self, kind: &str, value: &str) -> Self {
+        let kind = sanitize_kind(kind);
+        let mut add = |v: &str| {
+            let v = v.trim();
+            if v.chars().count() >= MIN_SECRET_LEN {
+                self.secrets.push((kind.clone(), v.to_owned()));
+            }
+        };
+        add(value);
+        if value.trim().contains('\n') {
+            value.lines().for_each(&mut add);
+        }
+        self
+    }
+
+    /// Adds the value of every variable whose name ends in `TOKEN`, `KEY`,
+    /// `SECRET` or `PASSWORD` (any case), as kind `secret-env:{NAME}`.
+    pub fn env<K: AsRef<str>, V: AsRef<str>>(
+        mut self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        for (name, value) in vars {
+            if is_secret_name(name.as_ref()) {
+                self = self.secret(&format!("secret-env:{}", name.as_ref()), value.as_ref());
+            }
+        }
+        self
+    }
+
+    /// Adds the `### Loop Logging` patterns of `md`, if any.
+    pub fn claude_md(mut self, md: &ClaudeMd) -> Result<Self, RedactError> {
+        self.patterns.extend(project_patterns(md)?);
+        Ok(self)
+    }
+
+    pub fn build(self) -> Redactor {
+        let mut markers: Vec<String> = SHAPES.iter().map(|s| marker(s.kind)).collect();
+        markers.extend(["private-key", "authorization"].map(marker));
+        markers.extend(self.secrets.iter().map(|(kind, _)| marker(kind)));
+        markers.extend(self.patterns.iter().map(|(_, r)| r.clone()));
+        // A value found inside a replacement would be redacted again on every
+        // pass, and one containing a marker could only match after an
+        // earlier pass; neither (`REDACTED`, `github-token`) is a secret.
+        let mut values: HashMap<String, String> = HashMap::new();
+        for (kind, value) in self.secrets {
+            if !value.contains("[REDACTED") && !markers.iter().any(|m| m.contains(&value)) {
+                values.entry(value).or_insert_with(|| marker(&kind));
+            }
+        }
+        let values = (!values.is_empty()).then(|| {
+            let mut ordered: Vec<&String> = values.keys().collect();
+            // Longest first, so a value containing another goes whole.
+            ordered.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+            let alternation = ordered
+                .iter()
+                .map(|v| regex::escape(v))
+                .collect::<Vec<_>>()
+                .join("|");
+            Rule {
+                re: Regex::new(&alternation).expect("escaped literals compile"),
+                replace: Replace::Values(values),
+            }
+        });
+        let project_set = RegexSet::new(self.patterns.iter().map(|(re, _)| re.as_str())).ok();
+        let project = self
+            .patterns
+            .into_iter()
+            .map(|(re, with)| Rule {
+                re,
+                replace: Replace::Literal(with),
+            })
+            .collect();
+        Redactor {
+            built_in: &BUILT_IN,
+            values,
+            project,
+            project_set,
+        }
+    }
+}
+
+/// Whether an environment variable of this name holds a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_NAME_SUFFIXES.iter().any(|s| upper.ends_with(s))
+}
+
+/// Marker kinds are shown between `[REDACTED:` and `]`: keep them to
+/// characters that cannot end or split a marker.
+fn sanitize_kind(kind: &str) -> String {
+    kind.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn project_patterns(md: &ClaudeMd) -> Result<Vec<(Regex, String)>, RedactError> {
+    let Some(section) = md.sdd_section("Loop Logging") else {
+        return Ok(Vec::new());
+    };
+    let mut raw: Vec<(usize, String, String)> = Vec::new();
+    if let Some(table) = section.table() {
+        let pattern_col = table.column("pattern").unwrap_or(0);
+        let replacement_col = table.column("replace");
+        for row in &table.rows {
+            let Some(pattern) = row.cells.get(pattern_col).filter(|p| !p.is_empty()) else {
+                continue;
+            };
+            let replacement = replacement_col
+                .and_then(|c| row.cells.get(c))
+                .filter(|r| !r.is_empty())
+                .cloned()
+                .unwrap_or_else(|| DEFAULT_REPLACEMENT.to_owned());
+            raw.push((row.line, pattern.clone(), replacement));
+        }
+    }
+    for (line, pattern) in section.bullets() {
+        raw.push((line, pattern, DEFAULT_REPLACEMENT.to_owned()));
+    }
+    raw.into_iter()
+        .map(|(line, pattern, replacement)| {
+            let error = |detail: String| RedactError {
+                path: md.path().to_path_buf(),
+                line,
+                pattern: pattern.clone(),
+                detail,
+            };
+            let re = Regex::new(&pattern).map_err(|e| {
+                let last = e.to_string().lines().last().unwrap_or("").trim().to_owned();
+                error(format!("it is not a valid regular expression: {last}"))
+            })?;
+            // An empty match would put the replacement between every two
+            // characters of everything the loop writes.
+            if re.is_match("") {
+                return Err(error(
+                    "it matches the empty text, so every line would fill with replacements"
+                        .to_owned(),
+                ));
+            }
+            Ok((re, replacement))
+        })
+        .collect()
 }
 
 impl Redactor {
-    pub fn none() -> Self {
-        Self::default()
+    pub fn builder() -> RedactorBuilder {
+        RedactorBuilder::default()
     }
 
+    /// The built-in rules plus the project's `### Loop Logging` patterns.
+    /// Exact secret values are added with [`Redactor::builder`].
     pub fn from_claude_md(md: &ClaudeMd) -> Result<Self, RedactError> {
-        let Some(section) = md.sdd_section("Loop Logging") else {
-            return Ok(Self::none());
+        Ok(Self::builder().claude_md(md)?.build())
+    }
+
+    /// How many `### Loop Logging` patterns the project added.
+    pub fn project_patterns(&self) -> usize {
+        self.project.len()
+    }
+
+    /// Every rule, in the order they apply.
+    fn rules(&self) -> impl Iterator<Item = &Rule> {
+        std::iter::once(&self.built_in.private_key)
+            .chain(&self.values)
+            .chain(&self.built_in.rest)
+            .chain(&self.project)
+    }
+
+    /// The position (in [`Redactor::rules`]) of the first rule that
+    /// matches `text`, or at most that; `None` if no rule does.
+    fn first_match(&self, text: &str) -> Option<usize> {
+        let after_values = 1 + usize::from(self.values.is_some());
+        let project_start = after_values + self.built_in.rest.len();
+        let built_in = self
+            .built_in
+            .set
+            .matches(text)
+            .iter()
+            .next()
+            .map(|i| if i == 0 { 0 } else { after_values + i - 1 });
+        let values = self
+            .values
+            .as_ref()
+            .filter(|v| v.re.is_match(text))
+            .map(|_| 1);
+        let project = match &self.project_set {
+            Some(set) => set.matches(text).iter().next().map(|i| project_start + i),
+            None => (!self.project.is_empty()).then_some(project_start),
         };
-        let mut raw: Vec<(usize, String, String)> = Vec::new();
-        if let Some(table) = section.table() {
-            let pattern_col = table.column("pattern").unwrap_or(0);
-            let replacement_col = table.column("replace");
-            for row in &table.rows {
-                let Some(pattern) = row.cells.get(pattern_col).filter(|p| !p.is_empty()) else {
-                    continue;
-                };
-                let replacement = replacement_col
-                    .and_then(|c| row.cells.get(c))
-                    .filter(|r| !r.is_empty())
-                    .cloned()
-                    .unwrap_or_else(|| DEFAULT_REPLACEMENT.to_owned());
-                raw.push((row.line, pattern.clone(), replacement));
+        [built_in, values, project].into_iter().flatten().min()
+    }
+
+    /// `text` with every secret replaced; borrowed when there was nothing
+    /// to replace.
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        match self.first_match(text) {
+            Some(first) => self.redact_from(text, first),
+            None => Cow::Borrowed(text),
+        }
+    }
+
+    /// Runs the rules from position `first` on, each on the text as the
+    /// previous one left it. Rules before the first that matches cannot
+    /// change the text, so skipping them changes nothing.
+    fn redact_from<'t>(&self, text: &'t str, first: usize) -> Cow<'t, str> {
+        let mut out = Cow::Borrowed(text);
+        for rule in self.rules().skip(first) {
+            let replaced = match rule.apply(&out) {
+                Cow::Borrowed(_) => None,
+                Cow::Owned(s) => Some(s),
+            };
+            if let Some(s) = replaced {
+                out = Cow::Owned(s);
             }
         }
-        for (line, pattern) in section.bullets() {
-            raw.push((line, pattern, DEFAULT_REPLACEMENT.to_owned()));
-        }
-        let rules = raw
-            .into_iter()
-            .map(|(line, pattern, replacement)| {
-                Regex::new(&pattern)
-                    .map(|re| (re, replacement))
-                    .map_err(|e| RedactError {
-                        path: md.path().to_path_buf(),
-                        line,
-                        pattern: pattern.clone(),
-                        detail: e.to_string().lines().last().unwrap_or("").trim().to_owned(),
-                    })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Self { rules })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
-    }
-
-    /// `text` with every match of every pattern replaced.
-    pub fn apply(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for (re, replacement) in &self.rules {
-            out = re
-                .replace_all(&out, regex::NoExpand(replacement))
-                .into_owned();
-        }
         out
+    }
+
+    /// `text` with every secret replaced.
+    pub fn apply(&self, text: &str) -> String {
+        self.redact(text).into_owned()
+    }
+
+    /// Redacts every string in `value`, in place. Object keys are kept (a
+    /// summary's shape must not change), but the whole string value of an
+    /// `authorization` key (any case) is replaced.
+    pub fn redact_json(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => {
+                if let Cow::Owned(r) = self.redact(s) {
+                    *s = r;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
+            Value::Object(map) => {
+                for (key, v) in map.iter_mut() {
+                    match v {
+                        Value::String(s)
+                            if key.eq_ignore_ascii_case("authorization")
+                                && !s.is_empty()
+                                && !is_marker(s) =>
+                        {
+                            *s = AUTHORIZATION_MARKER.to_owned();
+                        }
+                        _ => self.redact_json(v),
+                    }
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// A redactor for text that arrives one line at a time: it remembers an
+    /// open private-key block, so the key's body lines — which look like
+    /// nothing in particular on their own — are redacted too.
+    pub fn lines(&self) -> LineRedactor<'_> {
+        LineRedactor {
+            redactor: self,
+            in_private_key: false,
+        }
+    }
+
+    fn private_key_left_open(&self, line: &str) -> bool {
+        let built_in = self.built_in;
+        built_in
+            .private_key_begin
+            .find_iter(line)
+            .last()
+            .is_some_and(|begin| !built_in.private_key_end.is_match(&line[begin.end()..]))
+    }
+}
+
+/// Line-by-line redaction state; see [`Redactor::lines`].
+#[derive(Debug)]
+pub struct LineRedactor<'r> {
+    redactor: &'r Redactor,
+    in_private_key: bool,
+}
+
+impl LineRedactor<'_> {
+    /// One line (without its newline), redacted. Every line of a
+    /// private-key block becomes `[REDACTED:private-key]`.
+    pub fn line<'t>(&mut self, line: &'t str) -> Cow<'t, str> {
+        if self.in_private_key {
+            let Some(end) = self.redactor.built_in.private_key_end.find(line) else {
+                return Cow::Owned(marker("private-key"));
+            };
+            self.in_private_key = false;
+            let rest = &line[end.end()..];
+            let tail = self.line(rest);
+            return Cow::Owned(format!("{}{tail}", marker("private-key")));
+        }
+        self.in_private_key = self.redactor.private_key_left_open(line);
+        self.redactor.redact(line)
     }
 }
 
@@ -112,45 +590,67 @@ mod tests {
     use super::*;
     use std::path::Path;
 
+    fn with_patterns(md: &str) -> Redactor {
+        Redactor::from_claude_md(&ClaudeMd::parse(Path::new("CLAUDE.md"), md)).unwrap()
+    }
+
+    fn r() -> Redactor {
+        Redactor::default()
+    }
+
+    const GHP: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+
     #[test]
     fn table_with_replacements() {
-        let md = ClaudeMd::parse(
-            Path::new("CLAUDE.md"),
-            "### SDD Configuration\n#### Loop Logging\n| Pattern | Replacement |\n|---|---|\n| `ghp_[A-Za-z0-9]+` | [TOKEN] |\n| `acme-\\d+` | |\n",
+        let r = with_patterns(
+            "### SDD Configuration\n#### Loop Logging\n| Pattern | Replacement |\n|---|---|\n| `tok_[A-Za-z0-9]+` | [TOKEN] |\n| `acme-\\d+` | |\n",
         );
-        let r = Redactor::from_claude_md(&md).unwrap();
+        assert_eq!(r.project_patterns(), 2);
         assert_eq!(
-            r.apply("Issue #4 from acme-991 uses ghp_abc123 and acme-2"),
+            r.apply("Issue #4 from acme-991 uses tok_abc123 and acme-2"),
             "Issue #4 from [REDACTED] uses [TOKEN] and [REDACTED]"
         );
     }
 
     #[test]
     fn bullet_list_patterns() {
-        let md = ClaudeMd::parse(
-            Path::new("CLAUDE.md"),
+        let r = with_patterns(
             "### SDD Configuration\n### Loop Logging\n- `secret-[a-z]+`\n- hunter2\n",
         );
-        let r = Redactor::from_claude_md(&md).unwrap();
         assert_eq!(r.apply("secret-foo hunter2 ok"), "[REDACTED] [REDACTED] ok");
     }
 
     #[test]
     fn replacement_is_literal() {
-        let md = ClaudeMd::parse(
-            Path::new("CLAUDE.md"),
+        let r = with_patterns(
             "### SDD Configuration\n### Loop Logging\n| Pattern | Replacement |\n|---|---|\n| (x) | $1-gone |\n",
         );
-        let r = Redactor::from_claude_md(&md).unwrap();
         assert_eq!(r.apply("x"), "$1-gone");
     }
 
     #[test]
-    fn no_block_redacts_nothing() {
-        let md = ClaudeMd::parse(Path::new("CLAUDE.md"), "# nothing\n");
-        let r = Redactor::from_claude_md(&md).unwrap();
-        assert!(r.is_empty());
+    fn no_block_still_redacts_the_built_in_shapes() {
+        let r = with_patterns("# nothing\n");
+        assert_eq!(r.project_patterns(), 0);
+        assert_eq!(
+            r.apply(&format!("root cause: push failed with {GHP}")),
+            "root cause: push failed with [REDACTED:github-token]"
+        );
         assert_eq!(r.apply("ghp_abc"), "ghp_abc");
+    }
+
+    #[test]
+    fn project_patterns_add_to_the_defaults_and_run_after_them() {
+        // A project pattern for the same token shape does not replace the
+        // built-in rule; a pattern that could break a token's shape (`0123`)
+        // runs too late to let the rest of the token through.
+        let r = with_patterns(
+            "### SDD Configuration\n### Loop Logging\n| Pattern | Replacement |\n|---|---|\n| `ghp_[A-Za-z0-9]{36}` | [GITHUB-TOKEN] |\n| `0123` | [N] |\n",
+        );
+        assert_eq!(
+            r.apply(&format!("{GHP} 0123")),
+            "[REDACTED:github-token] [N]"
+        );
     }
 
     #[test]
@@ -162,9 +662,393 @@ mod tests {
         let err = Redactor::from_claude_md(&md).unwrap_err();
         assert_eq!(err.line, 3);
         assert!(
-            err.to_string()
-                .starts_with("CLAUDE.md:3: redaction pattern `unclosed(`"),
+            err.to_string().starts_with(
+                "CLAUDE.md:3: redaction pattern `unclosed(` cannot be used: it is not a valid regular expression"
+            ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn pattern_matching_empty_text_is_refused() {
+        let md = ClaudeMd::parse(
+            Path::new("CLAUDE.md"),
+            "### SDD Configuration\n### Loop Logging\n- `x`\n- `a*`\n",
+        );
+        let err = Redactor::from_claude_md(&md).unwrap_err();
+        assert_eq!((err.line, err.pattern.as_str()), (4, "a*"));
+        assert!(
+            err.to_string()
+                .contains("`a*` cannot be used: it matches the empty text"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn github_tokens() {
+        for prefix in ["ghp", "gho", "ghu", "ghs", "ghr"] {
+            let token = format!("{prefix}_{}", "aB3".repeat(12));
+            assert_eq!(
+                r().apply(&format!("a {token} b")),
+                "a [REDACTED:github-token] b"
+            );
+        }
+        // Glued to other text, and longer than 36: still whole.
+        assert_eq!(
+            r().apply(&format!("token={GHP}XYZ.")),
+            "token=[REDACTED:github-token]."
+        );
+        let pat = format!("github_pat_{}_{}", "A1b2C3d4E5f6G7h8I9j0K1", "z".repeat(59));
+        assert_eq!(r().apply(&pat), "[REDACTED:github-pat]");
+    }
+
+    #[test]
+    fn github_near_misses_are_kept() {
+        for text in [
+            format!("ghp_{}", "a".repeat(35)),
+            format!("ghx_{}", "a".repeat(36)),
+            format!("ghp-{}", "a".repeat(36)),
+            "github_pat_short".to_owned(),
+            "see ghp_ tokens in the docs".to_owned(),
+        ] {
+            assert_eq!(r().apply(&text), text);
+        }
+    }
+
+    #[test]
+    fn anthropic_and_openai_keys() {
+        let ant = format!("sk-ant-api03-{}AA", "x_Y-z".repeat(19));
+        assert_eq!(
+            r().apply(&format!("key: {ant}\n")),
+            "key: [REDACTED:anthropic-key]\n"
+        );
+        let legacy = format!("sk-{}", "Ab1".repeat(16));
+        let project = format!("sk-proj-{}", "Ab1_-".repeat(20));
+        let service = format!("sk-svcacct-{}", "Q9".repeat(30));
+        for key in [legacy, project, service] {
+            assert_eq!(
+                r().apply(&format!("OPENAI=\"{key}\"")),
+                "OPENAI=\"[REDACTED:openai-key]\""
+            );
+        }
+    }
+
+    #[test]
+    fn sk_near_misses_are_kept() {
+        for text in [
+            "task-0123456789abcdefghijkl",
+            "disk-0123456789abcdefghijkl",
+            "sk-learn-compatible-wrapper-for-models",
+            "sk-short1234",
+            "sk-ant-short",
+        ] {
+            assert_eq!(r().apply(text), text);
+        }
+    }
+
+    #[test]
+    fn aws_and_slack() {
+        assert_eq!(
+            r().apply("id AKIAIOSFODNN7EXAMPLE and ASIAY34FZKBOKMUTVV7A."),
+            "id [REDACTED:aws-access-key-id] and [REDACTED:aws-access-key-id]."
+        );
+        for near in [
+            "AKIAIOSFODNN7EXAMPL",
+            "AKIAiosfodnn7example",
+            "ABIAIOSFODNN7EXAMPLE",
+        ] {
+            assert_eq!(r().apply(near), near);
+        }
+        for prefix in ["xoxa", "xoxb", "xoxp", "xoxr", "xoxs"] {
+            let token = format!("{prefix}-123456789012-1234567890123-AbCdEf");
+            assert_eq!(r().apply(&token), "[REDACTED:slack-token]");
+        }
+        for near in ["xoxc-123456789012", "xoxb-short", "xoxb_1234567890123"] {
+            assert_eq!(r().apply(near), near);
+        }
+    }
+
+    const KEY_BLOCK: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nAAAAMwAAAAtzc2gtZWQyNTUxOQAAACB\n-----END OPENSSH PRIVATE KEY-----";
+
+    #[test]
+    fn private_key_blocks_span_lines() {
+        assert_eq!(
+            r().apply(&format!("cat id:\n{KEY_BLOCK}\ndone")),
+            "cat id:\n[REDACTED:private-key]\ndone"
+        );
+        let rsa = KEY_BLOCK.replace("OPENSSH", "RSA");
+        assert_eq!(r().apply(&rsa), "[REDACTED:private-key]");
+        let pgp =
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----";
+        assert_eq!(r().apply(pgp), "[REDACTED:private-key]");
+        // Two blocks: each ends at its own END.
+        assert_eq!(
+            r().apply(&format!("{KEY_BLOCK}\nmiddle\n{KEY_BLOCK}")),
+            "[REDACTED:private-key]\nmiddle\n[REDACTED:private-key]"
+        );
+        // Cut short: redacted to the end.
+        assert_eq!(
+            r().apply("x\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN"),
+            "x\n[REDACTED:private-key]"
+        );
+        // Public material is not a secret.
+        let public = "-----BEGIN PUBLIC KEY-----\nMFkwEwYH\n-----END PUBLIC KEY-----";
+        assert_eq!(r().apply(public), public);
+    }
+
+    #[test]
+    fn private_key_blocks_line_by_line() {
+        let redactor = r();
+        let mut lines = redactor.lines();
+        let text = format!("before\n{KEY_BLOCK} after {GHP}\nnext");
+        let out: Vec<String> = text.lines().map(|l| lines.line(l).into_owned()).collect();
+        assert_eq!(
+            out,
+            [
+                "before",
+                "[REDACTED:private-key]",
+                "[REDACTED:private-key]",
+                "[REDACTED:private-key]",
+                "[REDACTED:private-key] after [REDACTED:github-token]",
+                "next",
+            ]
+        );
+    }
+
+    #[test]
+    fn authorization_values() {
+        let cases = [
+            (
+                "Authorization: Bearer abc.def-ghi",
+                "Authorization: Bearer [REDACTED:authorization]",
+            ),
+            (
+                "authorization: token s3cr3tvalue",
+                "authorization: token [REDACTED:authorization]",
+            ),
+            (
+                "curl -H 'Authorization: Basic dXNlcjpwYXNz' https://x",
+                "curl -H 'Authorization: Basic [REDACTED:authorization]' https://x",
+            ),
+            (
+                "AUTHORIZATION:opaque",
+                "AUTHORIZATION:[REDACTED:authorization]",
+            ),
+            (
+                "Proxy-Authorization: Bearer zzz",
+                "Proxy-Authorization: Bearer [REDACTED:authorization]",
+            ),
+            (
+                r#"{"authorization": "Bearer abc def", "x": 1}"#,
+                r#"{"authorization": "[REDACTED:authorization]", "x": 1}"#,
+            ),
+            (
+                r#"{"headers":"{\"Authorization\": \"token q\"}"}"#,
+                r#"{"headers":"{\"Authorization\": \"[REDACTED:authorization]\"}"}"#,
+            ),
+            (
+                "authorization: \"Bearer yaml\"",
+                "authorization: \"Bearer [REDACTED:authorization]\"",
+            ),
+            (
+                &format!("Authorization: Bearer {GHP}"),
+                "Authorization: Bearer [REDACTED:github-token]",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(r().apply(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn authorization_near_misses_are_kept() {
+        for text in [
+            "the authorization step failed",
+            "authorizations: 3",
+            r#"{"authorization": ""}"#,
+            "Bearer alone is not a header",
+        ] {
+            assert_eq!(r().apply(text), text);
+        }
+    }
+
+    #[test]
+    fn exact_values_from_the_environment() {
+        let vars = [
+            ("GITHUB_TOKEN", "plain-looking-value-1"),
+            ("aws_secret_access_key", "wJalrXUtnFEMI/K7MDENG"),
+            ("DB_PASSWORD", "correct horse battery"),
+            ("Stripe_Secret", "rk_live_0000aaaa"),
+            ("DEBUG_KEY", "true"),
+            ("SHORT_TOKEN", "1234567"),
+            ("HOME", "/home/someone/dir"),
+            ("KEYBOARD", "us-international"),
+        ];
+        let r = Redactor::builder().env(vars).build();
+        assert_eq!(
+            r.apply("a plain-looking-value-1 b wJalrXUtnFEMI/K7MDENG c correct horse battery d rk_live_0000aaaa"),
+            "a [REDACTED:secret-env:GITHUB_TOKEN] b [REDACTED:secret-env:aws_secret_access_key] c [REDACTED:secret-env:DB_PASSWORD] d [REDACTED:secret-env:Stripe_Secret]"
+        );
+        let kept = "true 1234567 /home/someone/dir us-international";
+        assert_eq!(r.apply(kept), kept);
+    }
+
+    #[test]
+    fn secret_name_rule() {
+        for name in [
+            "GITHUB_TOKEN",
+            "token",
+            "api_key",
+            "Client_Secret",
+            "PGPASSWORD",
+            "MONKEY",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "TOKENS_IN",
+            "KEYS",
+            "SECRETS_DIR",
+            "PASSWORD_FILE_PATH",
+            "HOME",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn tracker_token_and_first_label_wins() {
+        let r = Redactor::builder()
+            .env([("GH_TOKEN", "0000-1111-2222")])
+            .secret("tracker-token", "0000-1111-2222")
+            .secret("tracker-token", "zzzz-yyyy-xxxx")
+            .build();
+        assert_eq!(
+            r.apply("0000-1111-2222 zzzz-yyyy-xxxx"),
+            "[REDACTED:secret-env:GH_TOKEN] [REDACTED:tracker-token]"
+        );
+    }
+
+    #[test]
+    fn longer_value_containing_a_shorter_one_goes_whole() {
+        let r = Redactor::builder()
+            .secret("a", "abcdefgh")
+            .secret("b", "xxabcdefghyy")
+            .build();
+        assert_eq!(
+            r.apply("xxabcdefghyy abcdefgh"),
+            "[REDACTED:b] [REDACTED:a]"
+        );
+    }
+
+    #[test]
+    fn multi_line_values_are_also_matched_per_line() {
+        let r = Redactor::builder()
+            .secret("ssh", "line-one-secret\nline-two-secret\nshort")
+            .build();
+        assert_eq!(
+            r.apply("x line-two-secret y short"),
+            "x [REDACTED:ssh] y short"
+        );
+    }
+
+    #[test]
+    fn values_found_in_markers_are_ignored() {
+        // Otherwise every pass would redact inside the previous pass's marker.
+        let r = Redactor::builder()
+            .secret("x", "REDACTED")
+            .secret("y", "github-token")
+            .build();
+        let once = r.apply(&format!("{GHP} REDACTED"));
+        assert_eq!(once, "[REDACTED:github-token] REDACTED");
+        assert_eq!(r.apply(&once), once);
+    }
+
+    #[test]
+    fn redacting_twice_is_redacting_once() {
+        let r = Redactor::builder()
+            .env([("API_KEY", "k3y-value-123")])
+            .build();
+        let text = format!(
+            "{KEY_BLOCK}\nAuthorization: Bearer {GHP}\n{{\"authorization\": \"Bearer k3y-value-123\"}}\nAKIAIOSFODNN7EXAMPLE sk-ant-api03-{} Authorization: token plain",
+            "q".repeat(40)
+        );
+        let once = r.apply(&text);
+        assert_eq!(r.apply(&once), once);
+        assert!(
+            !once.contains("k3y-value") && !once.contains("plain"),
+            "{once}"
+        );
+    }
+
+    #[test]
+    fn a_marker_before_sk_does_not_change_a_second_pass() {
+        // The AWS rule's marker ends in `]`, a word boundary the OpenAI rule
+        // needs; had the OpenAI rule run first, only a second pass would
+        // have redacted the key.
+        let text = "AKIAIOSFODNN7EXAMPLEsk-0123456789abcdefghij";
+        let once = r().apply(text);
+        assert_eq!(once, "[REDACTED:aws-access-key-id][REDACTED:openai-key]");
+        assert_eq!(r().apply(&once), once);
+    }
+
+    #[test]
+    fn clean_text_is_borrowed() {
+        let r = Redactor::builder().secret("t", "abcdefghij").build();
+        assert!(matches!(r.redact("nothing to see here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn skipping_rules_that_cannot_match_changes_nothing() {
+        let md = ClaudeMd::parse(
+            Path::new("CLAUDE.md"),
+            "### SDD Configuration\n### Loop Logging\n- `internal-\\d+`\n- `REDACTED:aws`\n",
+        );
+        let with = Redactor::builder()
+            .env([("X_TOKEN", "value-of-x-token")])
+            .claude_md(&md)
+            .unwrap()
+            .build();
+        let mut without_set = with.clone();
+        without_set.project_set = None;
+        for text in [
+            format!("{GHP} value-of-x-token Authorization: Bearer q internal-7"),
+            format!("value-of-x-token {KEY_BLOCK}"),
+            "AKIAIOSFODNN7EXAMPLE internal-3".to_owned(),
+            "internal-3 only".to_owned(),
+            "plain".to_owned(),
+        ] {
+            let every_rule = with.redact_from(&text, 0);
+            assert_eq!(with.redact(&text), every_rule, "{text}");
+            assert_eq!(without_set.redact(&text), every_rule, "{text}");
+        }
+    }
+
+    #[test]
+    fn json_strings_are_redacted_recursively() {
+        let r = Redactor::builder()
+            .env([("SDD_LOOP_TRACKER_TOKEN", "tracker-secret-1")])
+            .build();
+        let mut v = serde_json::json!({
+            "error": format!("push failed: {GHP}"),
+            "failures": [{"target": "#4", "root_cause": "tracker-secret-1 rejected"}],
+            "headers": {"Authorization": "Bearer opaque", "accept": "json"},
+            "n": 3, "ok": true, "none": null,
+            "ghp_keys_are_kept": 1
+        });
+        r.redact_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "error": "push failed: [REDACTED:github-token]",
+                "failures": [{"target": "#4", "root_cause": "[REDACTED:secret-env:SDD_LOOP_TRACKER_TOKEN] rejected"}],
+                "headers": {"Authorization": "[REDACTED:authorization]", "accept": "json"},
+                "n": 3, "ok": true, "none": null,
+                "ghp_keys_are_kept": 1
+            })
+        );
+        let again = v.clone();
+        r.redact_json(&mut v);
+        assert_eq!(v, again);
     }
 }

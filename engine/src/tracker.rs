@@ -6,18 +6,30 @@
 //! labels, head), review comments with replies and author logins, and a
 //! comment on an issue (the `escalate` answer). The bearer token comes from
 //! the environment via the binary and is never printed — errors name the
-//! URL and the status, not the headers. Transient failures (5xx, 429, a
-//! dropped connection) are retried a bounded number of times, honouring
-//! `Retry-After`.
+//! URL and the status, not the headers. The answers are read by the
+//! `parse_*` functions, which are public so they can be tested on any
+//! input without a server.
+//!
+//! Every call is bounded in time, so a tracker that accepts connections and
+//! never answers cannot hold a tick (and its lock): each request — connect
+//! through the last byte of the body — gets [`TrackerConfig::timeout`], and
+//! all attempts of one call together, with the waits between them, get
+//! [`TrackerConfig::retry_budget`] (defaults in [`crate::config`]: 10 s and
+//! 30 s). Transient failures (5xx, 429, a dropped connection, a timeout)
+//! are retried a bounded number of times within that budget, honouring
+//! `Retry-After`; a `Retry-After` the budget cannot cover ends the call at
+//! once instead of sleeping past it. The errors name the URL, the limit
+//! that ran out, and the flag that raises it.
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::backlog::{self, Issue};
+use crate::config;
 use crate::history::PrState;
 
 /// A pull request.
@@ -65,10 +77,71 @@ pub enum TrackerError {
     },
     #[error("tracker at {url} is unreachable: {detail}")]
     Unreachable { url: String, detail: String },
+    #[error("tracker request {method} {url} timed out: {limit}")]
+    TimedOut {
+        method: &'static str,
+        url: String,
+        limit: TimeLimit,
+    },
+    #[error(
+        "tracker answered {method} {url} with HTTP {status} and Retry-After {} s, but only {} s of the {} s tracker retry budget are left; gave up without waiting (raise the budget with --tracker-retry-budget SECS or SDD_LOOP_TRACKER_RETRY_BUDGET)",
+        secs(*retry_after), secs(*left), secs(*budget)
+    )]
+    RetryAfterTooLong {
+        method: &'static str,
+        url: String,
+        status: u16,
+        retry_after: Duration,
+        left: Duration,
+        budget: Duration,
+    },
     #[error("tracker answered {url} with a body that is not the expected shape: {detail}")]
     Malformed { url: String, detail: String },
     #[error("no tracker repository configured")]
     NotConfigured,
+}
+
+/// Which time limit ended a tracker call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeLimit {
+    /// Every attempt ran into the per-request timeout.
+    Request { timeout: Duration, attempts: u32 },
+    /// The attempts and the waits between them used up the retry budget.
+    Budget { budget: Duration, attempts: u32 },
+}
+
+impl fmt::Display for TimeLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimeLimit::Request { timeout, attempts } => write!(
+                f,
+                "no answer within the per-request timeout of {} s ({} {}; raise it with --tracker-timeout SECS or SDD_LOOP_TRACKER_TIMEOUT)",
+                secs(*timeout),
+                attempts,
+                if *attempts == 1 {
+                    "attempt"
+                } else {
+                    "attempts"
+                },
+            ),
+            TimeLimit::Budget { budget, attempts } => write!(
+                f,
+                "{} {} used up the tracker retry budget of {} s (raise it with --tracker-retry-budget SECS or SDD_LOOP_TRACKER_RETRY_BUDGET)",
+                attempts,
+                if *attempts == 1 {
+                    "attempt"
+                } else {
+                    "attempts"
+                },
+                secs(*budget),
+            ),
+        }
+    }
+}
+
+/// `10`, `0.25`: seconds as a person would write them.
+fn secs(d: Duration) -> String {
+    d.as_secs_f64().to_string()
 }
 
 impl TrackerError {
@@ -82,6 +155,21 @@ impl TrackerError {
             }
             TrackerError::NotConfigured => {
                 "pass --repo OWNER/NAME (or set SDD_LOOP_REPO), or run inside a clone whose origin is on the tracker"
+            }
+            TrackerError::TimedOut {
+                limit: TimeLimit::Request { .. },
+                ..
+            } => {
+                "check --tracker-url and the network, or allow slower answers with --tracker-timeout SECS, then run the tick again; nothing was changed"
+            }
+            TrackerError::TimedOut {
+                limit: TimeLimit::Budget { .. },
+                ..
+            } => {
+                "check --tracker-url and the network, or allow more retries with --tracker-retry-budget SECS, then run the tick again; nothing was changed"
+            }
+            TrackerError::RetryAfterTooLong { .. } => {
+                "the tracker is rate-limiting: run the tick again later, or let it wait with a larger --tracker-retry-budget SECS; nothing was changed"
             }
             _ => {
                 "check --tracker-url and the network, then run the tick again; nothing was changed"
@@ -111,12 +199,15 @@ pub struct TrackerConfig {
     /// `owner/name`.
     pub repo: String,
     pub token: Option<String>,
-    /// Retries after the first attempt for 5xx / 429 / connection errors.
+    /// Retries after the first attempt for 5xx / 429 / connection errors /
+    /// timeouts, as far as the retry budget allows.
     pub retries: u32,
-    /// Per-request timeout.
+    /// Longest one request may take, from connecting to the last byte of
+    /// the response.
     pub timeout: Duration,
-    /// Longest `Retry-After` honoured.
-    pub max_retry_after: Duration,
+    /// Longest one call may take: all its attempts and the waits between
+    /// them, `Retry-After` included.
+    pub retry_budget: Duration,
 }
 
 impl fmt::Debug for TrackerConfig {
@@ -126,19 +217,24 @@ impl fmt::Debug for TrackerConfig {
             .field("repo", &self.repo)
             .field("token", &self.token.as_ref().map(|_| "[set]"))
             .field("retries", &self.retries)
+            .field("timeout", &self.timeout)
+            .field("retry_budget", &self.retry_budget)
             .finish()
     }
 }
 
 impl TrackerConfig {
+    /// Settings with the default retries and time limits
+    /// ([`config::DEFAULT_TRACKER_TIMEOUT_SECS`],
+    /// [`config::DEFAULT_TRACKER_RETRY_BUDGET_SECS`]).
     pub fn new(base_url: &str, repo: &str, token: Option<String>) -> Self {
         Self {
             base_url: base_url.trim_end_matches('/').to_owned(),
             repo: repo.to_owned(),
             token,
             retries: 3,
-            timeout: Duration::from_secs(30),
-            max_retry_after: Duration::from_secs(60),
+            timeout: Duration::from_secs(config::DEFAULT_TRACKER_TIMEOUT_SECS),
+            retry_budget: Duration::from_secs(config::DEFAULT_TRACKER_RETRY_BUDGET_SECS),
         }
     }
 }
@@ -241,7 +337,7 @@ impl From<PullJson> for Pull {
 }
 
 /// The `rel="next"` target of a `Link` header.
-fn next_link(link: &str) -> Option<String> {
+pub fn next_link(link: &str) -> Option<String> {
     link.split(',').find_map(|part| {
         let (url, params) = part.split_once(';')?;
         params
@@ -256,9 +352,70 @@ fn next_link(link: &str) -> Option<String> {
     })
 }
 
+fn parse<T: for<'de> Deserialize<'de>>(url: &str, text: &str) -> Result<T, TrackerError> {
+    serde_json::from_str(text).map_err(|e| TrackerError::Malformed {
+        url: url.to_owned(),
+        detail: e.to_string(),
+    })
+}
+
+/// One page of `GET /repos/{repo}/issues`, pull requests left out (the
+/// issues endpoint lists both). `url` is named in errors.
+pub fn parse_issues(url: &str, text: &str) -> Result<Vec<Issue>, TrackerError> {
+    Ok(parse::<Vec<IssueJson>>(url, text)?
+        .into_iter()
+        .filter(|i| i.pull_request.is_none())
+        .map(|i| Issue {
+            number: i.number,
+            title: i.title,
+            body: i.body.unwrap_or_default(),
+            labels: i.labels.into_iter().map(|l| l.name).collect(),
+        })
+        .collect())
+}
+
+/// One page of `GET /repos/{repo}/pulls`.
+pub fn parse_pulls(url: &str, text: &str) -> Result<Vec<Pull>, TrackerError> {
+    Ok(parse::<Vec<PullJson>>(url, text)?
+        .into_iter()
+        .map(Pull::from)
+        .collect())
+}
+
+/// `GET /repos/{repo}/pulls/{number}`.
+pub fn parse_pull(url: &str, text: &str) -> Result<Pull, TrackerError> {
+    Ok(parse::<PullJson>(url, text)?.into())
+}
+
+/// One page of `GET /repos/{repo}/pulls/{number}/comments`.
+pub fn parse_review_comments(url: &str, text: &str) -> Result<Vec<ReviewComment>, TrackerError> {
+    Ok(parse::<Vec<CommentJson>>(url, text)?
+        .into_iter()
+        .map(|c| ReviewComment {
+            id: c.id,
+            author: c.user.login,
+            body: c.body,
+            in_reply_to: c.in_reply_to_id,
+        })
+        .collect())
+}
+
 struct Page {
     body: String,
     next: Option<String>,
+}
+
+/// Why one attempt failed.
+enum Failure {
+    /// Not worth retrying: the error is final.
+    Final(TrackerError),
+    Status {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    Connection(String),
+    TimedOut,
 }
 
 impl HttpTracker {
@@ -276,7 +433,8 @@ impl HttpTracker {
         }
     }
 
-    /// Replaces the retry wait (tests record it instead of sleeping).
+    /// Replaces the retry wait (tests record it instead of sleeping). The
+    /// waits count against the retry budget as if they had been slept.
     pub fn with_sleep(mut self, sleep: impl Fn(Duration) + Send + Sync + 'static) -> Self {
         self.sleep = Box::new(sleep);
         self
@@ -286,108 +444,186 @@ impl HttpTracker {
         format!("{}/repos/{}{path}", self.config.base_url, self.config.repo)
     }
 
-    fn backoff(&self, attempt: u32, retry_after: Option<&str>) -> Duration {
-        retry_after
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs)
-            .unwrap_or_else(|| Duration::from_millis(500 << attempt.min(6)))
-            .min(self.config.max_retry_after)
+    fn backoff(attempt: u32) -> Duration {
+        Duration::from_millis(500 << attempt.min(6))
     }
 
+    /// One request, given at most `limit` from connecting to the last byte.
+    fn attempt(
+        &self,
+        method: &'static str,
+        url: &str,
+        body: Option<&Value>,
+        limit: Duration,
+    ) -> Result<Page, Failure> {
+        let auth = self.config.token.as_ref().map(|t| format!("Bearer {t}"));
+        let result = match (method, body) {
+            ("POST", Some(json)) => {
+                let mut req = self
+                    .agent
+                    .post(url)
+                    .config()
+                    .timeout_global(Some(limit))
+                    .build()
+                    .header("Accept", "application/vnd.github+json");
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                req.send_json(json)
+            }
+            _ => {
+                let mut req = self
+                    .agent
+                    .get(url)
+                    .config()
+                    .timeout_global(Some(limit))
+                    .build()
+                    .header("Accept", "application/vnd.github+json");
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                req.call()
+            }
+        };
+        let transport = |err: ureq::Error| match err {
+            ureq::Error::Timeout(_) => Failure::TimedOut,
+            other => Failure::Connection(other.to_string()),
+        };
+        let mut response = result.map_err(transport)?;
+        let status = response.status().as_u16();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (retry_after, link) = (header("retry-after"), header("link"));
+        let text = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|err| match err {
+                ureq::Error::Timeout(_) | ureq::Error::Io(_) => transport(err),
+                other => Failure::Final(TrackerError::Malformed {
+                    url: url.to_owned(),
+                    detail: other.to_string(),
+                }),
+            })?;
+        if (200..300).contains(&status) {
+            return Ok(Page {
+                body: text,
+                next: link.as_deref().and_then(next_link),
+            });
+        }
+        let message = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_else(|| text.chars().take(200).collect());
+        if status == 429 || status >= 500 {
+            return Err(Failure::Status {
+                status,
+                message,
+                retry_after: retry_after
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(Duration::from_secs),
+            });
+        }
+        Err(Failure::Final(TrackerError::Status {
+            method,
+            url: url.to_owned(),
+            status,
+            message,
+        }))
+    }
+
+    /// A request with retries, within the per-request timeout and the
+    /// call's retry budget. Time spent is what the attempts took plus the
+    /// waits asked for, so a replaced [`HttpTracker::with_sleep`] keeps the
+    /// same accounting.
     fn send(
         &self,
         method: &'static str,
         url: &str,
         body: Option<&Value>,
     ) -> Result<Page, TrackerError> {
-        let mut attempt = 0;
+        let budget = self.config.retry_budget;
+        let mut spent = Duration::ZERO;
+        let mut attempts = 0u32;
         loop {
-            let auth = self.config.token.as_ref().map(|t| format!("Bearer {t}"));
-            let result = match (method, body) {
-                ("POST", Some(json)) => {
-                    let mut req = self
-                        .agent
-                        .post(url)
-                        .header("Accept", "application/vnd.github+json");
-                    if let Some(a) = &auth {
-                        req = req.header("Authorization", a);
-                    }
-                    req.send_json(json)
-                }
-                _ => {
-                    let mut req = self
-                        .agent
-                        .get(url)
-                        .header("Accept", "application/vnd.github+json");
-                    if let Some(a) = &auth {
-                        req = req.header("Authorization", a);
-                    }
-                    req.call()
-                }
+            let limit = self.config.timeout.min(budget.saturating_sub(spent));
+            let started = Instant::now();
+            let outcome = self.attempt(method, url, body, limit);
+            spent += started.elapsed();
+            attempts += 1;
+            let failure = match outcome {
+                Ok(page) => return Ok(page),
+                Err(Failure::Final(err)) => return Err(err),
+                Err(failure) => failure,
             };
-            let mut response = match result {
-                Ok(r) => r,
-                Err(err) => {
-                    if attempt < self.config.retries {
-                        (self.sleep)(self.backoff(attempt, None));
-                        attempt += 1;
-                        continue;
-                    }
-                    return Err(TrackerError::Unreachable {
+            let left = budget.saturating_sub(spent);
+            let wait = match &failure {
+                Failure::Status {
+                    status,
+                    retry_after: Some(asked),
+                    ..
+                } if attempts <= self.config.retries && *asked >= left => {
+                    return Err(TrackerError::RetryAfterTooLong {
+                        method,
                         url: url.to_owned(),
-                        detail: err.to_string(),
+                        status: *status,
+                        retry_after: *asked,
+                        left,
+                        budget,
                     });
                 }
+                Failure::Status {
+                    retry_after: Some(asked),
+                    ..
+                } => *asked,
+                _ => Self::backoff(attempts - 1),
             };
-            let status = response.status().as_u16();
-            let header = |name: &str| {
-                response
-                    .headers()
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let (retry_after, link) = (header("retry-after"), header("link"));
-            let text =
-                response
-                    .body_mut()
-                    .read_to_string()
-                    .map_err(|e| TrackerError::Malformed {
+            let out_of_retries = attempts > self.config.retries;
+            let out_of_budget = wait >= left;
+            if out_of_retries || out_of_budget {
+                return Err(match failure {
+                    Failure::Status {
+                        status, message, ..
+                    } => TrackerError::Status {
+                        method,
                         url: url.to_owned(),
-                        detail: e.to_string(),
-                    })?;
-            if (status == 429 || status >= 500) && attempt < self.config.retries {
-                (self.sleep)(self.backoff(attempt, retry_after.as_deref()));
-                attempt += 1;
-                continue;
-            }
-            if !(200..300).contains(&status) {
-                let message = serde_json::from_str::<Value>(&text)
-                    .ok()
-                    .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_owned))
-                    .unwrap_or_else(|| text.chars().take(200).collect());
-                return Err(TrackerError::Status {
-                    method,
-                    url: url.to_owned(),
-                    status,
-                    message,
+                        status,
+                        message,
+                    },
+                    Failure::Connection(detail) => TrackerError::Unreachable {
+                        url: url.to_owned(),
+                        detail,
+                    },
+                    Failure::TimedOut => TrackerError::TimedOut {
+                        method,
+                        url: url.to_owned(),
+                        limit: if out_of_budget || limit < self.config.timeout {
+                            TimeLimit::Budget { budget, attempts }
+                        } else {
+                            TimeLimit::Request {
+                                timeout: self.config.timeout,
+                                attempts,
+                            }
+                        },
+                    },
+                    Failure::Final(err) => err,
                 });
             }
-            return Ok(Page {
-                body: text,
-                next: link.as_deref().and_then(next_link),
-            });
+            (self.sleep)(wait);
+            spent += wait;
         }
     }
 
-    fn parse<T: for<'de> Deserialize<'de>>(url: &str, text: &str) -> Result<T, TrackerError> {
-        serde_json::from_str(text).map_err(|e| TrackerError::Malformed {
-            url: url.to_owned(),
-            detail: e.to_string(),
-        })
-    }
-
-    fn get_all<T: for<'de> Deserialize<'de>>(&self, first: String) -> Result<Vec<T>, TrackerError> {
+    /// Every page from `first` on, following `Link: rel="next"`.
+    fn get_all<T>(
+        &self,
+        first: String,
+        parse_page: fn(&str, &str) -> Result<Vec<T>, TrackerError>,
+    ) -> Result<Vec<T>, TrackerError> {
         let mut out = Vec::new();
         let mut next = Some(first);
         let mut pages = 0;
@@ -400,7 +636,7 @@ impl HttpTracker {
                 });
             }
             let page = self.send("GET", &url, None)?;
-            out.extend(Self::parse::<Vec<T>>(&url, &page.body)?);
+            out.extend(parse_page(&url, &page.body)?);
             next = page.next;
         }
         Ok(out)
@@ -409,42 +645,24 @@ impl HttpTracker {
 
 impl Tracker for HttpTracker {
     fn open_issues(&self) -> Result<Vec<Issue>, TrackerError> {
-        let items: Vec<IssueJson> = self.get_all(self.url("/issues?state=open&per_page=100"))?;
-        Ok(items
-            .into_iter()
-            .filter(|i| i.pull_request.is_none())
-            .map(|i| Issue {
-                number: i.number,
-                title: i.title,
-                body: i.body.unwrap_or_default(),
-                labels: i.labels.into_iter().map(|l| l.name).collect(),
-            })
-            .collect())
+        self.get_all(self.url("/issues?state=open&per_page=100"), parse_issues)
     }
 
     fn open_pulls(&self) -> Result<Vec<Pull>, TrackerError> {
-        let items: Vec<PullJson> = self.get_all(self.url("/pulls?state=open&per_page=100"))?;
-        Ok(items.into_iter().map(Pull::from).collect())
+        self.get_all(self.url("/pulls?state=open&per_page=100"), parse_pulls)
     }
 
     fn pull(&self, number: u64) -> Result<Pull, TrackerError> {
         let url = self.url(&format!("/pulls/{number}"));
         let page = self.send("GET", &url, None)?;
-        Ok(Self::parse::<PullJson>(&url, &page.body)?.into())
+        parse_pull(&url, &page.body)
     }
 
     fn review_comments(&self, number: u64) -> Result<Vec<ReviewComment>, TrackerError> {
-        let items: Vec<CommentJson> =
-            self.get_all(self.url(&format!("/pulls/{number}/comments?per_page=100")))?;
-        Ok(items
-            .into_iter()
-            .map(|c| ReviewComment {
-                id: c.id,
-                author: c.user.login,
-                body: c.body,
-                in_reply_to: c.in_reply_to_id,
-            })
-            .collect())
+        self.get_all(
+            self.url(&format!("/pulls/{number}/comments?per_page=100")),
+            parse_review_comments,
+        )
     }
 
     fn comment(&self, number: u64, body: &str) -> Result<(), TrackerError> {
@@ -611,6 +829,154 @@ mod tests {
         );
         assert!(err.to_string().contains("down"));
         assert!(!format!("{err} {err:?} {t:?}").contains("s3cret"));
+    }
+
+    fn limited(
+        server: &MockServer,
+        configure: impl FnOnce(&mut TrackerConfig),
+    ) -> (HttpTracker, Arc<Mutex<Vec<Duration>>>) {
+        let mut config = TrackerConfig::new(&server.uri(), "acme/app", None);
+        configure(&mut config);
+        let slept = Arc::new(Mutex::new(Vec::new()));
+        let s = slept.clone();
+        let t = HttpTracker::new(config).with_sleep(move |d| s.lock().unwrap().push(d));
+        (t, slept)
+    }
+
+    fn hanging(rt: &tokio::runtime::Runtime) -> MockServer {
+        let server = rt.block_on(MockServer::builder().start());
+        rt.block_on(
+            Mock::given(path("/repos/acme/app/pulls/7"))
+                .respond_with(
+                    ResponseTemplate::new(200)
+                        .set_body_json(serde_json::json!({}))
+                        .set_delay(Duration::from_secs(600)),
+                )
+                .mount(&server),
+        );
+        server
+    }
+
+    #[test]
+    fn a_tracker_that_never_answers_ends_at_the_per_request_timeout() {
+        let rt = rt();
+        let server = hanging(&rt);
+        let (t, slept) = limited(&server, |c| {
+            c.timeout = Duration::from_millis(50);
+            c.retries = 2;
+            c.retry_budget = Duration::from_secs(600);
+        });
+        let err = t.pull(7).unwrap_err();
+        assert_eq!(
+            err,
+            TrackerError::TimedOut {
+                method: "GET",
+                url: format!("{}/repos/acme/app/pulls/7", server.uri()),
+                limit: TimeLimit::Request {
+                    timeout: Duration::from_millis(50),
+                    attempts: 3
+                },
+            }
+        );
+        assert_eq!(
+            *slept.lock().unwrap(),
+            vec![Duration::from_millis(500), Duration::from_secs(1)]
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("per-request timeout of 0.05 s (3 attempts; raise it with --tracker-timeout SECS or SDD_LOOP_TRACKER_TIMEOUT)"),
+            "{text}"
+        );
+        assert!(err.help().contains("--tracker-timeout"));
+    }
+
+    #[test]
+    fn a_tracker_that_never_answers_ends_within_the_retry_budget() {
+        let rt = rt();
+        let server = hanging(&rt);
+        let (t, slept) = limited(&server, |c| {
+            c.timeout = Duration::from_millis(50);
+            c.retry_budget = Duration::from_millis(300);
+        });
+        let err = t.pull(7).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                TrackerError::TimedOut {
+                    limit: TimeLimit::Budget { attempts: 1, .. },
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // The first backoff (0.5 s) does not fit in what is left of 0.3 s.
+        assert!(slept.lock().unwrap().is_empty());
+        assert!(
+            err.to_string().contains("used up the tracker retry budget of 0.3 s (raise it with --tracker-retry-budget SECS or SDD_LOOP_TRACKER_RETRY_BUDGET)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn retry_after_beyond_the_budget_gives_up_at_once() {
+        let rt = rt();
+        let server = rt.block_on(MockServer::builder().start());
+        rt.block_on(
+            Mock::given(path("/repos/acme/app/pulls/7"))
+                .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "3600"))
+                .expect(1)
+                .mount(&server),
+        );
+        let (t, slept) = tracker(&server, None);
+        let err = t.pull(7).unwrap_err();
+        let TrackerError::RetryAfterTooLong {
+            status,
+            retry_after,
+            budget,
+            ..
+        } = &err
+        else {
+            panic!("{err}");
+        };
+        assert_eq!(
+            (*status, *retry_after, *budget),
+            (429, Duration::from_secs(3600), Duration::from_secs(30))
+        );
+        assert!(slept.lock().unwrap().is_empty());
+        assert!(
+            err.to_string().contains("Retry-After 3600 s")
+                && err.to_string().contains("--tracker-retry-budget SECS"),
+            "{err}"
+        );
+        rt.block_on(server.verify());
+    }
+
+    #[test]
+    fn server_errors_are_retried_only_within_the_budget() {
+        let rt = rt();
+        let server = rt.block_on(MockServer::builder().start());
+        rt.block_on(
+            Mock::given(path("/repos/acme/app/pulls/7"))
+                .respond_with(ResponseTemplate::new(503))
+                .mount(&server),
+        );
+        let (t, slept) = limited(&server, |c| {
+            c.retries = 10;
+            c.retry_budget = Duration::from_secs(2);
+        });
+        let err = t.pull(7).unwrap_err();
+        assert!(
+            matches!(err, TrackerError::Status { status: 503, .. }),
+            "{err}"
+        );
+        // Backoffs 0.5 s and 1 s fit in 2 s, the next (2 s) does not: the
+        // budget, not the ten retries, ended the call.
+        let slept = slept.lock().unwrap().clone();
+        let backoffs = [Duration::from_millis(500), Duration::from_secs(1)];
+        assert!(
+            !slept.is_empty() && backoffs.starts_with(&slept),
+            "{slept:?}"
+        );
     }
 
     #[test]

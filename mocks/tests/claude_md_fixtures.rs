@@ -16,11 +16,11 @@ fn load(name: &str) -> ClaudeMd {
 }
 
 #[test]
-fn no_sdd_config_means_built_in_rates_no_redaction_no_agents() {
+fn no_sdd_config_means_built_in_rates_no_project_redaction_no_agents() {
     let md = load("no-sdd-config.md");
     let rates = RateTable::from_claude_md(&md).unwrap();
     assert_eq!(rates.source, RateSource::BuiltIn);
-    assert!(Redactor::from_claude_md(&md).unwrap().is_empty());
+    assert_eq!(Redactor::from_claude_md(&md).unwrap().project_patterns(), 0);
     assert!(md.agent_logins().is_empty());
 }
 
@@ -49,14 +49,17 @@ fn nested_and_sibling_rate_tables() {
 }
 
 #[test]
-fn logging_patterns_redact() {
+fn logging_patterns_redact_after_the_built_in_rules() {
     let redactor = Redactor::from_claude_md(&load("loop-logging.md")).unwrap();
+    assert_eq!(redactor.project_patterns(), 3);
+    // The file's own `ghp_` pattern is shadowed: the built-in GitHub-token
+    // rule runs first and names the kind.
     let token = format!("ghp_{}", "a".repeat(36));
     assert_eq!(
         redactor.apply(&format!(
             "Issue for Customer-42 leaked {token} on acme-internal.example"
         )),
-        "Issue for [REDACTED] leaked [GITHUB-TOKEN] on [HOST]"
+        "Issue for [REDACTED] leaked [REDACTED:github-token] on [HOST]"
     );
 }
 
