@@ -1,0 +1,385 @@
+//! The command line's shape: every subcommand and flag of `sdd-loop`,
+//! their defaults and help texts (clap derive), kept apart from what the
+//! commands do so `--help` reads as one document.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, LockChoice};
+use crate::exit;
+use crate::gates::AnswerFlag;
+use crate::paths::Skill;
+use crate::schema::SchemaKind;
+
+pub(crate) const ABOUT: &str =
+    "The loop engine: one tick of an autonomous coding loop under the ADR-0028 safety contract.";
+
+const LONG_ABOUT: &str = "\
+The loop engine: one tick of an autonomous coding loop under the ADR-0028
+safety contract — an exclusive lockfile, four budgets, twelve stop
+conditions, gates that ask the user, telemetry, and crash resume.
+
+One invocation is one tick; a shell loop is a valid /loop:
+
+  while sdd-loop work --loop --skill-cmd ./run-skill; do sleep 60; done
+
+Inside an agent session (`/loop /sdd:work --loop` in Claude Code) the agent
+does the work itself between the two halves of the tick:
+
+  sdd-loop work begin --loop --json     # lock, stops, gates → the request
+  …the agent does the work in the request…
+  sdd-loop work end --transcript auto   # account, record, report, unlock
+
+Loop state lives under .sdd/loop/ in the project: {skill}.lock,
+{skill}.budget.json and {skill}.history.jsonl (treat-as-secret: 0700/0600).
+`sdd-loop status work` shows it without touching it.";
+
+const ENV_HELP: &str = "\
+Environment:
+  SDD_LOOP_SKILL_CMD       the wrapped skill's command (same as --skill-cmd)
+  SDD_LOOP_REPO            tracker repository OWNER/NAME (same as --repo)
+  SDD_LOOP_TRACKER_URL     tracker API base URL (same as --tracker-url)
+  SDD_LOOP_TRACKER_TOKEN   bearer token for the tracker (else GITHUB_TOKEN); never printed
+  SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
+  SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
+  SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
+  CLAUDE_CONFIG_DIR, HOME  where `end --transcript auto` looks for Claude Code transcripts";
+
+/// Command-line interface.
+#[derive(Debug, Parser)]
+#[command(
+    name = "sdd-loop",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = format!("{ENV_HELP}\n\n{}", exit::HELP_TABLE),
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one tick of `/sdd:work`: implement unblocked backlog issues
+    /// (or, with `begin`/`end`, bracket work an agent session does itself).
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_help = format!("Examples:\n  sdd-loop work --loop --skill-cmd ./work-skill --max-prs 1\n  sdd-loop work --loop --resume --answer backlog-drift=continue\n  sdd-loop work begin --loop --json\n  sdd-loop work end --opened 12 --transcript auto\n\n{ENV_HELP}\n\n{}", exit::HELP_TABLE)
+    )]
+    Work(WorkCmd),
+    /// Run one tick of `/sdd:review`: review open PRs, or watch one with --pr
+    /// (or, with `begin`/`end`, bracket work an agent session does itself).
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_help = format!("Examples:\n  sdd-loop review --loop --pr 142 --skill-cmd ./review-skill\n  sdd-loop review --loop --answers user.yaml\n  sdd-loop review begin --loop --pr 142 --json\n\n{ENV_HELP}\n\n{}", exit::HELP_TABLE)
+    )]
+    Review(ReviewCmd),
+    /// Show a loop's state — lock holder, budgets, last tick, stop cause —
+    /// without changing anything (safe while a tick runs).
+    Status(StatusArgs),
+    /// Print the JSON Schema of a loop state file or of the skill protocol.
+    #[command(after_help = "Example:\n  sdd-loop schema budget > budget.schema.json")]
+    Schema {
+        /// Which document.
+        #[arg(value_enum)]
+        kind: SchemaKind,
+    },
+    /// List the named crash points for SDD_LOOP_CRASH_AT.
+    CrashPoints,
+}
+
+/// Flags of a tick (`work` and `review`).
+#[derive(Debug, Args)]
+pub struct TickArgs {
+    /// Enforce the loop contract. Without it the skill runs once and nothing
+    /// under .sdd/loop/ is created.
+    #[arg(long = "loop")]
+    pub loop_mode: bool,
+    /// Iteration budget for the run [default: 5]
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u64>,
+    /// Distinct-PR budget for the run [default: 20]
+    #[arg(long, value_name = "N")]
+    pub max_prs: Option<u64>,
+    /// Wall-clock budget for the run, in minutes [default: 60]
+    #[arg(long, value_name = "N")]
+    pub max_minutes: Option<u64>,
+    /// Cost budget in USD; 0 disables the cost stop (spend is still
+    /// tracked) [default: 25]
+    #[arg(long, value_name = "USD")]
+    pub max_dollars: Option<f64>,
+    /// What to do when another tick holds the lock.
+    #[arg(long, value_enum, default_value_t = LockChoice::Skip)]
+    pub lock: LockChoice,
+    /// Recover after a crash or pause: restore counters from the last history
+    /// line, re-check tracked PRs and worktrees, reopen a stopped run.
+    #[arg(long)]
+    pub resume: bool,
+    /// Start a new run (fresh budgets) even though one is recorded.
+    #[arg(long, conflicts_with = "resume")]
+    pub fresh: bool,
+    /// Budget file [default: .sdd/loop/{skill}.budget.json]
+    #[arg(long, value_name = "PATH")]
+    pub budget_file: Option<PathBuf>,
+    /// Tell the skill not to chain into review.
+    #[arg(long)]
+    pub no_chain: bool,
+    /// Tell the skill to plan and report without changing anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The wrapped skill's command line, run with `sh -c` in the project
+    /// [env: SDD_LOOP_SKILL_CMD]
+    #[arg(long, value_name = "CMD")]
+    pub skill_cmd: Option<String>,
+    /// Answer a gate for this tick, e.g. `backlog-drift=continue` or
+    /// `budget-escalation=raise max_iterations=10` (repeatable).
+    #[arg(long, value_name = "GATE=ANSWER")]
+    pub answer: Vec<AnswerFlag>,
+    /// A scripted user: YAML list of `{gate, answer, match?, iteration?}`.
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Most issues (work) or PRs (review) dispatched in one tick.
+    #[arg(long, value_name = "N", default_value_t = config::DEFAULT_MAX_AGENTS)]
+    pub max_agents: u64,
+    /// Kill the skill after this many seconds without output or progress
+    /// events.
+    #[arg(long, value_name = "SECS", default_value_t = config::DEFAULT_STALL_SECS)]
+    pub stall_timeout: u64,
+    /// After an interrupt, give the skill this many seconds to finish its
+    /// iteration before it is killed.
+    #[arg(long, value_name = "SECS", default_value_t = config::DEFAULT_DRAIN_SECS)]
+    pub drain_timeout: u64,
+    /// CLAUDE.md to read rates, redaction patterns and agent logins from
+    /// [default: CLAUDE.md in the project]
+    #[arg(long, value_name = "PATH")]
+    pub claude_md: Option<PathBuf>,
+}
+
+/// Flags every tick command takes: where the project and the tracker are,
+/// and how to answer.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Print one machine-readable summary line on stdout (the report goes
+    /// to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Tracker repository OWNER/NAME [env: SDD_LOOP_REPO; default: from the
+    /// remote's URL]
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// Tracker API base URL [env: SDD_LOOP_TRACKER_URL; default:
+    /// https://api.github.com]
+    #[arg(long, value_name = "URL")]
+    pub tracker_url: Option<String>,
+    /// git remote whose branch heads resume compares against.
+    #[arg(long, value_name = "NAME", default_value = "origin")]
+    pub remote: String,
+    /// The project directory (holds .sdd/ and CLAUDE.md).
+    #[arg(short = 'C', long = "project", value_name = "DIR", default_value = ".")]
+    pub project: PathBuf,
+}
+
+/// `sdd-loop work`: a wrapper tick, or one half of an in-session tick.
+#[derive(Debug, Args)]
+pub struct WorkCmd {
+    #[command(subcommand)]
+    pub phase: Option<Phase<BeginArgs>>,
+    #[command(flatten)]
+    pub tick: TickArgs,
+}
+
+/// `sdd-loop review`: a wrapper tick, or one half of an in-session tick.
+#[derive(Debug, Args)]
+pub struct ReviewCmd {
+    #[command(subcommand)]
+    pub phase: Option<Phase<ReviewBeginArgs>>,
+    /// Watch this one PR (single-PR mode: the PR budget does not apply).
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    #[command(flatten)]
+    pub tick: TickArgs,
+}
+
+/// The halves of an in-session tick, and the progress-event helper.
+#[derive(Debug, Subcommand)]
+pub enum Phase<B: clap::Args> {
+    /// Everything up to the work: lock (held for the calling session),
+    /// state, resume, entry stops, gates, journal — and the request.
+    #[command(after_help = BEGIN_HELP)]
+    Begin(Box<B>),
+    /// Everything after the work: account what the session reports,
+    /// exit stops, history line, budget, status block or final report,
+    /// unlock.
+    #[command(after_help = END_HELP)]
+    End(Box<EndArgs>),
+    /// Append one progress event (JSON) to the open iteration's events
+    /// file: spend and PRs recorded as they happen survive a crash.
+    #[command(after_help = EVENT_HELP)]
+    Event(EventArgs),
+}
+
+const BEGIN_HELP: &str = "\
+What begin decides (exit status, and `outcome` in the --json line):
+  0  work  do exactly the work in the request (`request` in --json; also
+           written to `request_file`), then run `end`
+  5  skip  nothing to do this tick: another tick holds the lock, or nothing
+           was selected; the tick is recorded — end your turn
+  3  stop  the loop has ended (final report printed): stop /loop
+  4  ask   a gate needs the user: ask `question` (options in `options`), then
+           run begin again with --answer GATE=ANSWER; nothing was changed
+
+The lock is held for the session, not for begin: --holder-pid, or the
+nearest ancestor process that is not a shell or launcher. If the session
+dies before `end`, the next tick reaps the lock and recovers the iteration
+from its journal and events.
+
+Example:
+  sdd-loop work begin --loop --json --answer budget-escalation=continue";
+
+const END_HELP: &str = "\
+The result is assembled from --result (the skill-result schema, every field
+optional), else the events appended during the work, plus the flags below;
+PRs named by --opened/--updated are looked up on the tracker. Nothing is
+written until all of it is known: on an error the iteration stays open and
+end can be run again.
+
+end refuses (exit 66), changing nothing, when no iteration is open: none was
+begun, it was already ended, or another tick recovered it as interrupted —
+and, without --iteration, when the open iteration was begun by another
+session.
+
+Examples:
+  sdd-loop work end --iteration 3 --opened 12 --transcript auto
+  sdd-loop work end --opened 12 --summary 'Opened #12 for #3'
+  sdd-loop review end --updated 142 --comments 4 --merges 1
+  sdd-loop work end --result result.json --json";
+
+const EVENT_HELP: &str = "\
+Event shapes (sdd-loop schema skill-event), e.g.
+  {\"event\":\"pr\",\"number\":12,\"branch\":\"feature/3-x\",\"state\":\"open\",\"opened\":true}
+  {\"event\":\"usage\",\"model\":\"claude-sonnet-4-5\",\"tokens_in\":1200,\"tokens_out\":300}
+  {\"event\":\"comment_pushed\",\"pr\":142,\"count\":3}";
+
+/// `begin` for `/sdd:work`.
+#[derive(Debug, Args)]
+pub struct BeginArgs {
+    #[command(flatten)]
+    pub holder: HolderArgs,
+    #[command(flatten)]
+    pub tick: TickArgs,
+}
+
+/// `begin` for `/sdd:review`.
+#[derive(Debug, Args)]
+pub struct ReviewBeginArgs {
+    /// Watch this one PR (single-PR mode: the PR budget does not apply).
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    #[command(flatten)]
+    pub holder: HolderArgs,
+    #[command(flatten)]
+    pub tick: TickArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct HolderArgs {
+    /// The session process that holds the lock from `begin` to `end`
+    /// [default: the nearest ancestor that is not a shell or launcher]
+    #[arg(long, value_name = "PID")]
+    pub holder_pid: Option<u32>,
+}
+
+/// `end`: what the session did.
+#[derive(Debug, Args)]
+pub struct EndArgs {
+    /// The iteration to end (begin's `iteration`); refused if another is open.
+    #[arg(long, value_name = "N")]
+    pub iteration: Option<u64>,
+    /// The work's result as JSON (the skill-result schema, every field
+    /// optional), from a file or `-` for standard input.
+    #[arg(long, value_name = "FILE|-")]
+    pub result: Option<String>,
+    /// A PR the work opened (repeatable).
+    #[arg(long, value_name = "N")]
+    pub opened: Vec<u64>,
+    /// A PR the work pushed to, reviewed or merged (repeatable).
+    #[arg(long, value_name = "N")]
+    pub updated: Vec<u64>,
+    /// Review comments and replies pushed this tick.
+    #[arg(long, value_name = "N")]
+    pub comments: Option<u64>,
+    /// Merge attempts this tick.
+    #[arg(long, value_name = "N")]
+    pub merges: Option<u64>,
+    /// Worker, reviewer or responder agents dispatched this tick.
+    #[arg(long, value_name = "N")]
+    pub agents: Option<u64>,
+    /// A target that failed, with its root cause: `'#N=tests fail in X'`
+    /// (repeatable; the same cause twice in a row asks repeated-failure).
+    #[arg(long, value_name = "#N=CAUSE")]
+    pub failed: Vec<String>,
+    /// Tokens one model used: `MODEL:IN:OUT` (repeatable; replaces usage
+    /// from --result or events).
+    #[arg(long, value_name = "MODEL:IN:OUT")]
+    pub usage: Vec<String>,
+    /// One line for the status block's Outcome.
+    #[arg(long, value_name = "TEXT")]
+    pub summary: Option<String>,
+    /// The work failed: the root cause (the iteration is recorded errored).
+    #[arg(long, value_name = "CAUSE")]
+    pub error: Option<String>,
+    /// qmd was unreachable (ADR-0024): the error seen (counts toward stop
+    /// condition #11).
+    #[arg(long, value_name = "ERROR")]
+    pub qmd_unreachable: Option<String>,
+    /// The session's spend from its Claude Code transcript: a .jsonl file,
+    /// or `auto` for the newest transcript of this project (under
+    /// $CLAUDE_CONFIG_DIR, else ~/.claude: projects/<project path with every
+    /// character but A-Z, a-z, 0-9 turned into ->/). Counts each API
+    /// response once, between begin and end; replaces other usage.
+    #[arg(long, value_name = "PATH|auto")]
+    pub transcript: Option<String>,
+    #[command(flatten)]
+    pub holder: HolderArgs,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `event`: one progress event.
+#[derive(Debug, Args)]
+pub struct EventArgs {
+    /// The event, as one JSON object.
+    #[arg(value_name = "JSON")]
+    pub event: String,
+    /// The project directory (holds .sdd/).
+    #[arg(short = 'C', long = "project", value_name = "DIR", default_value = ".")]
+    pub project: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Which loop.
+    pub skill: Skill,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The project directory.
+    #[arg(short = 'C', long = "project", value_name = "DIR", default_value = ".")]
+    pub project: PathBuf,
+    /// Budget file [default: .sdd/loop/{skill}.budget.json]
+    #[arg(long, value_name = "PATH")]
+    pub budget_file: Option<PathBuf>,
+}
+
+impl clap::ValueEnum for Skill {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Skill::Work, Skill::Review]
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}

@@ -1,0 +1,441 @@
+//! The tick commands: `work|review [--loop]` (the wrapper tick),
+//! `begin`, `end` and `event` — flags and environment gathered into one
+//! [`TickConfig`], the seams built, and the library called.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::args::{CommonArgs, EndArgs, EventArgs, HolderArgs, TickArgs};
+use super::{Env, clock_from, usage};
+use crate::budget::CeilingFlags;
+use crate::clock::Clock;
+use crate::config::{self, TickConfig};
+use crate::crash::CrashPoints;
+use crate::exit;
+use crate::gates::{LinePrompt, NoPrompt, Prompt};
+use crate::git::{Git, GitCli};
+use crate::holder;
+use crate::liveness::OsProbe;
+use crate::lock::Identity;
+use crate::paths::{Skill, StatePaths};
+use crate::protocol::ModelUsage;
+use crate::runner::{Interrupts, NoInterrupts, ProcessRunner};
+use crate::tick::{self, EndFlags, EndInput, ResultInput, TranscriptSource, WorkReport, World};
+use crate::tracker::{self, HttpTracker, Tracker, TrackerConfig, TrackerError};
+use crate::transcript::{ClaudeDirs, TranscriptChoice};
+
+/// A tracker that is not configured: every call says so.
+#[derive(Debug)]
+struct NoTracker;
+
+impl Tracker for NoTracker {
+    fn open_issues(&self) -> Result<Vec<crate::backlog::Issue>, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn open_pulls(&self) -> Result<Vec<tracker::Pull>, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn pull(&self, _: u64) -> Result<tracker::Pull, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn review_comments(&self, _: u64) -> Result<Vec<tracker::ReviewComment>, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn comment(&self, _: u64, _: &str) -> Result<(), TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+}
+
+/// A tick's configuration and the world it runs in, from flags and env.
+struct Setup {
+    cfg: TickConfig,
+    clock: Box<dyn Clock>,
+    git: GitCli,
+    tracker: Box<dyn Tracker>,
+}
+
+/// Which command of a tick a [`Setup`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Wrapper,
+    Begin,
+    End,
+}
+
+fn setup(
+    skill: Skill,
+    pr: Option<u64>,
+    args: Option<&TickArgs>,
+    common: &CommonArgs,
+    mode: Mode,
+    env: &mut Env<'_>,
+) -> Result<Setup, u8> {
+    let root: PathBuf = env.cwd.join(&common.project).components().collect();
+    let vars = env.vars.clone();
+    let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).cloned();
+    let skill_cmd = args.and_then(|a| a.skill_cmd.clone());
+    let skill_cmd = match mode {
+        Mode::Wrapper => match skill_cmd.or_else(|| var("SDD_LOOP_SKILL_CMD")) {
+            Some(c) => c,
+            None => {
+                return Err(usage(
+                    env,
+                    "no skill command: the engine wraps a skill and needs to know how to run it",
+                    &format!(
+                        "pass --skill-cmd 'CMD' or set SDD_LOOP_SKILL_CMD — or, inside an agent session, bracket the work with `sdd-loop {skill} begin --loop` and `sdd-loop {skill} end`"
+                    ),
+                ));
+            }
+        },
+        Mode::Begin | Mode::End => {
+            if skill_cmd.is_some() {
+                return Err(usage(
+                    env,
+                    "--skill-cmd does not apply to begin: the calling session does the work",
+                    "drop --skill-cmd, or run a wrapper tick (`sdd-loop work --loop --skill-cmd CMD`)",
+                ));
+            }
+            String::new()
+        }
+    };
+    if mode == Mode::Begin && !args.is_some_and(|a| a.loop_mode) {
+        return Err(usage(
+            env,
+            "begin needs --loop: the in-session halves exist only in loop mode",
+            &format!(
+                "run `sdd-loop {skill} begin --loop …`; without --loop the skill runs once, as it always has, with no engine"
+            ),
+        ));
+    }
+    let clock = clock_from(env).map_err(|msg| {
+        usage(
+            env,
+            &msg,
+            "SDD_LOOP_NOW takes an RFC 3339 instant such as 2026-05-09T14:50:00Z",
+        )
+    })?;
+    let crash = match var("SDD_LOOP_CRASH_AT") {
+        None => CrashPoints::none(),
+        Some(name) => CrashPoints::arm(&name)
+            .map_err(|msg| usage(env, &msg, "run `sdd-loop crash-points` for the list"))?,
+    };
+    let lock_poll = match var("SDD_LOOP_POLL_MS").map(|v| v.parse::<u64>()) {
+        None => Duration::from_millis(config::DEFAULT_LOCK_POLL_MS),
+        Some(Ok(ms)) => Duration::from_millis(ms.max(1)),
+        Some(Err(_)) => {
+            return Err(usage(
+                env,
+                "SDD_LOOP_POLL_MS must be a whole number of milliseconds",
+                "e.g. SDD_LOOP_POLL_MS=200",
+            ));
+        }
+    };
+    if let Some(d) = args.and_then(|a| a.max_dollars)
+        && !(d.is_finite() && d >= 0.0)
+    {
+        return Err(usage(
+            env,
+            &format!("--max-dollars {d} is not a non-negative amount"),
+            "e.g. --max-dollars 25, or 0 to disable the cost stop",
+        ));
+    }
+    let git = GitCli { dir: root.clone() };
+    let repository = common
+        .repo
+        .clone()
+        .or_else(|| var("SDD_LOOP_REPO"))
+        .or_else(|| {
+            git.remote_url(&common.remote)
+                .and_then(|u| tracker::repo_from_remote(&u))
+        });
+    let tracker_url = common
+        .tracker_url
+        .clone()
+        .or_else(|| var("SDD_LOOP_TRACKER_URL"))
+        .unwrap_or_else(|| config::DEFAULT_TRACKER_URL.to_owned());
+    let token = var("SDD_LOOP_TRACKER_TOKEN").or_else(|| var("GITHUB_TOKEN"));
+    let tracker: Box<dyn Tracker> = match &repository {
+        Some(repo) => Box::new(HttpTracker::new(TrackerConfig::new(
+            &tracker_url,
+            repo,
+            token,
+        ))),
+        None => Box::new(NoTracker),
+    };
+    let mut cfg = TickConfig::new(skill, root.clone(), skill_cmd);
+    cfg.pr = pr;
+    cfg.lock_poll = lock_poll;
+    cfg.json = common.json;
+    cfg.repository = repository;
+    cfg.remote = common.remote.clone();
+    cfg.crash = crash;
+    if let Some(args) = args {
+        cfg.claude_md = args
+            .claude_md
+            .as_ref()
+            .map(|p| env.cwd.join(p))
+            .unwrap_or_else(|| root.join("CLAUDE.md"));
+        cfg.loop_mode = args.loop_mode;
+        cfg.ceilings = CeilingFlags {
+            max_iterations: args.max_iterations,
+            max_prs: args.max_prs,
+            max_minutes: args.max_minutes,
+            max_dollars: args.max_dollars,
+        };
+        cfg.lock = args.lock;
+        cfg.resume = args.resume;
+        cfg.fresh = args.fresh;
+        cfg.budget_file = args.budget_file.as_ref().map(|p| env.cwd.join(p));
+        cfg.no_chain = args.no_chain;
+        cfg.dry_run = args.dry_run;
+        cfg.answers = args.answer.clone();
+        cfg.answers_file = args.answers.as_ref().map(|p| env.cwd.join(p));
+        cfg.max_agents = args.max_agents.max(1);
+        cfg.stall_timeout = Duration::from_secs(args.stall_timeout.max(1));
+        cfg.drain_timeout = Duration::from_secs(args.drain_timeout);
+    }
+    Ok(Setup {
+        cfg,
+        clock,
+        git,
+        tracker,
+    })
+}
+
+/// Runs `f` with the world a [`Setup`] describes, `me` holding the lock.
+fn with_world(
+    setup: &Setup,
+    me: Identity,
+    env: &mut Env<'_>,
+    f: impl FnOnce(&TickConfig, &mut World<'_>) -> tick::TickResult,
+) -> u8 {
+    let no_interrupts = NoInterrupts;
+    let interrupts: &dyn Interrupts = env.interrupts.unwrap_or(&no_interrupts);
+    let mut runner = ProcessRunner {
+        interrupts,
+        tick: Duration::from_millis(50),
+    };
+    let mut no_prompt = NoPrompt;
+    let mut line_prompt;
+    let prompt: &mut dyn Prompt = match env.terminal.take() {
+        Some(input) => {
+            line_prompt = LinePrompt {
+                input,
+                output: std::io::stderr(),
+            };
+            &mut line_prompt
+        }
+        None => &mut no_prompt,
+    };
+    let mut world = World {
+        clock: setup.clock.as_ref(),
+        probe: &OsProbe,
+        me,
+        tracker: setup.tracker.as_ref(),
+        git: &setup.git,
+        runner: &mut runner,
+        prompt,
+        interrupts,
+        out: &mut *env.stdout,
+        err: &mut *env.stderr,
+        platform: std::env::consts::OS,
+    };
+    f(&setup.cfg, &mut world).code
+}
+
+pub(super) fn tick_command(skill: Skill, pr: Option<u64>, args: TickArgs, env: &mut Env<'_>) -> u8 {
+    let setup = match setup(skill, pr, Some(&args), &args.common, Mode::Wrapper, env) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    with_world(&setup, Identity::current(&OsProbe), env, tick::run)
+}
+
+pub(super) fn begin_command(
+    skill: Skill,
+    pr: Option<u64>,
+    holder: HolderArgs,
+    args: TickArgs,
+    env: &mut Env<'_>,
+) -> u8 {
+    let me = match holder.holder_pid {
+        Some(pid) => holder::explicit(&OsProbe, pid),
+        None => holder::session(&OsProbe, std::process::id()),
+    };
+    let me = match me {
+        Ok(me) => me,
+        Err(msg) => {
+            return usage(
+                env,
+                &msg,
+                "the lock must name the long-lived session process; pass --holder-pid PID",
+            );
+        }
+    };
+    let setup = match setup(skill, pr, Some(&args), &args.common, Mode::Begin, env) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    with_world(&setup, me, env, tick::begin)
+}
+
+pub(super) fn end_command(skill: Skill, args: EndArgs, env: &mut Env<'_>) -> u8 {
+    let input = match end_input(&args, env) {
+        Ok(i) => i,
+        Err(code) => return code,
+    };
+    let setup = match setup(skill, None, None, &args.common, Mode::End, env) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    with_world(&setup, Identity::current(&OsProbe), env, |cfg, world| {
+        tick::end(cfg, world, &input)
+    })
+}
+
+/// `end`'s flags as the library takes them.
+fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
+    let result = match args.result.as_deref() {
+        None => None,
+        Some("-") => {
+            let mut bytes = Vec::new();
+            let read = match env.stdin.as_mut() {
+                Some(stdin) => stdin.read_to_end(&mut bytes).map(|_| ()),
+                None => Err(std::io::Error::other("standard input is not available")),
+            };
+            if let Err(e) = read {
+                return Err(usage(
+                    env,
+                    &format!("--result -: cannot read standard input: {e}"),
+                    "pipe the result JSON in, or pass --result FILE",
+                ));
+            }
+            Some(ResultInput {
+                source: "standard input".into(),
+                bytes,
+            })
+        }
+        Some(path) => {
+            let full = env.cwd.join(path);
+            match std::fs::read(&full) {
+                Ok(bytes) => Some(ResultInput {
+                    source: full.display().to_string(),
+                    bytes,
+                }),
+                Err(e) => {
+                    return Err(usage(
+                        env,
+                        &format!("--result {path}: {e}"),
+                        "pass the path of the result JSON the work wrote, or - for standard input",
+                    ));
+                }
+            }
+        }
+    };
+    let mut failures = Vec::new();
+    for f in &args.failed {
+        match f.split_once('=') {
+            Some((target, cause)) if !target.trim().is_empty() && !cause.trim().is_empty() => {
+                let target = target.trim();
+                let target = if target.starts_with('#') {
+                    target.to_owned()
+                } else {
+                    format!("#{target}")
+                };
+                failures.push((target, cause.trim().to_owned()));
+            }
+            _ => {
+                return Err(usage(
+                    env,
+                    &format!("--failed {f:?} is not `#N=root cause`"),
+                    "e.g. --failed '#44=tests failing in module X'",
+                ));
+            }
+        }
+    }
+    let mut usage_flags = Vec::new();
+    for u in &args.usage {
+        let parts: Vec<&str> = u.rsplitn(3, ':').collect();
+        let parsed = match parts.as_slice() {
+            [out, inp, model] if !model.is_empty() => {
+                match (inp.parse::<u64>(), out.parse::<u64>()) {
+                    (Ok(i), Ok(o)) => Some(ModelUsage {
+                        model: (*model).to_owned(),
+                        tokens_in: i,
+                        tokens_out: o,
+                        ..ModelUsage::default()
+                    }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match parsed {
+            Some(m) => usage_flags.push(m),
+            None => {
+                return Err(usage(
+                    env,
+                    &format!("--usage {u:?} is not `MODEL:IN:OUT`"),
+                    "e.g. --usage claude-sonnet-4-5:120000:8000 (input and output tokens)",
+                ));
+            }
+        }
+    }
+    let caller = match args.holder.holder_pid {
+        Some(pid) => Some(pid),
+        None => holder::session(&OsProbe, std::process::id())
+            .ok()
+            .map(|i| i.pid),
+    };
+    Ok(EndInput {
+        iteration: args.iteration,
+        caller,
+        result,
+        flags: EndFlags {
+            opened: args.opened.clone(),
+            updated: args.updated.clone(),
+            comments: args.comments,
+            merges: args.merges,
+            agents: args.agents,
+            failures,
+            usage: usage_flags,
+            summary: args.summary.clone(),
+        },
+        work: WorkReport {
+            failure: args.error.clone(),
+            qmd: args.qmd_unreachable.clone(),
+            interrupted: None,
+        },
+        transcript: args.transcript.as_deref().map(|t| TranscriptSource {
+            choice: if t == "auto" {
+                TranscriptChoice::Auto
+            } else {
+                TranscriptChoice::Path(env.cwd.join(t))
+            },
+            dirs: ClaudeDirs {
+                config_dir: env
+                    .vars
+                    .get("CLAUDE_CONFIG_DIR")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from),
+                home: env.vars.get("HOME").map(PathBuf::from).unwrap_or_default(),
+            },
+        }),
+    })
+}
+
+pub(super) fn event_command(skill: Skill, args: EventArgs, env: &mut Env<'_>) -> u8 {
+    let root: PathBuf = env.cwd.join(&args.project).components().collect();
+    let paths = StatePaths::new(&root, skill, None);
+    match tick::append_event(&paths, &args.event) {
+        Ok(iteration) => {
+            let _ = writeln!(env.stdout, "event recorded for iteration {iteration}");
+            exit::TICK_DONE
+        }
+        Err(f) => {
+            let _ = writeln!(env.stderr, "error: {}", f.message);
+            let _ = writeln!(env.stderr, "help: {}", f.help);
+            f.code
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Unit tests of `cli.rs`.
+
+use super::*;
+
+fn call(args: &[&str], vars: &[(&str, &str)]) -> (u8, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = {
+        let mut env = Env {
+            stdout: &mut out,
+            stderr: &mut err,
+            vars: vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            cwd: std::env::temp_dir(),
+            terminal: None,
+            stdin: None,
+            interrupts: None,
+        };
+        main_with(
+            std::iter::once("sdd-loop")
+                .chain(args.iter().copied())
+                .map(Into::into),
+            &mut env,
+        )
+    };
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+#[test]
+fn schema_prints_json() {
+    let (code, out, _) = call(&["schema", "lock"], &[]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["properties"]["pid"].is_object());
+}
+
+#[test]
+fn usage_errors_exit_64() {
+    let (code, _, err) = call(&["schema", "nope"], &[]);
+    assert_eq!(code, exit::USAGE);
+    assert!(err.contains("nope"));
+    let (code, _, err) = call(
+        &[
+            "work",
+            "--loop",
+            "--answer",
+            "backlog-drfit=continue",
+            "--skill-cmd",
+            "true",
+        ],
+        &[],
+    );
+    assert_eq!(code, exit::USAGE);
+    assert!(err.contains("did you mean `backlog-drift`"), "{err}");
+}
+
+#[test]
+fn help_lists_every_flag_default_env_and_exit_codes() {
+    let (code, out, _) = call(&["work", "--help"], &[]);
+    assert_eq!(code, 0);
+    for needle in [
+        "--loop",
+        "--max-iterations",
+        "[default: 5]",
+        "--max-prs",
+        "[default: 20]",
+        "--max-minutes",
+        "[default: 60]",
+        "--max-dollars",
+        "[default: 25]",
+        "--lock",
+        "[default: skip]",
+        "--resume",
+        "--budget-file",
+        "--no-chain",
+        "--dry-run",
+        "--skill-cmd",
+        "--answer",
+        "--answers",
+        "--json",
+        "--repo",
+        "--tracker-url",
+        "SDD_LOOP_NOW",
+        "Exit status:",
+    ] {
+        assert!(out.contains(needle), "work --help lacks {needle}\n{out}");
+    }
+    let (_, out, _) = call(&["review", "--help"], &[]);
+    assert!(out.contains("--pr"));
+}
+
+#[test]
+fn missing_skill_command_is_a_usage_error_with_help() {
+    let (code, _, err) = call(&["work", "--loop"], &[]);
+    assert_eq!(code, exit::USAGE);
+    assert!(err.contains("help: pass --skill-cmd"), "{err}");
+}
+
+#[test]
+fn bad_clock_and_crash_point_are_usage_errors() {
+    let (code, _, err) = call(
+        &["work", "--loop", "--skill-cmd", "true"],
+        &[("SDD_LOOP_NOW", "yesterday")],
+    );
+    assert_eq!(code, exit::USAGE, "{err}");
+    let (code, _, err) = call(
+        &["work", "--loop", "--skill-cmd", "true"],
+        &[("SDD_LOOP_CRASH_AT", "lunch")],
+    );
+    assert_eq!(code, exit::USAGE, "{err}");
+    assert!(err.contains("after-lock"));
+}
+
+#[test]
+fn the_in_session_halves_have_their_own_help_and_checks() {
+    let (code, out, _) = call(&["work", "begin", "--help"], &[]);
+    assert_eq!(code, 0);
+    for needle in ["--holder-pid", "--max-prs", "--answer", "5  skip", "4  ask"] {
+        assert!(out.contains(needle), "begin --help lacks {needle}\n{out}");
+    }
+    let (code, out, _) = call(&["review", "end", "--help"], &[]);
+    assert_eq!(code, 0);
+    for needle in [
+        "--result",
+        "--opened",
+        "--comments",
+        "--iteration",
+        "exit 66",
+    ] {
+        assert!(out.contains(needle), "end --help lacks {needle}\n{out}");
+    }
+    let (code, _, err) = call(&["work", "begin", "--holder-pid", "1"], &[]);
+    assert_eq!(code, exit::USAGE);
+    assert!(err.contains("begin needs --loop"), "{err}");
+    let (code, _, err) = call(
+        &[
+            "work",
+            "begin",
+            "--loop",
+            "--skill-cmd",
+            "x",
+            "--holder-pid",
+            "1",
+        ],
+        &[],
+    );
+    assert_eq!(code, exit::USAGE);
+    assert!(err.contains("--skill-cmd does not apply to begin"), "{err}");
+    let (code, _, err) = call(&["work", "end", "--failed", "oops"], &[]);
+    assert_eq!(code, exit::USAGE);
+    assert!(err.contains("#N=root cause"), "{err}");
+    let (code, _, err) = call(&["work", "end", "--usage", "m:1"], &[]);
+    assert_eq!(code, exit::USAGE, "{err}");
+}
+
+#[test]
+fn crash_points_are_listed() {
+    let (code, out, _) = call(&["crash-points"], &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("after-history"));
+}

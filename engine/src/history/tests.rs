@@ -1,0 +1,321 @@
+//! Unit tests of `history.rs`.
+
+use super::*;
+
+/// Seed 000's canonical example line (an older, partial shape).
+const SEED_000: &str = r#"{"iteration": 2, "skill": "work", "started_at": "2026-05-09T14:50:00Z", "ended_at": "2026-05-09T14:58:00Z", "outcome": "ok", "tracked_prs": [{"number": 142, "branch": "feature/123-foo", "head_sha_at_iteration_start": "abc1234", "head_sha_at_iteration_end": "def5678", "state_at_end": "open"}], "active_worktrees": [{"path": ".sdd/worktrees/feature-123-foo", "branch": "feature/123-foo", "head_sha": "def5678"}], "gates": [], "stop_conditions_fired": []}"#;
+
+/// Seed 001's line schema example.
+const SEED_001: &str = r##"{"iteration": 3, "skill": "work", "started_at": "2026-05-09T14:50:00Z", "ended_at": "2026-05-09T14:58:00Z", "outcome": "ok", "prs_touched_this_iter": ["#151", "#152", "#153"], "agents_dispatched_this_iter": 3, "tokens_in_this_iter": 412300, "tokens_out_this_iter": 98417, "dollars_this_iter": 3.21, "budget_snapshot": {"iterations_used": 3, "prs_touched_total": 7, "minutes_elapsed": 24, "tokens_in": 1843210, "tokens_out": 412057, "dollars_estimate": 14.92, "qmd_failures_consecutive": 0}, "gates": [{"name": "ambiguous-criteria", "question": "Issue #149 has ambiguous criteria. Skip, escalate, or proceed?", "answer": "escalate", "at": "2026-05-09T14:54:13Z"}, {"name": "backlog-drift", "question": "Backlog changed since last iteration. Re-propose?", "answer": "continue", "at": "2026-05-09T14:50:42Z"}], "stop_conditions_fired": []}"##;
+
+fn round_trip(text: &str) {
+    let line: HistoryLine = serde_json::from_str(text).unwrap();
+    let before: Value = serde_json::from_str(text).unwrap();
+    let after: Value = serde_json::from_str(&line.to_json()).unwrap();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn seed_example_lines_lose_nothing() {
+    round_trip(SEED_000);
+    round_trip(SEED_001);
+}
+
+#[test]
+fn unknown_fields_at_every_level_are_kept() {
+    let text = SEED_001
+        .replace("\"outcome\"", "\"host\": \"ci-1\", \"outcome\"")
+        .replace(
+            "\"qmd_failures_consecutive\"",
+            "\"cache_hits\": 4, \"qmd_failures_consecutive\"",
+        )
+        .replace(
+            "\"at\": \"2026-05-09T14:54:13Z\"",
+            "\"at\": \"2026-05-09T14:54:13Z\", \"by\": \"joe\"",
+        );
+    round_trip(&text);
+    let text = SEED_000.replace(
+        "\"state_at_end\": \"open\"",
+        "\"state_at_end\": \"open\", \"title\": \"Foo\"",
+    );
+    round_trip(&text);
+}
+
+fn record(chain: Chain) -> TickRecord {
+    TickRecord {
+        iteration: 1,
+        skill: "work".into(),
+        started_at: "2026-05-09T14:50:00Z".into(),
+        ended_at: "2026-05-09T14:58:00Z".into(),
+        outcome: Outcome::Ok,
+        prs_touched_this_iter: vec!["#1".into()],
+        agents_dispatched_this_iter: 1,
+        tokens_in_this_iter: 10,
+        tokens_out_this_iter: 5,
+        dollars_this_iter: 0.01,
+        comments_pushed_this_iter: 0,
+        merges_attempted_this_iter: 0,
+        budget_snapshot: BudgetSnapshot {
+            iterations_used: Some(1),
+            ..Default::default()
+        },
+        tracked_prs: vec![],
+        active_worktrees: vec![],
+        gates: vec![],
+        stop_conditions_fired: vec![],
+        failures_this_iter: vec![],
+        backlog_snapshot: Some(vec![1, 2]),
+        issues_dispatched_this_iter: Some(vec![1]),
+        chain,
+        lock_held: true,
+        error: None,
+    }
+}
+
+fn keys(line: HistoryLine) -> Vec<String> {
+    let v: Map<String, Value> = serde_json::from_str(&line.to_json()).unwrap();
+    v.keys().cloned().collect()
+}
+
+#[test]
+fn engine_lines_carry_every_contract_field() {
+    let k = keys(record(Chain::NotInvoked).into());
+    for field in [
+        "iteration",
+        "skill",
+        "started_at",
+        "ended_at",
+        "outcome",
+        "prs_touched_this_iter",
+        "agents_dispatched_this_iter",
+        "tokens_in_this_iter",
+        "tokens_out_this_iter",
+        "dollars_this_iter",
+        "budget_snapshot",
+        "tracked_prs",
+        "active_worktrees",
+        "gates",
+        "stop_conditions_fired",
+        "chain_invoked",
+    ] {
+        assert!(k.iter().any(|x| x == field), "missing {field}");
+    }
+}
+
+#[test]
+fn chain_presence_rules() {
+    let has = |c: Chain, f: &str| keys(record(c).into()).iter().any(|k| k == f);
+    assert!(!has(Chain::NotApplicable, "chain_invoked"));
+    assert!(has(Chain::NotInvoked, "chain_invoked"));
+    assert!(!has(Chain::NotInvoked, "review_outcome"));
+    assert!(!has(Chain::NotInvoked, "autofix_pr_invoked"));
+    let invoked = |autofix| Chain::Invoked {
+        review_outcome: "approved".into(),
+        autofix,
+    };
+    assert!(has(invoked(Autofix::NotInvoked), "review_outcome"));
+    assert!(has(invoked(Autofix::NotInvoked), "autofix_pr_invoked"));
+    assert!(!has(
+        invoked(Autofix::NotInvoked),
+        "autofix_pr_invocation_status"
+    ));
+    assert!(has(
+        invoked(Autofix::Invoked {
+            status: "ok".into()
+        }),
+        "autofix_pr_invocation_status"
+    ));
+}
+
+fn write(dir: &Path, content: &[u8]) -> PathBuf {
+    let path = dir.join("work.history.jsonl");
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+fn line(i: u64) -> String {
+    let mut l: HistoryLine = record(Chain::NotInvoked).into();
+    l.iteration = Some(i);
+    l.to_json()
+}
+
+#[test]
+fn tail_reads_last_lines_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body: String = (1..=5).map(|i| line(i) + "\n").collect();
+    let path = write(tmp.path(), body.as_bytes());
+    let tail = read_tail(&path, 2).unwrap();
+    let its: Vec<_> = tail
+        .lines
+        .iter()
+        .map(|l| l.line.iteration.unwrap())
+        .collect();
+    assert_eq!(its, vec![4, 5]);
+    assert!(tail.torn.is_none());
+    assert!(!tail.needs_separator);
+    assert!(
+        read_tail(&tmp.path().join("none"), 1)
+            .unwrap()
+            .lines
+            .is_empty()
+    );
+}
+
+#[test]
+fn tail_does_not_read_damage_it_does_not_need() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = format!("garbage\n{}\n", line(2));
+    let path = write(tmp.path(), body.as_bytes());
+    assert_eq!(
+        read_tail(&path, 1).unwrap().last().unwrap().iteration,
+        Some(2)
+    );
+}
+
+#[test]
+fn tail_reads_lines_longer_than_a_chunk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut big: HistoryLine = record(Chain::NotInvoked).into();
+    big.extra
+        .insert("blob".into(), Value::String("x".repeat(200_000)));
+    let body = format!("{}\n{}\n{}\n", line(1), big.to_json(), line(3));
+    let path = write(tmp.path(), body.as_bytes());
+    let tail = read_tail(&path, 3).unwrap();
+    assert_eq!(tail.lines.len(), 3);
+    assert_eq!(
+        tail.lines[1].line.extra["blob"].as_str().unwrap().len(),
+        200_000
+    );
+}
+
+#[test]
+fn torn_line_at_every_byte_offset_is_detected_and_moved_aside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let complete = format!("{}\n{}\n", line(1), line(2));
+    let sample = line(3);
+    for cut in 1..sample.len() {
+        let mut body = complete.clone().into_bytes();
+        body.extend_from_slice(&sample.as_bytes()[..cut]);
+        let path = write(tmp.path(), &body);
+        let tail = read_tail(&path, 1).unwrap();
+        assert_eq!(tail.last().unwrap().iteration, Some(2), "cut at {cut}");
+        let torn = tail
+            .torn
+            .clone()
+            .unwrap_or_else(|| panic!("cut at {cut} not torn"));
+        assert_eq!(torn.bytes, &sample.as_bytes()[..cut]);
+        assert_eq!(read_all(&path).unwrap().torn, Some(torn.clone()));
+
+        let sidecar = repair_torn(&path, &torn, &format!("s{cut}")).unwrap();
+        assert_eq!(std::fs::read(&sidecar).unwrap(), &sample.as_bytes()[..cut]);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), complete);
+        let after = read_tail(&path, 1).unwrap();
+        assert!(after.torn.is_none());
+        assert_eq!(after.last().unwrap().iteration, Some(2));
+    }
+}
+
+#[test]
+fn complete_last_line_without_newline_is_kept_and_separated_on_append() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write(tmp.path(), format!("{}\n{}", line(1), line(2)).as_bytes());
+    let tail = read_tail(&path, 1).unwrap();
+    assert!(tail.torn.is_none());
+    assert!(tail.needs_separator);
+    let next: HistoryLine = serde_json::from_str(&line(3)).unwrap();
+    append(&path, &next, tail.needs_separator).unwrap();
+    let all = read_all(&path).unwrap();
+    assert_eq!(all.lines.len(), 3);
+    assert!(!all.needs_separator);
+}
+
+#[test]
+fn torn_line_sidecar_never_overwrites() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write(tmp.path(), format!("{}\n{{\"itera", line(1)).as_bytes());
+    let torn = read_tail(&path, 1).unwrap().torn.unwrap();
+    let first = repair_torn(&path, &torn, "same").unwrap();
+    std::fs::write(&path, format!("{}\n{{\"x", line(1))).unwrap();
+    let torn = read_tail(&path, 1).unwrap().torn.unwrap();
+    let second = repair_torn(&path, &torn, "same").unwrap();
+    assert_ne!(first, second);
+    assert_eq!(std::fs::read(&first).unwrap(), b"{\"itera");
+    assert!(torn_note(&path, &torn, &second).contains("moved to"));
+}
+
+#[test]
+fn mid_file_damage_is_refused_with_its_line_number() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = format!(
+        "{}\n{}\n{{\"iteration\": oops}}\n{}\n",
+        line(1),
+        line(2),
+        line(4)
+    );
+    let path = write(tmp.path(), body.as_bytes());
+    let err = read_all(&path).unwrap_err();
+    assert!(
+        matches!(err, HistoryError::Damaged { line: 3, .. }),
+        "{err}"
+    );
+    // The tail reader refuses it too once it has to read that far.
+    let err = read_tail(&path, 2).unwrap_err();
+    assert!(
+        matches!(err, HistoryError::Damaged { line: 3, .. }),
+        "{err}"
+    );
+    assert!(err.help().contains("line 3"));
+}
+
+#[test]
+fn wrong_typed_field_is_damage_not_a_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write(
+        tmp.path(),
+        b"{\"iteration\": \"two\"}\n{\"iteration\": 3}\n",
+    );
+    let err = read_all(&path).unwrap_err();
+    assert!(
+        matches!(err, HistoryError::Damaged { line: 1, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn blank_lines_are_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write(
+        tmp.path(),
+        format!("{}\n\n{}\n\n", line(1), line(2)).as_bytes(),
+    );
+    assert_eq!(read_all(&path).unwrap().lines.len(), 2);
+    let tail = read_tail(&path, 5).unwrap();
+    assert_eq!(tail.lines.len(), 2);
+}
+
+/// `read_tail` took trailing blanks without a newline for a torn line
+/// (and would have moved them to a sidecar); `read_all` skipped them.
+#[test]
+fn a_blank_unterminated_tail_is_not_torn() {
+    let tmp = tempfile::tempdir().unwrap();
+    for text in ["   ".to_owned(), format!("{}\n \t", line(1))] {
+        let path = write(tmp.path(), text.as_bytes());
+        for tail in [read_tail(&path, 5).unwrap(), read_all(&path).unwrap()] {
+            assert_eq!(tail.torn, None, "{text:?}");
+            assert!(!tail.needs_separator, "{text:?}");
+        }
+    }
+}
+
+#[test]
+fn append_creates_0600_and_reports_creation() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("work.history.jsonl");
+    let l: HistoryLine = record(Chain::NotInvoked).into();
+    assert!(append(&path, &l, false).unwrap());
+    assert!(!append(&path, &l, false).unwrap());
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(read_all(&path).unwrap().lines.len(), 2);
+}
