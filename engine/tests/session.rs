@@ -114,31 +114,34 @@ fn begin_skips_while_the_same_session_has_an_iteration_open() {
 
 #[test]
 fn a_gate_is_answered_by_exit_and_rerun_and_the_ask_changes_nothing() {
-    let mut s = ready();
+    let mut s = Sandbox::new().with_issues(vec![issue(7, "make it better")]);
     s.procs.0 = vec![SESSION];
     let mut cfg = s.cfg(Skill::Work);
-    cfg.ceilings.max_prs = Some(1);
     let first = s.begin(&cfg, SESSION);
     assert_eq!(first.code, exit::NEEDS_ANSWER, "{}{}", first.out, first.err);
     assert_eq!(first.summary["outcome"], "ask");
-    assert_eq!(first.summary["gate"], "budget-escalation");
+    assert_eq!(first.summary["gate"], "ambiguous-criteria");
     assert_eq!(
         first.summary["question"],
-        "Approaching PRs (1/1). Continue, raise ceiling, or stop?"
+        "Issue #7 has ambiguous criteria. Skip, escalate, or proceed with my best interpretation?"
     );
     assert_eq!(
         first.summary["options"],
-        serde_json::json!(["continue", "raise", "stop"])
+        serde_json::json!(["skip", "escalate", "proceed", "stop"])
     );
     let before = s.files();
     let second = s.begin(&cfg, SESSION);
     assert_eq!(second.code, exit::NEEDS_ANSWER);
     assert_eq!(s.files(), before, "asking changed nothing");
     cfg.answers
-        .push("budget-escalation=continue".parse().unwrap());
+        .push("ambiguous-criteria=proceed".parse().unwrap());
     let third = s.begin(&cfg, SESSION);
     assert_eq!(third.code, exit::TICK_DONE, "{}{}", third.out, third.err);
-    assert_eq!(third.summary["gates"][0]["answer"], "continue");
+    assert_eq!(third.summary["gates"][0]["answer"], "proceed");
+    assert_eq!(
+        third.summary["request"]["issues"][0]["criteria"],
+        "best_interpretation"
+    );
 }
 
 #[test]

@@ -5,8 +5,29 @@ use std::path::Path;
 use std::process::Command;
 
 use sdd_loop::history::{self, Outcome};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::matchers::{method, path, path_regex};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// `GET /repos/acme/app/pulls/N`: the PR the stub skill opened (the engine
+/// counts only PRs the tracker has).
+struct OpenedPull;
+
+impl Respond for OpenedPull {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let n: u64 = request
+            .url
+            .path()
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "number": n, "title": format!("PR {n}"), "body": "", "state": "open",
+            "merged": false, "labels": [], "user": {"login": "sdd-worker"},
+            "head": {"ref": format!("feature/{n}"), "sha": format!("sha{n}")}
+        }))
+    }
+}
 
 const SKILL: &str = r#"#!/bin/sh
 # A stub wrapped skill: one PR and some usage per iteration.
@@ -42,6 +63,12 @@ fn world() -> World {
         Mock::given(method("GET"))
             .and(path("/repos/acme/app/issues"))
             .respond_with(ResponseTemplate::new(200).set_body_json(issues))
+            .mount(&server),
+    );
+    rt.block_on(
+        Mock::given(method("GET"))
+            .and(path_regex(r"^/repos/acme/app/pulls/\d+$"))
+            .respond_with(OpenedPull)
             .mount(&server),
     );
     rt.block_on(
@@ -134,10 +161,8 @@ fn a_shell_while_loop_runs_to_a_clean_stop() {
     assert_eq!(snap.iterations_used, Some(3));
     assert_eq!(snap.prs_touched_total, Some(3));
     assert_eq!(snap.tokens_in, Some(3000));
-    assert_eq!(
-        history[2].gates.as_ref().unwrap()[0].question,
-        "Approaching iterations (3/3). Continue, raise ceiling, or stop?"
-    );
+    // Iteration 3 of 3 reaches the ceiling: the stop wins, no gate asked.
+    assert_eq!(history[2].gates.as_deref(), Some(&[][..]));
     assert!(!w.dir.path().join(".sdd/loop/work.lock").exists());
 
     // Ticks after the end keep reporting it (exit 3) without dispatching.

@@ -64,7 +64,7 @@ fn an_unexpected_gate_fails_the_case_with_its_question() {
     let run = run(&case, &opts);
     let aborted = run.record.aborted.as_deref().expect("the case must stop");
     assert!(
-        aborted.starts_with("case unanswered-gate, tick 1: unexpected gate budget-escalation asked \"Approaching PRs (1/1). Continue, raise ceiling, or stop?\""),
+        aborted.starts_with("case unanswered-gate, tick 1: unexpected gate ambiguous-criteria asked \"Issue #20 has ambiguous criteria. Skip, escalate, or proceed with my best interpretation?\""),
         "{aborted}"
     );
     assert_eq!(run.record.ticks.len(), 1, "tick 2 never ran");

@@ -28,6 +28,7 @@ use crate::protocol::{PrReport, SkillResult};
 use crate::rates;
 use crate::runner::{InterruptKind, RunOutcome};
 use crate::stop::{self, Fired, StopCause};
+use crate::tracker::TrackerError;
 
 /// How the work between `begin` and `end` went, apart from its result.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -102,6 +103,34 @@ pub(crate) fn add(
     delta.comments = result.comments_pushed;
     delta.merges = result.merges_attempted;
     delta
+}
+
+/// Keeps the reported PRs the tracker has; returns the numbers of those it
+/// does not. A PR that exists only in a report is not counted (SPEC-0020
+/// budgets count real PRs): it is a failure of the skill.
+pub(crate) fn verify_prs(
+    ctx: &Ctx<'_, '_>,
+    mut result: SkillResult,
+) -> Result<(SkillResult, Vec<u64>), Failure> {
+    let mut unknown = Vec::new();
+    let mut known = Vec::new();
+    for pr in std::mem::take(&mut result.prs) {
+        if known.contains(&pr.number) || unknown.contains(&pr.number) {
+            if known.contains(&pr.number) {
+                result.prs.push(pr);
+            }
+            continue;
+        }
+        match ctx.tracker.pull(pr.number) {
+            Ok(_) => {
+                known.push(pr.number);
+                result.prs.push(pr);
+            }
+            Err(TrackerError::Status { status: 404, .. }) => unknown.push(pr.number),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok((result, unknown))
 }
 
 /// PRs tracked at the start of a tick, updated by what the work reported.
@@ -258,6 +287,7 @@ pub(crate) fn finish(
     empty: bool,
 ) -> Result<Concluded, Failure> {
     let started = clock::parse(&journal.started_at).unwrap_or(ctx.started);
+    let (result, unknown) = verify_prs(ctx, result)?;
     let delta = add(ctx, &mut budget, &result, journal.single_pr);
     budget.iterations_used += 1;
     if let Some(n) = journal.single_pr {
@@ -311,6 +341,22 @@ pub(crate) fn finish(
             root_cause: f.root_cause.clone(),
         })
         .collect();
+    if !unknown.is_empty() {
+        let why = format!(
+            "the skill reported {} the tracker does not have",
+            list(&unknown)
+        );
+        for n in &unknown {
+            failures.push(FailureRecord {
+                target: pr_ref(*n),
+                root_cause: format!("reported PR #{n} does not exist on the tracker"),
+            });
+        }
+        ctx.note(format!("{why} — not counted"));
+        if error.is_none() {
+            error = Some(why);
+        }
+    }
     if let Some(why) = &error {
         let cause = if work.qmd.is_some() {
             "qmd unreachable".to_owned()

@@ -16,6 +16,7 @@ use crate::exit;
 use crate::gates::Question;
 use crate::history::{BudgetSnapshot, Outcome};
 use crate::lock::{self, Denied, ForceDecision, HeldLock, Holder, LockMode};
+use crate::paths::Skill;
 use crate::report::Shown;
 use crate::stop::{Fired, StopCause};
 
@@ -32,12 +33,24 @@ pub(crate) fn acquire(ctx: &mut Ctx<'_, '_>) -> Result<Result<Acquired, Conclude
     let guess = peek_budget.as_ref().map_or(1, |b| b.iterations_used + 1);
     let started_at = clock::format(ctx.started);
 
+    // `--lock=wait` waits at most for what is left of the wall-clock budget,
+    // counted as the entry check will count it: elapsed time plus the gap
+    // since the last tick (none on --resume).
     let deadline = {
         let left = peek_budget
             .as_ref()
-            .map(|b| b.max_minutes.saturating_sub(b.minutes_elapsed))
-            .unwrap_or(ctx.cfg.ceilings.resolve().max_minutes);
-        ctx.started_mono + Duration::from_secs(left * 60)
+            .map_or(ctx.cfg.ceilings.resolve().max_minutes * 60, |b| {
+                let gap = b
+                    .last_tick_ended_at
+                    .as_deref()
+                    .filter(|_| !ctx.cfg.resume)
+                    .and_then(|end| clock::parse(end).ok())
+                    .map_or(0, |end| {
+                        (ctx.started.as_second() - end.as_second()).max(0) as u64
+                    });
+                (b.max_minutes * 60).saturating_sub(b.elapsed_seconds() + gap)
+            });
+        ctx.started_mono + Duration::from_secs(left)
     };
     let mut force_failure: Option<Failure> = None;
     let acquired = {
@@ -117,15 +130,20 @@ fn not_acquired(
         Holder::Unreadable { .. } => guess,
     };
     let mut fired = Vec::new();
-    let (outcome, concurrency) = match (&denied, &holder) {
+    let held_by = match (&holder, holder.pid()) {
+        (Holder::Unreadable { .. }, _) | (_, None) => "an unreadable lockfile".to_owned(),
+        (_, Some(pid)) => format!("pid {pid} (iteration {iteration})"),
+    };
+    // The skip note is the `Outcome:` line of the block (telemetry
+    // reference, "Status Block"); a halt without the lock states its cause.
+    let (outcome, outcome_line, concurrency) = match (&denied, &holder) {
         (Denied::ForceStopped(_), _) => {
-            fired.push(Fired::new(
-                StopCause::PriorGateStop,
-                "Force-unlock gate answered stop",
-            ));
+            let line = "Force-unlock gate answered stop";
+            fired.push(Fired::new(StopCause::PriorGateStop, line));
             (
                 Outcome::Halted,
-                "force-unlock declined with stop".to_owned(),
+                format!("halted — {line}; no counter advanced"),
+                format!("lock held by {held_by} — force-unlock declined with stop"),
             )
         }
         (Denied::Held(Holder::Alive(r)), _) if ctx.cfg.resume => {
@@ -135,7 +153,11 @@ fn not_acquired(
             );
             ctx.note(line.clone());
             fired.push(Fired::new(StopCause::LockContention, line.clone()));
-            (Outcome::Halted, line)
+            (
+                Outcome::Halted,
+                line,
+                format!("lock held by {held_by} — resume aborted"),
+            )
         }
         (Denied::WaitInterrupted(h), _) => {
             let line = format!(
@@ -144,15 +166,35 @@ fn not_acquired(
             );
             ctx.note(line.clone());
             fired.push(Fired::new(StopCause::UserInterrupt, line.clone()));
-            (Outcome::Halted, line)
+            (
+                Outcome::Halted,
+                line,
+                format!("lock held by {held_by} — waited, interrupted"),
+            )
         }
         (Denied::WaitExpired(h), _) => {
+            // SPEC-0020 #9: a wait that outlasts the wall-clock budget fires
+            // the wall-clock budget stop.
             let line = format!(
-                "{} (waited until the wall-clock budget ran out)",
+                "Wall-clock budget reached while waiting for the lock: {}",
                 h.skip_note(&ctx.platform)
             );
             ctx.note(line.clone());
-            (Outcome::SkippedLock, line)
+            fired.push(Fired::new(StopCause::WallClockBudget, line.clone()));
+            (
+                Outcome::Halted,
+                line,
+                format!("lock held by {held_by} — waited until the wall-clock budget ran out"),
+            )
+        }
+        (Denied::ForceDeclined(_), _) => {
+            let line = holder.skip_note(&ctx.platform);
+            ctx.note(line.clone());
+            (
+                Outcome::SkippedLock,
+                line,
+                format!("lock held by {held_by} — force-unlock declined"),
+            )
         }
         _ => {
             let line = holder.skip_note(&ctx.platform);
@@ -164,21 +206,23 @@ fn not_acquired(
                     ctx.me.pid
                 ));
             }
-            (Outcome::SkippedLock, line)
+            (
+                Outcome::SkippedLock,
+                line,
+                format!("lock held by {held_by} — not acquired, no counter advanced"),
+            )
         }
     };
+    let not_examined = "not examined — another tick holds the lock";
     let shown = Shown {
-        context: format!(
-            "Lock: held by pid {}",
-            holder.pid().map_or("?".into(), |p| p.to_string())
-        ),
+        context: match (ctx.cfg.skill, ctx.cfg.pr.filter(|_| ctx.cfg.single_pr())) {
+            (Skill::Work, _) => format!("Backlog: {not_examined}"),
+            (Skill::Review, Some(n)) => format!("Tracked PR: #{n} ({not_examined})"),
+            (Skill::Review, None) => format!("Tracked PRs: {not_examined}"),
+        },
         plan: "none — another tick holds the lock".into(),
         concurrency,
-        outcome: if outcome == Outcome::SkippedLock {
-            "skipped — no counter advanced".into()
-        } else {
-            "halted without the lock — no counter advanced".into()
-        },
+        outcome: outcome_line,
     };
     let snapshot = budget
         .as_ref()

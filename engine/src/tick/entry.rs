@@ -181,44 +181,77 @@ pub(crate) fn budget_gate(
 ) -> Result<Option<Fired>, Failure> {
     let b = &run.budget;
     let single = ctx.cfg.single_pr();
-    let mut tripped = Vec::new();
-    let next_iteration = b.iterations_used + 1;
-    if next_iteration as f64 >= 0.8 * b.max_iterations as f64 {
-        tripped.push(Tripped {
+    // Each budget past 80% this tick, and whether the tick brings it to 100%.
+    let mut tripped: Vec<Tripped> = Vec::new();
+    let mut full: Option<String> = None;
+    let mut check = |t: Tripped, projected: f64| {
+        if projected >= 0.8 * t.max {
+            if projected >= t.max && full.is_none() {
+                full = Some(
+                    Tripped {
+                        dim: t.dim,
+                        used: projected,
+                        max: t.max,
+                    }
+                    .phrase(),
+                );
+            }
+            tripped.push(t);
+        }
+    };
+    let next_iteration = (b.iterations_used + 1) as f64;
+    check(
+        Tripped {
             dim: Dimension::Iterations,
-            used: next_iteration as f64,
+            used: next_iteration,
             max: b.max_iterations as f64,
-        });
+        },
+        next_iteration,
+    );
+    if !single {
+        let prs = (b.prs_touched.len() as u64 + projected_new_prs) as f64;
+        check(
+            Tripped {
+                dim: Dimension::Prs,
+                used: prs,
+                max: b.max_prs as f64,
+            },
+            prs,
+        );
     }
-    let prs = b.prs_touched.len() as u64 + projected_new_prs;
-    if !single && prs as f64 >= 0.8 * b.max_prs as f64 {
-        tripped.push(Tripped {
-            dim: Dimension::Prs,
-            used: prs as f64,
-            max: b.max_prs as f64,
-        });
-    }
-    if b.minutes_elapsed as f64 >= 0.8 * b.max_minutes as f64 {
-        tripped.push(Tripped {
+    check(
+        Tripped {
             dim: Dimension::Minutes,
             used: b.minutes_elapsed as f64,
             max: b.max_minutes as f64,
-        });
-    }
-    // Projected spend of this iteration: the run's average so far.
-    let projected = if b.iterations_used > 0 {
-        b.dollars_estimate / b.iterations_used as f64
-    } else {
-        0.0
-    };
-    if b.max_dollars > 0.0 && b.dollars_estimate + projected >= 0.8 * b.max_dollars {
-        tripped.push(Tripped {
-            dim: Dimension::Dollars,
-            used: b.dollars_estimate,
-            max: b.max_dollars,
-        });
+        },
+        b.minutes_elapsed as f64,
+    );
+    if b.max_dollars > 0.0 {
+        // Projected spend of this iteration: the run's average so far.
+        let average = if b.iterations_used > 0 {
+            b.dollars_estimate / b.iterations_used as f64
+        } else {
+            0.0
+        };
+        check(
+            Tripped {
+                dim: Dimension::Dollars,
+                used: b.dollars_estimate,
+                max: b.max_dollars,
+            },
+            b.dollars_estimate + average,
+        );
     }
     if tripped.is_empty() {
+        return Ok(None);
+    }
+    // SPEC-0020 "100% stop wins over 80% gate": a budget this tick brings
+    // to its ceiling stops the loop by itself; the gate is not asked.
+    if let Some(phrase) = full {
+        ctx.note(format!(
+            "Budget gate not asked: this tick brings {phrase} to its ceiling — the 100% stop takes precedence"
+        ));
         return Ok(None);
     }
     let answer = ctx.ask(Question::budget_escalation(&tripped))?;

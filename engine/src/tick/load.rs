@@ -15,7 +15,7 @@ use super::Failure;
 use super::account;
 use super::acquire::Acquired;
 use super::ctx::Ctx;
-use crate::budget::Budget;
+use crate::budget::{Budget, RunStop};
 use crate::clock;
 use crate::exchange::{Exchange, fold_events};
 use crate::files;
@@ -27,7 +27,7 @@ use crate::journal::Journal;
 use crate::lock::HeldLock;
 use crate::rates;
 use crate::reconcile;
-use crate::stop::Fired;
+use crate::stop::{Fired, StopCause};
 
 /// Queued by loading, applied at the commit point.
 #[derive(Debug, Default)]
@@ -115,6 +115,13 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
             started
         }
     };
+    // A stop recorded by a tick that did not hold the lock (force-unlock
+    // answered stop, a wait interrupted or out of time) could not write
+    // budget.json; history carries it, and the run is as ended as after any
+    // other stop (SPEC-0020 "Prior-Gate-Stop Honor").
+    if budget.stopped.is_none() && !fresh_run {
+        budget.stopped = lockless_stop(&tail, &budget);
+    }
     // Once per run: shown when the run's first tick commits.
     pending.built_in_notice = fresh_run
         && ctx.inputs.rates.source == rates::RateSource::BuiltIn
@@ -145,7 +152,7 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
         if already || journal.run_started_at != budget.started_at {
             pending.stale_journal = true;
         } else {
-            let (line, exchange, note) = recover(ctx, &journal, &mut budget);
+            let (line, exchange, note) = recover(ctx, &journal, &mut budget)?;
             // The recovered iteration is the run's latest: resume and the
             // gates look at it like any recorded line.
             run_lines.push(line.clone());
@@ -208,12 +215,46 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
     })
 }
 
+/// The stop recorded by a lock-less line after the run's last line written
+/// under the lock, if any.
+fn lockless_stop(tail: &history::Tail, budget: &Budget) -> Option<RunStop> {
+    let last_held = tail.lines.iter().rposition(|l| l.line.authoritative());
+    let after = last_held.map_or(0, |i| i + 1);
+    tail.lines[after..].iter().rev().find_map(|l| {
+        let line = &l.line;
+        let same_run = line
+            .budget_snapshot
+            .as_ref()
+            .and_then(|s| s.run_started_at.as_deref())
+            == Some(budget.started_at.as_str());
+        let cause = line
+            .stop_conditions_fired
+            .as_ref()?
+            .iter()
+            .filter_map(|c| StopCause::from_name(c))
+            .find(|c| *c != StopCause::LockContention)?;
+        same_run.then(|| RunStop {
+            cause: cause.name().to_owned(),
+            iteration: line.iteration.unwrap_or(0),
+            gate: (cause == StopCause::PriorGateStop)
+                .then(|| {
+                    line.gates
+                        .iter()
+                        .flatten()
+                        .rfind(|g| g.answer.starts_with("stop"))
+                        .map(|g| g.name.clone())
+                })
+                .flatten(),
+        })
+    })
+}
+
 /// Turns a dead tick's journal into its history line and counters.
 fn recover(
     ctx: &mut Ctx<'_, '_>,
     journal: &Journal,
     budget: &mut Budget,
-) -> (HistoryLine, Exchange, String) {
+) -> Result<(HistoryLine, Exchange, String), Failure> {
     let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
     let (result, source) = match exchange.read_result() {
         Ok(r) => (r, "its result file"),
@@ -222,6 +263,7 @@ fn recover(
             (fold_events(&events), "its progress events")
         }
     };
+    let (result, unknown) = account::verify_prs(ctx, result)?;
     let single = journal
         .single_pr
         .or_else(|| ctx.cfg.pr.filter(|_| ctx.cfg.single_pr()));
@@ -245,6 +287,10 @@ fn recover(
             target: f.target.clone(),
             root_cause: f.root_cause.clone(),
         })
+        .chain(unknown.iter().map(|n| FailureRecord {
+            target: format!("#{n}"),
+            root_cause: format!("reported PR #{n} does not exist on the tracker"),
+        }))
         .collect();
     failures.dedup();
     let ended = clock::format(ctx.now());
@@ -285,7 +331,7 @@ fn recover(
         delta.tokens_out,
         delta.prs.join(", ")
     );
-    (record.into(), exchange, note)
+    Ok((record.into(), exchange, note))
 }
 
 /// Applies what loading queued: from here on the tick changes state.

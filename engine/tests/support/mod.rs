@@ -262,6 +262,9 @@ pub fn pull(number: u64, state: PrState, labels: &[&str], sha: &str) -> Pull {
 // ---------------------------------------------------------------- sandbox
 
 pub struct Sandbox {
+    /// Put the PRs a scripted result reports on the tracker before the tick
+    /// (default); off to test a skill that reports a PR nobody opened.
+    pub publish_prs: bool,
     pub dir: tempfile::TempDir,
     pub tracker: FakeTracker,
     pub git: FakeGit,
@@ -280,6 +283,7 @@ pub struct Ran {
 impl Sandbox {
     pub fn new() -> Self {
         Self {
+            publish_prs: true,
             dir: tempfile::tempdir().unwrap(),
             tracker: FakeTracker::default(),
             git: FakeGit::default(),
@@ -306,7 +310,25 @@ impl Sandbox {
         TickConfig::new(skill, self.root(), "fake")
     }
 
+    /// The PRs the next scripted result reports exist on the tracker, as
+    /// a real skill's would (the engine counts only PRs the tracker has).
+    pub fn publish_reported_prs(&self) {
+        let Some(result) = self.runner.steps.first().and_then(|s| s.result.as_ref()) else {
+            return;
+        };
+        let mut pulls = self.tracker.pulls.borrow_mut();
+        for pr in &result.prs {
+            if !pulls.iter().any(|p| p.number == pr.number) {
+                let sha = pr.head_sha_at_end.clone().unwrap_or_default();
+                pulls.push(pull(pr.number, pr.state, &[], &sha));
+            }
+        }
+    }
+
     pub fn tick_with(&mut self, cfg: &TickConfig, prompt: &mut dyn Prompt) -> Ran {
+        if self.publish_prs {
+            self.publish_reported_prs();
+        }
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let result = {
             let mut world = World {
