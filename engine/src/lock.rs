@@ -96,11 +96,14 @@ pub enum LockMode<'a> {
     /// `--lock=skip` (default): give up at once.
     Skip,
     /// `--lock=wait`: poll until the holder is gone, `deadline` passes, or
-    /// `interrupted` says the user asked to stop.
+    /// `interrupted` says the user asked to stop. `waiting` is told once,
+    /// when the first attempt finds the lock held (so the user learns why
+    /// the tick does not return).
     Wait {
         poll: Duration,
         deadline: Instant,
         interrupted: &'a dyn Fn() -> bool,
+        waiting: &'a mut dyn FnMut(&Holder),
     },
     /// `--lock=force`: ask `decide` (the force-unlock gate) about the
     /// holder; it is called outside the critical section, so it may block
@@ -396,6 +399,7 @@ pub fn acquire(
             extra: Map::new(),
         },
     };
+    let mut told = false;
     loop {
         let holder = match acquirer.attempt()? {
             Step::Got(how) => return Ok(Ok(acquirer.hold(how))),
@@ -407,7 +411,12 @@ pub fn acquire(
                 poll,
                 deadline,
                 interrupted,
+                waiting,
             } => {
+                if !told {
+                    told = true;
+                    waiting(&holder);
+                }
                 if interrupted() {
                     return Ok(Err(Denied::WaitInterrupted(holder)));
                 }

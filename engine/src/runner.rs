@@ -137,13 +137,27 @@ impl RunOutcome {
             .find(|l| !l.is_empty())
     }
 
-    /// One line describing an unsuccessful run, or `None` if it exited 0.
+    /// The signal the engine forwarded on an interrupt, if it did.
+    pub fn forwarded_signal(&self) -> Option<i32> {
+        self.interrupted.map(|kind| match kind {
+            InterruptKind::Signal(sig) if sig == signal_hook::consts::SIGTERM => sig,
+            _ => signal_hook::consts::SIGINT,
+        })
+    }
+
+    /// One line describing an unsuccessful run, or `None` if it exited 0 —
+    /// or if it ended by the very interrupt the engine forwarded (a
+    /// `sh -c` wrapper dies of it while the skill it runs drains): whether
+    /// the iteration's work was reported is then the result's to say.
     pub fn failure(&self) -> Option<String> {
         if let Some(e) = &self.spawn_error {
             return Some(format!("skill command could not start: {e}"));
         }
         if self.stalled {
             return Some("stalled: no output or progress events within the stall timeout".into());
+        }
+        if !self.drain_expired && self.signal.is_some() && self.signal == self.forwarded_signal() {
+            return None;
         }
         let how = match (self.exit_code, self.signal) {
             (Some(0), _) => return None,

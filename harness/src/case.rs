@@ -67,6 +67,11 @@ pub struct Case {
     /// wrapper].
     #[serde(default)]
     pub driver: Driver,
+    /// Run the engine with `--loop` [default: true]. `false` runs
+    /// `sdd-loop <skill>` as a user would without loop mode: the skill runs
+    /// once and nothing under `.sdd/loop/` may appear.
+    #[serde(default = "yes", rename = "loop")]
+    pub loop_mode: bool,
     /// The world before tick 1.
     #[serde(default)]
     pub world: World,
@@ -164,6 +169,10 @@ fn one() -> u64 {
     1
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// The process a pre-existing lock names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PidSpec {
@@ -247,6 +256,12 @@ pub struct TickSpec {
     #[serde(default)]
     #[schemars(with = "Option<Kill>")]
     pub kill: Option<Spanned<Kill>>,
+    /// Kill the world's live lock holder (`world.lock.pid: live`) the moment
+    /// the engine prints this text — e.g. the `--lock wait` note, to release
+    /// the lock while the tick waits for it.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub release_lock_when: Option<Spanned<String>>,
     /// What must hold for this tick.
     #[serde(default)]
     pub expect: TickExpect,
@@ -321,6 +336,9 @@ pub enum Kill {
     Barrier,
     /// Abort at a named crash point (`SDD_LOOP_CRASH_AT`).
     CrashPoint(#[schemars(schema_with = "schema_parts::crash_point")] Spanned<String>),
+    /// SIGINT the engine (as Ctrl-C would) when the fake skill reaches its
+    /// `barrier`; the skill then drains and finishes its actions.
+    Interrupt,
 }
 
 /// Expectations about one tick.

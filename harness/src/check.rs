@@ -56,6 +56,9 @@ pub enum Check {
     HistoryField(HistoryField),
     /// A value in budget.json, by JSON pointer.
     BudgetField(BudgetField),
+    /// A value in the lockfile `.sdd/loop/{skill}.lock` left at the end of
+    /// the run (a killed tick leaves it), by JSON pointer.
+    LockField(BudgetField),
     /// A path exists in the project after the run.
     FilePresent(String),
     /// A path does not exist in the project after the run.
@@ -461,6 +464,16 @@ impl Check {
                 Some(doc) => {
                     let (passed, seen) = c.is.judge(doc.pointer(&c.pointer.value), doc);
                     (passed, format!("budget.json {} = {seen}", c.pointer.value))
+                }
+            },
+            Check::LockField(c) => match &run.lock {
+                None => (
+                    false,
+                    "there is no lockfile at the end of the run".to_owned(),
+                ),
+                Some(doc) => {
+                    let (passed, seen) = c.is.judge(doc.pointer(&c.pointer.value), doc);
+                    (passed, format!("the lockfile {} = {seen}", c.pointer.value))
                 }
             },
             Check::FilePresent(path) | Check::FileAbsent(path) => {

@@ -62,6 +62,13 @@ impl Reaper {
         }
     }
 
+    /// SIGINTs one process, as Ctrl-C would (never the harness itself).
+    pub fn interrupt(raw: u32) {
+        if let Some(target) = pid(raw).filter(|p| !is_self(*p)) {
+            let _ = rustix::process::kill_process(target, Signal::INT);
+        }
+    }
+
     /// SIGKILLs the process group `raw` belongs to, and remembers it so it
     /// is killed again on drop.
     pub fn kill_group_of(&mut self, raw: u32) {

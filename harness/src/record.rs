@@ -76,6 +76,8 @@ pub struct RunRecord {
     pub history: Vec<Value>,
     /// budget.json at the end of the run, if there is one.
     pub budget: Option<Value>,
+    /// The lockfile at the end of the run, if one was left.
+    pub lock: Option<Value>,
     /// Paths of the project's files and directories, relative, `/`-separated
     /// (`.git` left out).
     pub files: BTreeSet<String>,

@@ -157,6 +157,9 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         budget: std::fs::read(state.join(format!("{skill}.budget.json")))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok()),
+        lock: std::fs::read(state.join(format!("{skill}.lock")))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok()),
         files: RunRecord::list_files(sandbox.project()),
         requests: sandbox.tracker.requests(),
         workspace: opts.workspace.clone(),
@@ -318,7 +321,7 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(t: &TickRun<'_>) -> Result<Prepared, HarnessError> {
     let dir = t.sandbox.tick_dir(t.n)?;
     let (fifo, fifo_path) = match t.spec.kill.as_ref().map(|k| &k.value) {
-        Some(Kill::Barrier) => {
+        Some(Kill::Barrier | Kill::Interrupt) => {
             let path = dir.join("barrier.fifo");
             (
                 Some(spawn::make_fifo(&path).map_err(io("make the barrier FIFO"))?),
@@ -385,6 +388,24 @@ pub(crate) fn history_len(t: &TickRun<'_>) -> usize {
     )
 }
 
+/// How the engine's run is steered: the barrier and what happens there,
+/// and the live lock holder released when the engine prints a text.
+pub(crate) fn control(t: &TickRun<'_>, fifo: Option<std::fs::File>) -> spawn::Control {
+    spawn::Control {
+        barrier: fifo,
+        at_barrier: match t.spec.kill.as_ref().map(|k| &k.value) {
+            Some(Kill::Interrupt) => spawn::AtBarrier::Interrupt,
+            _ => spawn::AtBarrier::Kill,
+        },
+        release: t
+            .spec
+            .release_lock_when
+            .as_ref()
+            .zip(t.sandbox.live_lock)
+            .map(|(text, pid)| (text.value.clone(), pid)),
+    }
+}
+
 /// How a process the tick ran ended, as the case sees it.
 pub(crate) fn tick_end(ended: &Ended, kill: Option<&Kill>) -> TickEnd {
     match (ended, kill) {
@@ -414,7 +435,7 @@ pub(crate) fn verdict(
             humantime(t.timeout),
             error_lines(stderr)
         )),
-        (_, Some(Kill::Barrier)) if barrier_missed => Some(format!(
+        (_, Some(Kill::Barrier | Kill::Interrupt)) if barrier_missed => Some(format!(
             "the engine ended ({end}) before the fake skill reached its barrier; its stderr:\n  {}",
             error_lines(stderr)
         )),
@@ -455,7 +476,10 @@ fn run_tick(
 ) -> Result<(TickRecord, Option<String>), HarnessError> {
     let prepared = prepare(t)?;
     let kill = t.spec.kill.as_ref().map(|k| &k.value);
-    let mut args: Vec<OsString> = vec![t.case.skill.as_str().into(), "--loop".into()];
+    let mut args: Vec<OsString> = vec![t.case.skill.as_str().into()];
+    if t.case.loop_mode {
+        args.push("--loop".into());
+    }
     args.extend(t.case.args.iter().map(OsString::from));
     args.extend(t.spec.args.iter().map(OsString::from));
     args.push("--answers".into());
@@ -467,8 +491,8 @@ fn run_tick(
     ));
     let invocation = engine_invocation(t, args, env);
     let before = history_len(t);
-    let ran =
-        spawn::run(&invocation, prepared.fifo, t.deadline, reaper).map_err(io("run the engine"))?;
+    let ran = spawn::run(&invocation, control(t, prepared.fifo), t.deadline, reaper)
+        .map_err(io("run the engine"))?;
     if matches!(kill, Some(Kill::CrashPoint(_))) {
         // The aborted engine's skill may still be running: nothing of this
         // tick may outlive it.

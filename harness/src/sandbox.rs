@@ -50,6 +50,8 @@ pub struct Sandbox {
     pub git: Git,
     pub world: GitWorld,
     pub tracker: BlockingMockTracker,
+    /// The process behind `world.lock.pid: live`, while it runs.
+    pub live_lock: Option<u32>,
     elsewhere: Option<PathBuf>,
 }
 
@@ -106,7 +108,7 @@ impl Sandbox {
         let qmd_state = root.join("qmd.state");
         qmd::state::write(&qmd_state, world_spec.qmd).map_err(io("write the qmd state"))?;
 
-        let sandbox = Self {
+        let mut sandbox = Self {
             dir,
             root,
             home,
@@ -116,9 +118,10 @@ impl Sandbox {
             git,
             world,
             tracker,
+            live_lock: None,
             elsewhere: None,
         };
-        sandbox.seed_project(case, fixtures, start, reaper)?;
+        sandbox.live_lock = sandbox.seed_project(case, fixtures, start, reaper)?;
         Ok(sandbox)
     }
 
@@ -154,7 +157,7 @@ impl Sandbox {
         fixtures: &Fixtures,
         start: Timestamp,
         reaper: &mut Reaper,
-    ) -> Result<(), HarnessError> {
+    ) -> Result<Option<u32>, HarnessError> {
         let world = &case.world;
         let project = self.project();
         if let Some(name) = &world.claude_md {
@@ -170,7 +173,7 @@ impl Sandbox {
         let state = self.state_dir();
         let has_state = world.lock.is_some() || world.budget.is_some() || !world.history.is_empty();
         if !has_state {
-            return Ok(());
+            return Ok(None);
         }
         std::fs::create_dir_all(&state).map_err(io("create .sdd/loop"))?;
         std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700))
@@ -190,6 +193,7 @@ impl Sandbox {
                 .collect();
             write_private(&state.join(format!("{skill}.history.jsonl")), &lines)?;
         }
+        let mut live = None;
         if let Some(lock) = &world.lock {
             let (pid, process_start) = match lock.pid {
                 PidSpec::Live => {
@@ -201,6 +205,7 @@ impl Sandbox {
                         .map_err(io("start a live lock holder (`cat`)"))?;
                     let pid = holder.id();
                     reaper.adopt(holder);
+                    live = Some(pid);
                     (pid, OsProbe.start_time(pid))
                 }
                 PidSpec::Dead => {
@@ -225,7 +230,7 @@ impl Sandbox {
             let text = serde_json::to_string(&record).unwrap_or_default();
             write_private(&state.join(format!("{skill}.lock")), &format!("{text}\n"))?;
         }
-        Ok(())
+        Ok(live)
     }
 
     /// Writes `content` at `rel` in the project (validated: relative, no `..`).

@@ -106,7 +106,7 @@ impl Agent {
         ]);
         let begin = spawn::run(
             &runner::engine_invocation(t, args, env.clone()),
-            None,
+            spawn::Control::default(),
             t.deadline,
             reaper,
         )
@@ -191,12 +191,15 @@ impl Agent {
                 env: work_env,
                 cwd: t.sandbox.project().to_path_buf(),
             },
-            prepared
-                .fifo
-                .as_ref()
-                .map(|f| f.try_clone())
-                .transpose()
-                .map_err(io("share the barrier FIFO"))?,
+            spawn::Control {
+                barrier: prepared
+                    .fifo
+                    .as_ref()
+                    .map(|f| f.try_clone())
+                    .transpose()
+                    .map_err(io("share the barrier FIFO"))?,
+                ..spawn::Control::default()
+            },
             t.deadline,
             reaper,
         )
@@ -221,7 +224,7 @@ impl Agent {
         args.extend(self.report(t, &work, &result, &prepared.dir)?);
         let end = spawn::run(
             &runner::engine_invocation(t, args, env),
-            None,
+            spawn::Control::default(),
             t.deadline,
             reaper,
         )

@@ -58,12 +58,53 @@ pub struct Ran {
 enum Msg {
     Exited(std::io::Result<ExitStatus>),
     Barrier(String),
+    /// The watched text appeared on stdout.
+    Seen,
 }
 
-fn reader(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+/// What the harness does when the fake skill reaches its barrier.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AtBarrier {
+    /// SIGKILL the process, then the skill's process group.
+    #[default]
+    Kill,
+    /// SIGINT the process, as Ctrl-C would, and let it and the skill go on
+    /// (the engine forwards the interrupt; the skill drains).
+    Interrupt,
+}
+
+/// How a run is steered while it goes.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// The barrier FIFO, opened by [`make_fifo`].
+    pub barrier: Option<std::fs::File>,
+    pub at_barrier: AtBarrier,
+    /// SIGKILL this pid as soon as the process prints this text on stdout.
+    pub release: Option<(String, u32)>,
+}
+
+fn reader(
+    pipe: impl Read + Send + 'static,
+    watch: Option<(String, mpsc::Sender<Msg>)>,
+) -> thread::JoinHandle<Vec<u8>> {
     thread::spawn(move || {
+        let mut reader = BufReader::new(pipe);
         let mut buf = Vec::new();
-        let _ = pipe.read_to_end(&mut buf);
+        let mut watch = watch;
+        loop {
+            let start = buf.len();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if let Some((text, tx)) = &watch
+                        && String::from_utf8_lossy(&buf[start..]).contains(text.as_str())
+                    {
+                        let _ = tx.send(Msg::Seen);
+                        watch = None;
+                    }
+                }
+            }
+        }
         buf
     })
 }
@@ -85,10 +126,15 @@ pub fn make_fifo(path: &Path) -> std::io::Result<std::fs::File> {
 /// `deadline` passes.
 pub fn run(
     inv: &Invocation,
-    barrier: Option<std::fs::File>,
+    control: Control,
     deadline: Instant,
     reaper: &mut Reaper,
 ) -> std::io::Result<Ran> {
+    let Control {
+        barrier,
+        at_barrier,
+        release,
+    } = control;
     let started = Instant::now();
     let mut child = Command::new(&inv.program)
         .args(&inv.args)
@@ -100,9 +146,10 @@ pub fn run(
         .stderr(Stdio::piped())
         .spawn()?;
     let pid = child.id();
-    let out = child.stdout.take().map(reader);
-    let err = child.stderr.take().map(reader);
     let (tx, rx) = mpsc::channel();
+    let watched = release.as_ref().map(|(text, _)| (text.clone(), tx.clone()));
+    let out = child.stdout.take().map(|p| reader(p, watched));
+    let err = child.stderr.take().map(|p| reader(p, None));
     let waiter = {
         let tx = tx.clone();
         thread::spawn(move || {
@@ -124,7 +171,9 @@ pub fn run(
     };
     drop(tx);
 
+    let at_barrier_do = at_barrier;
     let mut at_barrier = false;
+    let mut reached = false;
     let mut timed_out = false;
     let status = loop {
         let msg = if timed_out {
@@ -142,19 +191,30 @@ pub fn run(
             }
         };
         match msg {
-            Some(Msg::Barrier(line)) if !at_barrier && line.starts_with("ready") => {
-                at_barrier = true;
-                Reaper::kill(pid);
-                if let Some(skill) = line
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|p| p.parse::<u32>().ok())
-                {
-                    reaper.kill_group_of(skill);
+            Some(Msg::Barrier(line)) if !at_barrier && !reached && line.starts_with("ready") => {
+                reached = true;
+                match at_barrier_do {
+                    AtBarrier::Kill => {
+                        at_barrier = true;
+                        Reaper::kill(pid);
+                        if let Some(skill) = line
+                            .split_whitespace()
+                            .nth(1)
+                            .and_then(|p| p.parse::<u32>().ok())
+                        {
+                            reaper.kill_group_of(skill);
+                        }
+                        reaper.sweep();
+                    }
+                    AtBarrier::Interrupt => Reaper::interrupt(pid),
                 }
-                reaper.sweep();
             }
             Some(Msg::Barrier(_)) => {}
+            Some(Msg::Seen) => {
+                if let Some((_, holder)) = &release {
+                    Reaper::kill(*holder);
+                }
+            }
             Some(Msg::Exited(status)) => break status?,
             None => {
                 return Err(std::io::Error::other(
@@ -163,9 +223,9 @@ pub fn run(
             }
         }
     };
-    let barrier_missed = waker.is_some() && !at_barrier;
+    let barrier_missed = waker.is_some() && !reached;
     if let Some(mut waker) = waker
-        && !at_barrier
+        && !reached
     {
         let _ = waker.write_all(b"released: the engine ended first\n");
     }
@@ -231,7 +291,7 @@ mod tests {
         let mut reaper = Reaper::new("spawn-test-status");
         let ran = run(
             &sh("echo out; echo err >&2; exit 3", dir.path()),
-            None,
+            Control::default(),
             far(),
             &mut reaper,
         )
@@ -256,7 +316,11 @@ mod tests {
             fifo_path.display(),
             blocker(dir.path()).display()
         );
-        let ran = run(&sh(&script, dir.path()), Some(fifo), far(), &mut reaper).unwrap();
+        let control = Control {
+            barrier: Some(fifo),
+            ..Control::default()
+        };
+        let ran = run(&sh(&script, dir.path()), control, far(), &mut reaper).unwrap();
         assert_eq!(ran.ended, Ended::KilledAtBarrier);
         assert_eq!(ran.stdout, "before\n");
         assert!(!ran.barrier_missed);
@@ -267,7 +331,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fifo = make_fifo(&dir.path().join("b.fifo")).unwrap();
         let mut reaper = Reaper::new("spawn-test-missed");
-        let ran = run(&sh("exit 0", dir.path()), Some(fifo), far(), &mut reaper).unwrap();
+        let control = Control {
+            barrier: Some(fifo),
+            ..Control::default()
+        };
+        let ran = run(&sh("exit 0", dir.path()), control, far(), &mut reaper).unwrap();
         assert_eq!(ran.ended, Ended::Exited(0));
         assert!(ran.barrier_missed);
     }
@@ -277,7 +345,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut reaper = Reaper::new("spawn-test-deadline");
         let script = format!("read never < {}", blocker(dir.path()).display());
-        let ran = run(&sh(&script, dir.path()), None, Instant::now(), &mut reaper).unwrap();
+        let ran = run(
+            &sh(&script, dir.path()),
+            Control::default(),
+            Instant::now(),
+            &mut reaper,
+        )
+        .unwrap();
         assert_eq!(ran.ended, Ended::TimedOut);
     }
 }

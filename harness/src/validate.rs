@@ -20,7 +20,7 @@ use sdd_mocks::skill::exit::is_reserved;
 use sdd_mocks::yaml::YamlError;
 use serde_saphyr::{Location, Spanned};
 
-use crate::case::{Case, Driver, Event, FORMAT_HELP, GateSpec, Kill, TickSpec};
+use crate::case::{Case, Driver, Event, FORMAT_HELP, GateSpec, Kill, PidSpec, TickSpec};
 use crate::check::{Check, Comparison, NO_STOP};
 use crate::{duration, requirements};
 
@@ -175,6 +175,8 @@ struct Checker<'a> {
     fixtures: &'a Fixtures,
     ticks: usize,
     driver: Driver,
+    /// `world.lock.pid: live`.
+    live_lock: bool,
 }
 
 type Checked = Result<(), YamlError>;
@@ -291,6 +293,13 @@ impl Checker<'_> {
         }
         self.covers(case)?;
         self.world(case)?;
+        if !case.loop_mode && case.driver == Driver::Session {
+            return Err(self.at(
+                case.id.referenced,
+                "`loop: false` with `driver: session`: the in-session halves exist only in loop mode".to_owned(),
+                format!("drop one of them ({FORMAT_HELP})"),
+            ));
+        }
         if let Some(t) = &case.timeout {
             self.duration(t)?;
         }
@@ -450,7 +459,12 @@ impl Checker<'_> {
                     ),
                 ));
             }
-            Some((Kill::Barrier, at)) => {
+            Some((kill @ (Kill::Barrier | Kill::Interrupt), at)) => {
+                let name = if matches!(kill, Kill::Barrier) {
+                    "barrier"
+                } else {
+                    "interrupt"
+                };
                 let has_barrier = tick
                     .skill
                     .as_ref()
@@ -458,12 +472,28 @@ impl Checker<'_> {
                 if !has_barrier {
                     return Err(self.at(
                         at,
-                        "`kill: barrier` on a tick whose fake skill has no `barrier` action".to_owned(),
-                        format!("add `- barrier: here` to this tick's `skill: {{ actions: [...] }}` where the engine should be killed ({FORMAT_HELP})"),
+                        format!("`kill: {name}` on a tick whose fake skill has no `barrier` action"),
+                        format!("add `- barrier: here` to this tick's `skill: {{ actions: [...] }}` where the engine should be stopped ({FORMAT_HELP})"),
+                    ));
+                }
+                if matches!(kill, Kill::Interrupt) && self.driver == Driver::Session {
+                    return Err(self.at(
+                        at,
+                        "`kill: interrupt` interrupts the engine while it runs the skill, which an in-session tick never does".to_owned(),
+                        format!("use a wrapper case (no `driver:`) for Ctrl-C, or `kill: barrier` for a session that dies mid-work ({FORMAT_HELP})"),
                     ));
                 }
             }
             _ => {}
+        }
+        if let Some(text) = &tick.release_lock_when
+            && !self.live_lock
+        {
+            return Err(self.at(
+                text.referenced,
+                "`release_lock_when` needs a live lock holder to release".to_owned(),
+                format!("add `lock: {{ pid: live }}` to the case's `world:` ({FORMAT_HELP})"),
+            ));
         }
         if let Some(gates) = &tick.expect.gates {
             self.gates(gates)?;
@@ -500,7 +530,7 @@ impl Checker<'_> {
                 self.pointer(&c.pointer)?;
                 self.comparison(&c.is)
             }
-            Check::BudgetField(c) => {
+            Check::BudgetField(c) | Check::LockField(c) => {
                 self.pointer(&c.pointer)?;
                 self.comparison(&c.is)
             }
@@ -624,6 +654,11 @@ pub fn case(case: &Case, fixtures: &Fixtures) -> Result<(), YamlError> {
         fixtures,
         ticks: case.ticks.value.len(),
         driver: case.driver,
+        live_lock: case
+            .world
+            .lock
+            .as_ref()
+            .is_some_and(|l| l.pid == PidSpec::Live),
     }
     .case(case)
 }

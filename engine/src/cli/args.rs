@@ -41,6 +41,8 @@ Environment:
   SDD_LOOP_REPO            tracker repository OWNER/NAME (same as --repo)
   SDD_LOOP_TRACKER_URL     tracker API base URL (same as --tracker-url)
   SDD_LOOP_TRACKER_TOKEN   bearer token for the tracker (else GITHUB_TOKEN); never printed
+  SDD_LOOP_TRACKER_TIMEOUT, SDD_LOOP_TRACKER_RETRY_BUDGET
+                           tracker time limits in seconds (same as the flags)
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
@@ -178,6 +180,16 @@ pub struct CommonArgs {
     /// git remote whose branch heads resume compares against.
     #[arg(long, value_name = "NAME", default_value = "origin")]
     pub remote: String,
+    /// Longest one tracker request may take, connection to last byte
+    /// [env: SDD_LOOP_TRACKER_TIMEOUT] [default: 10]
+    #[arg(long, value_name = "SECS")]
+    pub tracker_timeout: Option<u64>,
+    /// Longest one tracker call may take across its retries and their
+    /// waits (Retry-After included); a tracker that hangs ends the tick
+    /// within it, changing nothing [env: SDD_LOOP_TRACKER_RETRY_BUDGET]
+    /// [default: 30]
+    #[arg(long, value_name = "SECS")]
+    pub tracker_retry_budget: Option<u64>,
     /// The project directory (holds .sdd/ and CLAUDE.md).
     #[arg(short = 'C', long = "project", value_name = "DIR", default_value = ".")]
     pub project: PathBuf,

@@ -154,12 +154,48 @@ fn setup(
         .or_else(|| var("SDD_LOOP_TRACKER_URL"))
         .unwrap_or_else(|| config::DEFAULT_TRACKER_URL.to_owned());
     let token = var("SDD_LOOP_TRACKER_TOKEN").or_else(|| var("GITHUB_TOKEN"));
+    let seconds = |flag: Option<u64>, name: &str, env_name: &str, default: u64| match flag
+        .map(Ok)
+        .or_else(|| var(env_name).map(|v| v.trim().parse::<u64>()))
+    {
+        None => Ok(default),
+        Some(Ok(n)) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "--{name} (or {env_name}) must be a whole number of seconds above 0"
+        )),
+    };
+    let limits = seconds(
+        common.tracker_timeout,
+        "tracker-timeout",
+        "SDD_LOOP_TRACKER_TIMEOUT",
+        config::DEFAULT_TRACKER_TIMEOUT_SECS,
+    )
+    .and_then(|timeout| {
+        seconds(
+            common.tracker_retry_budget,
+            "tracker-retry-budget",
+            "SDD_LOOP_TRACKER_RETRY_BUDGET",
+            config::DEFAULT_TRACKER_RETRY_BUDGET_SECS,
+        )
+        .map(|budget| (timeout, budget))
+    });
+    let (timeout, retry_budget) = match limits {
+        Ok(l) => l,
+        Err(msg) => {
+            return Err(usage(
+                env,
+                &msg,
+                "e.g. --tracker-timeout 10 --tracker-retry-budget 30",
+            ));
+        }
+    };
     let tracker: Box<dyn Tracker> = match &repository {
-        Some(repo) => Box::new(HttpTracker::new(TrackerConfig::new(
-            &tracker_url,
-            repo,
-            token,
-        ))),
+        Some(repo) => {
+            let mut config = TrackerConfig::new(&tracker_url, repo, token);
+            config.timeout = Duration::from_secs(timeout);
+            config.retry_budget = Duration::from_secs(retry_budget);
+            Box::new(HttpTracker::new(config))
+        }
         None => Box::new(NoTracker),
     };
     let mut cfg = TickConfig::new(skill, root.clone(), skill_cmd);

@@ -205,6 +205,7 @@ fn wait_mode_expires_on_a_live_holder() {
         poll: Duration::from_millis(1),
         deadline: Instant::now() + Duration::from_millis(20),
         interrupted: &|| false,
+        waiting: &mut |_| {},
     };
     assert!(matches!(
         take(&paths, &probe, mode).unwrap_err(),
@@ -245,6 +246,7 @@ fn wait_mode_acquires_once_the_holder_dies() {
         poll: Duration::from_millis(1),
         deadline: Instant::now() + Duration::from_secs(60),
         interrupted: &|| false,
+        waiting: &mut |_| {},
     };
     let (_held, how) = acquire(&paths, &notify, ME, 3, "2026-05-09T15:00:00Z", mode)
         .unwrap()
@@ -262,6 +264,7 @@ fn wait_mode_stops_waiting_when_interrupted() {
         poll: Duration::from_secs(3600),
         deadline: Instant::now() + Duration::from_secs(3600),
         interrupted: &|| true,
+        waiting: &mut |_| {},
     };
     assert!(matches!(
         take(&paths, &probe, mode).unwrap_err(),

@@ -63,18 +63,33 @@ pub(crate) fn acquire(ctx: &mut Ctx<'_, '_>) -> Result<Result<Acquired, Conclude
             LockChoice::Skip => {
                 lock::acquire(&paths, probe, me, guess, &started_at, LockMode::Skip)?
             }
-            LockChoice::Wait => lock::acquire(
-                &paths,
-                probe,
-                me,
-                guess,
-                &started_at,
-                LockMode::Wait {
-                    poll: ctx.cfg.lock_poll,
-                    deadline,
-                    interrupted: &interrupted,
-                },
-            )?,
+            LockChoice::Wait => {
+                let platform = ctx.platform.clone();
+                let poll = ctx.cfg.lock_poll;
+                let minutes = deadline
+                    .saturating_duration_since(ctx.started_mono)
+                    .as_secs()
+                    .div_ceil(60);
+                let mut waiting = |holder: &Holder| {
+                    ctx.note(format!(
+                        "Waiting for the lock ({}) for up to {minutes} minute(s), the wall-clock budget left — Ctrl-C stops the wait",
+                        holder.skip_note(&platform)
+                    ));
+                };
+                lock::acquire(
+                    &paths,
+                    probe,
+                    me,
+                    guess,
+                    &started_at,
+                    LockMode::Wait {
+                        poll,
+                        deadline,
+                        interrupted: &interrupted,
+                        waiting: &mut waiting,
+                    },
+                )?
+            }
             LockChoice::Force => {
                 let mut decide = |_: &Holder| match ctx.ask(Question::force_unlock()) {
                     Ok(a) => match a.option {

@@ -1,6 +1,9 @@
 //! Blocking on purpose, so a test can act at an exact moment with no
 //! sleeps: `barrier` tells the test "ready <pid>" and then blocks until
-//! killed; `hang` blocks silently (to trip the engine's stall watchdog).
+//! killed — or until interrupted (SIGINT or SIGTERM, which the engine
+//! forwards on Ctrl-C), after which the skill drains: it goes on with the
+//! rest of its actions and finishes its iteration, as ADR-0028 #8 asks of a
+//! real skill; `hang` blocks silently (to trip the engine's stall watchdog).
 //!
 //! A barrier path that is a FIFO is opened for writing — which itself
 //! waits for the test to open the reading end — and gets the line; any
@@ -23,6 +26,17 @@ pub fn signal_ready(path: &Path, pid: u32) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, line)?;
     std::fs::rename(tmp, path)
+}
+
+/// Waits until the process is killed (SIGKILL) or interrupted (SIGINT or
+/// SIGTERM); returns on an interrupt.
+pub fn block_until_killed_or_interrupted() -> std::io::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])?;
+    let _ = signals.forever().next();
+    Ok(())
 }
 
 /// Never returns; the process waits to be killed.

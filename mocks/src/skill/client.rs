@@ -247,6 +247,20 @@ impl TrackerClient {
         }
     }
 
+    pub fn open_issue(
+        &self,
+        title: &str,
+        body: &str,
+        labels: &[String],
+    ) -> Result<(), TrackerError> {
+        self.json(
+            "POST",
+            "/issues",
+            Some(json!({ "title": title, "body": body, "labels": labels })),
+        )
+        .map(drop)
+    }
+
     pub fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), TrackerError> {
         self.json(
             "POST",

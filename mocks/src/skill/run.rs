@@ -189,6 +189,11 @@ impl Ctx<'_> {
                 }
             }
             Action::AddLabels { on, labels } => self.tracker()?.add_labels(*on, labels)?,
+            Action::OpenIssue {
+                title,
+                body,
+                labels,
+            } => self.tracker()?.open_issue(title, body, labels)?,
             Action::RemoveLabel { on, label } => self.tracker()?.remove_label(*on, label)?,
             Action::Usage(usage) => self.report.usage(usage)?,
             Action::Agents(count) => self.report.agents(*count)?,
@@ -219,7 +224,9 @@ impl Ctx<'_> {
             Action::Barrier(path) => {
                 err.flush()?;
                 barrier::signal_ready(&self.path(path), self.env.pid)?;
-                barrier::block_until_killed();
+                barrier::block_until_killed_or_interrupted()?;
+                writeln!(err, "interrupted at the barrier: draining")?;
+                err.flush()?;
             }
             Action::Hang => {
                 err.flush()?;

@@ -15,6 +15,7 @@
 //!       - reply: { pr: 10, to: 1001, body: Renamed. }
 //!       - merge: { pr: 10 }
 //!       - add_labels: { on: 1, labels: [in-progress] }
+//!       - open_issue: { title: Upgrade Claude Code, labels: [claude-code-version-required] }
 //!       - remove_label: { on: 1, label: in-progress }
 //!       - worktree: { path: ../wt-1, branch: wt/1 }
 //!       - failure: { target: "#1", root_cause: tests failed }
@@ -200,6 +201,15 @@ pub enum Action {
     },
     AddLabels {
         on: u64,
+        labels: Vec<String>,
+    },
+    /// Open a tracker issue (e.g. the `claude-code-version-required` issue
+    /// of an unavailable `/autofix-pr`).
+    OpenIssue {
+        title: String,
+        #[serde(default)]
+        body: String,
+        #[serde(default)]
         labels: Vec<String>,
     },
     RemoveLabel {

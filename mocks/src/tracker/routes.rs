@@ -3,7 +3,8 @@
 //! route is unit-testable).
 //!
 //! Under `/repos/{owner}/{repo}`: `GET /issues` (issues and pull requests,
-//! as GitHub lists them), `GET /issues/{n}`, `GET|POST /issues/{n}/comments`,
+//! as GitHub lists them), `POST /issues`, `GET /issues/{n}`,
+//! `GET|POST /issues/{n}/comments`,
 //! `GET|POST|PUT /issues/{n}/labels`, `DELETE /issues/{n}/labels/{name}`,
 //! `GET|POST /pulls`, `GET /pulls/{n}`, `GET|PUT /pulls/{n}/merge`,
 //! `GET|POST /pulls/{n}/comments`,
@@ -16,7 +17,7 @@
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 
-use super::world::{World, WorldError};
+use super::world::{NewIssue, World, WorldError};
 use crate::fixture::ReviewState;
 
 const DOCS: &str = "https://docs.github.com/rest";
@@ -149,6 +150,25 @@ fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
                 .unwrap_or_default();
             let items = ordered(world.list_issues(state, &labels), req);
             Ok(paginate(world, req, items))
+        }
+        ("POST", ["issues"]) => {
+            let body = json_body(req)?;
+            let new = NewIssue {
+                number: None,
+                title: required_str(&body, "title")?,
+                body: body
+                    .get("body")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                labels: match body.get("labels") {
+                    Some(_) => label_list(&body)?,
+                    None => Vec::new(),
+                },
+                author: viewer.clone(),
+            };
+            let n = world.add_issue(&new)?;
+            Ok(ApiResponse::json(201, world.issue_view(n)?))
         }
         ("GET", ["issues", n]) => Ok(ApiResponse::json(200, world.issue_view(number(n)?)?)),
         ("GET", ["issues", n, "comments"]) => {
