@@ -82,6 +82,7 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
     match cli.command {
         Command::Schema { kind } => write_or(env, &schema::render(kind)),
         Command::CrashPoints => write_or(env, &CrashPoints::listing()),
+        Command::Guard { parent, command } => crate::guard::run(&command, parent),
         Command::Status(args) => {
             let root = env.cwd.join(&args.project);
             let clock = match clock_from(env) {

@@ -76,6 +76,16 @@ pub struct TickConfig {
     pub drain_timeout: Duration,
     pub claude_md: PathBuf,
     pub crash: CrashPoints,
+    /// The environment the engine runs in and passes on to the skill: the
+    /// value of every variable named like a secret (`*TOKEN`, `*KEY`,
+    /// `*SECRET`, `*PASSWORD`) is redacted from everything written or
+    /// printed.
+    pub environment: std::collections::BTreeMap<String, String>,
+    /// The tracker token, redacted likewise.
+    pub tracker_token: Option<String>,
+    /// The `sdd-loop` binary, to run the skill under its guard
+    /// ([`crate::guard`]); `None` runs `sh -c` directly.
+    pub guard: Option<PathBuf>,
 }
 
 impl TickConfig {
@@ -107,6 +117,9 @@ impl TickConfig {
             stall_timeout: Duration::from_secs(DEFAULT_STALL_SECS),
             drain_timeout: Duration::from_secs(DEFAULT_DRAIN_SECS),
             crash: CrashPoints::none(),
+            environment: Default::default(),
+            tracker_token: None,
+            guard: None,
         }
     }
 

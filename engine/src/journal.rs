@@ -77,6 +77,21 @@ pub struct Journal {
     /// The CLAUDE.md the tick prices and redacts with.
     #[serde(default)]
     pub claude_md: Option<PathBuf>,
+    /// The wrapped skill's process group, once it runs: a tick that
+    /// reaps this journal's dead holder stops the group first, so no
+    /// orphaned skill runs beside the next one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill_process: Option<SkillProcess>,
+}
+
+/// A running skill's process group and its leader's start time (so a
+/// reused group id is not taken for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillProcess {
+    pub pgid: u32,
+    #[serde(default)]
+    pub start: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +103,16 @@ pub enum JournalError {
 }
 
 impl Journal {
+    /// Records the running skill's process group in the journal at `path`
+    /// (right after the skill starts).
+    pub fn record_skill_process(path: &Path, process: SkillProcess) -> Result<(), JournalError> {
+        if let Some(mut journal) = Self::load(path)? {
+            journal.skill_process = Some(process);
+            journal.save(path)?;
+        }
+        Ok(())
+    }
+
     /// Whether `line` records this journal's iteration: written under the
     /// lock for the same run, iteration and start, and counting the
     /// iteration as used. A line halted at entry carries the iteration it
@@ -168,6 +193,10 @@ mod tests {
             single_pr: None,
             budget_file: None,
             claude_md: None,
+            skill_process: Some(SkillProcess {
+                pgid: 77,
+                start: Some(5),
+            }),
         };
         j.save(&path).unwrap();
         assert_eq!(Journal::load(&path).unwrap().unwrap(), j);

@@ -6,7 +6,7 @@
 //! [`history`], [`reconcile`], [`journal`]), its inputs ([`rates`],
 //! [`redact`], [`claude_md`]), the contract's closed sets ([`stop`],
 //! [`gates`]), the world ([`backlog`], [`tracker`], [`git`]), the wrapped
-//! skill ([`protocol`], [`exchange`], [`runner`]), the spend of an
+//! skill ([`protocol`], [`exchange`], [`runner`], [`guard`]), the spend of an
 //! in-session agent ([`transcript`]), the seams ([`clock`],
 //! [`liveness`], [`holder`], [`files`]), and the command line ([`cli`]).
 
@@ -22,6 +22,7 @@ pub mod exit;
 pub mod files;
 pub mod gates;
 pub mod git;
+pub mod guard;
 pub mod history;
 pub mod holder;
 pub mod journal;

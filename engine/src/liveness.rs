@@ -48,6 +48,21 @@ pub trait ProcessProbe: Send + Sync + fmt::Debug {
     fn parent(&self, _pid: u32) -> Option<(u32, String)> {
         None
     }
+    /// Whether any process of group `pgid` is still running.
+    fn group_alive(&self, _pgid: u32) -> bool {
+        false
+    }
+    /// Sends `signal` to process group `pgid` (never group 0 or 1).
+    fn signal_group(&self, _pgid: u32, _signal: GroupSignal) {}
+}
+
+/// What [`ProcessProbe::signal_group`] sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupSignal {
+    /// SIGTERM: finish up.
+    Term,
+    /// SIGKILL.
+    Kill,
 }
 
 /// The verdict on a recorded holder.
@@ -102,6 +117,35 @@ pub fn check(probe: &dyn ProcessProbe, pid: u32, recorded_start: Option<u64>) ->
 pub struct OsProbe;
 
 impl OsProbe {
+    /// Whether every member of group `pgid` that /proc shows is a zombie
+    /// (an exited process its parent has not reaped yet).
+    fn group_zombie(pgid: u32) -> bool {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        let mut members = 0;
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Some(stat) = Self::stat(pid) else {
+                continue;
+            };
+            let fields = Self::fields(&stat);
+            if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
+                members += 1;
+                if !matches!(fields.first(), Some(&"Z") | Some(&"X")) {
+                    return false;
+                }
+            }
+        }
+        members > 0
+    }
+
     fn stat(pid: u32) -> Option<String> {
         std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()
     }
@@ -140,6 +184,33 @@ impl ProcessProbe for OsProbe {
     fn start_time(&self, pid: u32) -> Option<u64> {
         let stat = Self::stat(pid)?;
         Self::fields(&stat).get(19)?.parse().ok()
+    }
+
+    fn group_alive(&self, pgid: u32) -> bool {
+        let Some(group) = i32::try_from(pgid)
+            .ok()
+            .filter(|g| *g > 1)
+            .and_then(Pid::from_raw)
+        else {
+            return false;
+        };
+        // Zombies answer too, but a group of zombies is gone in all that
+        // matters; they are reaped by their parents.
+        rustix::process::test_kill_process_group(group).is_ok() && !Self::group_zombie(pgid)
+    }
+
+    fn signal_group(&self, pgid: u32, signal: GroupSignal) {
+        if let Some(group) = i32::try_from(pgid)
+            .ok()
+            .filter(|g| *g > 1)
+            .and_then(Pid::from_raw)
+        {
+            let sig = match signal {
+                GroupSignal::Term => rustix::process::Signal::TERM,
+                GroupSignal::Kill => rustix::process::Signal::KILL,
+            };
+            let _ = rustix::process::kill_process_group(group, sig);
+        }
     }
 
     fn parent(&self, pid: u32) -> Option<(u32, String)> {

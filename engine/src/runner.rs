@@ -88,6 +88,12 @@ pub struct RunSpec {
     pub stop_file: PathBuf,
     /// `after-spawn` is hit once the skill runs.
     pub crash: crate::crash::CrashPoints,
+    /// The journal to record the skill's process group in once it runs.
+    pub journal: Option<PathBuf>,
+    /// The `sdd-loop` binary: run the skill under its guard
+    /// ([`crate::guard`]), which the kernel signals when the engine dies.
+    /// `None` runs `sh -c` directly.
+    pub guard: Option<PathBuf>,
 }
 
 /// How a run ended.
@@ -238,10 +244,23 @@ fn to_signal(sig: i32) -> rustix::process::Signal {
 impl SkillRunner for ProcessRunner<'_> {
     fn run(&mut self, spec: &RunSpec, exchange: &Exchange, echo: &mut dyn Write) -> RunOutcome {
         let mut outcome = RunOutcome::default();
-        let mut command = Command::new("sh");
+        let mut command = match &spec.guard {
+            Some(binary) => {
+                let mut c = Command::new(binary);
+                c.arg(crate::guard::SUBCOMMAND)
+                    .arg("--parent")
+                    .arg(std::process::id().to_string())
+                    .arg("--")
+                    .arg(&spec.command);
+                c
+            }
+            None => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(&spec.command);
+                c
+            }
+        };
         command
-            .arg("-c")
-            .arg(&spec.command)
             .current_dir(&spec.cwd)
             .env(ENV_REQUEST, exchange.request_path())
             .env(ENV_RESULT, exchange.result_path())
@@ -261,6 +280,13 @@ impl SkillRunner for ProcessRunner<'_> {
             }
         };
         let pgid = child.id();
+        if let Some(journal) = &spec.journal {
+            let start = crate::liveness::ProcessProbe::start_time(&crate::liveness::OsProbe, pgid);
+            let _ = crate::journal::Journal::record_skill_process(
+                journal,
+                crate::journal::SkillProcess { pgid, start },
+            );
+        }
         spec.crash.hit("after-spawn");
         let (tx, rx) = mpsc::channel();
         if let Some(out) = child.stdout.take() {
@@ -400,6 +426,8 @@ mod tests {
             drain_timeout: Duration::from_secs(60),
             stop_file: paths.stop_request(),
             crash: crate::crash::CrashPoints::none(),
+            journal: None,
+            guard: None,
         };
         (tmp, ex, spec)
     }

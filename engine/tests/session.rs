@@ -10,6 +10,7 @@ use sdd_loop::exit;
 use sdd_loop::history::{Outcome, PrState};
 use sdd_loop::paths::Skill;
 use sdd_loop::protocol::ModelUsage;
+use sdd_loop::redact::Redactor;
 use sdd_loop::tick::{EndFlags, EndInput, ResultInput, WorkReport, append_event};
 use support::*;
 
@@ -214,6 +215,7 @@ fn end_after_another_tick_recovered_the_iteration_is_refused() {
     append_event(
         &s.paths(Skill::Work),
         r#"{"event":"usage","model":"claude-sonnet-4-7","tokens_in":500,"tokens_out":50}"#,
+        &Redactor::default(),
     )
     .unwrap();
     // The session dies; another session's begin reaps and recovers.
@@ -251,10 +253,7 @@ fn a_killed_session_s_reported_spend_is_recovered_and_counted_once() {
     s.begin(&cfg, SESSION);
     let paths = s.paths(Skill::Work);
     for tokens in [300, 200] {
-        append_event(
-            &paths,
-            &format!(r#"{{"event":"usage","model":"claude-sonnet-4-7","tokens_in":{tokens},"tokens_out":10}}"#),
-        )
+        append_event(&paths, &format!(r#"{{"event":"usage","model":"claude-sonnet-4-7","tokens_in":{tokens},"tokens_out":10}}"#), &Redactor::default())
         .unwrap();
     }
     s.procs.0 = vec![OTHER];
@@ -342,12 +341,18 @@ fn a_failure_reported_by_the_session_is_an_errored_iteration() {
 fn events_need_an_open_iteration_and_a_valid_shape() {
     let mut s = ready();
     let paths = s.paths(Skill::Work);
-    let none = append_event(&paths, r#"{"event":"agent_dispatched"}"#).unwrap_err();
+    let none = append_event(
+        &paths,
+        r#"{"event":"agent_dispatched"}"#,
+        &Redactor::default(),
+    )
+    .unwrap_err();
     assert_eq!(none.code, exit::NOT_OPEN);
     s.procs.0 = vec![SESSION];
     let cfg = s.cfg(Skill::Work);
     s.begin(&cfg, SESSION);
-    let bad = append_event(&paths, r#"{"event":"tokens","n":1}"#).unwrap_err();
+    let bad =
+        append_event(&paths, r#"{"event":"tokens","n":1}"#, &Redactor::default()).unwrap_err();
     assert_eq!(bad.code, exit::DATA);
     assert!(
         bad.message.contains("not a progress event"),

@@ -349,3 +349,49 @@ fn release_stragglers(dir: &Path) {
         let _ = fifo.write_all(b"go\n");
     }
 }
+
+/// A stub skill that says `ready`, then waits on a background reader; on
+/// SIGTERM it says `stopped` into a second FIFO and exits. The reader is
+/// started with SIGTERM ignored, so it does not die of the signal too —
+/// its death would interrupt the trap's FIFO open.
+const TERM_SKILL: &str = r#"#!/bin/sh
+trap '' TERM
+read -r _ < go.fifo &
+reader=$!
+trap 'echo stopped > stopped.fifo; exit 0' TERM
+echo ready > ready.fifo
+wait $reader
+"#;
+
+// A SIGKILLed engine could not stop its skill: it ran on, orphaned, beside
+// the next tick's. The skill now runs under a guard the kernel signals when
+// the engine dies, so it is told to stop at once.
+#[test]
+fn a_killed_engine_s_skill_is_told_to_stop() {
+    let w = world();
+    std::fs::write(w.dir.path().join("term.sh"), TERM_SKILL).unwrap();
+    for fifo in ["ready.fifo", "go.fifo", "stopped.fifo"] {
+        mkfifo(&w.dir.path().join(fifo));
+    }
+    let mut tick = engine(&w)
+        .args(["work", "--loop"])
+        .env("SDD_LOOP_SKILL_CMD", "sh ./term.sh")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let line = std::fs::read_to_string(w.dir.path().join("ready.fifo")).unwrap();
+    assert_eq!(line.trim(), "ready");
+    tick.kill().unwrap();
+    tick.wait().unwrap();
+    // The skill's answer, bounded so a regression fails instead of hanging.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = w.dir.path().join("stopped.fifo");
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read_to_string(path).unwrap_or_default());
+    });
+    let said = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the orphaned skill was never told to stop");
+    assert_eq!(said.trim(), "stopped");
+    release_stragglers(w.dir.path());
+}

@@ -6,6 +6,7 @@
 #[expect(dead_code, reason = "the in-session tests use the rest of the sandbox")]
 mod support;
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 
 use jiff::SignedDuration;
@@ -975,6 +976,7 @@ fn a_crashed_iteration_is_recovered_from_its_journal() {
         single_pr: None,
         budget_file: None,
         claude_md: None,
+        skill_process: None,
     };
     journal.save(&paths.inflight()).unwrap();
     std::fs::write(
@@ -1048,6 +1050,7 @@ fn a_crashed_iteration_is_recovered_even_when_a_halted_line_carries_its_number()
         single_pr: None,
         budget_file: None,
         claude_md: None,
+        skill_process: None,
     };
     journal.save(&paths.inflight()).unwrap();
     let ex = Exchange::for_iteration(&paths, 2);
@@ -1069,6 +1072,100 @@ fn a_crashed_iteration_is_recovered_even_when_a_halted_line_carries_its_number()
         r.err
     );
     assert_eq!(s.budget(Skill::Work).dollars_estimate, 1.5, "no spend lost");
+}
+
+// A killed engine could not stop its child: the orphaned skill ran on
+// beside the next tick's skill, and what it spent after the crash was
+// never counted.
+#[test]
+fn an_orphaned_skill_is_stopped_before_its_iteration_is_recovered() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.tick(&s.cfg(Skill::Work));
+    let paths = s.paths(Skill::Work);
+    let ex = Exchange::for_iteration(&paths, 2);
+    std::fs::create_dir_all(&ex.dir).unwrap();
+    let events = ex.events_path();
+    // The events as written, kept past the recovering tick's removal of
+    // the exchange directory: a second name for the same file.
+    let tally = s.root().join("tally");
+    std::fs::write(&events, "").unwrap();
+    std::fs::hard_link(&events, &tally).unwrap();
+    let ready = s.root().join("ready.fifo");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &ready,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    // The orphan: its own process group, spending until it is told to
+    // stop, and recording that it stopped.
+    let script = format!(
+        "trap 'echo stopped >> \"$LOG\"; exit 0' TERM; \
+         echo ready > '{ready}'; \
+         while :; do echo '{{\"event\":\"usage\",\"model\":\"claude-haiku-4-7\",\"tokens_in\":100,\"tokens_out\":10}}' >> '{events}'; sleep 0.01; done",
+        ready = ready.display(),
+        events = events.display(),
+    );
+    let log = s.root().join("orphan.log");
+    let mut orphan = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("LOG", &log)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Opening the FIFO for reading waits for the orphan to write it.
+    assert_eq!(std::fs::read_to_string(&ready).unwrap(), "ready\n");
+    let pgid = orphan.id();
+    let budget = s.budget(Skill::Work);
+    let journal = sdd_loop::journal::Journal {
+        iteration: 2,
+        pid: 999,
+        process_start: None,
+        started_at: "2026-05-09T14:01:00Z".into(),
+        run_started_at: budget.started_at.clone(),
+        seconds_at_start: 60,
+        request: s.runner.requests[0].clone(),
+        tracked_prs: vec![],
+        backlog_snapshot: Some(vec![1, 2]),
+        gates: vec![],
+        driver: Default::default(),
+        worktrees: vec![],
+        shown: Default::default(),
+        gate_outcomes: vec![],
+        single_pr: None,
+        budget_file: None,
+        claude_md: None,
+        skill_process: Some(sdd_loop::journal::SkillProcess { pgid, start: None }),
+    };
+    journal.save(&paths.inflight()).unwrap();
+    std::fs::write(
+        paths.lock(),
+        r#"{"pid":999,"iteration":2,"started_at":"2026-05-09T14:01:00Z","skill":"work"}"#,
+    )
+    .unwrap();
+    let r = s.tick(&s.cfg(Skill::Work));
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains(&format!(
+            "Stopped the skill of interrupted iteration 2 (process group {pgid}), still running after its tick was killed: SIGTERM; it finished"
+        )),
+        "{}",
+        r.out
+    );
+    assert!(
+        orphan.wait().unwrap().success(),
+        "the orphan was asked to stop, and did"
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "stopped\n");
+    // Every event the orphan wrote before it stopped is counted, once.
+    let written = std::fs::read_to_string(&tally).unwrap_or_default();
+    let recovered = &s.history(Skill::Work)[1];
+    assert_eq!(recovered.error.as_deref(), Some("interrupted"));
+    assert_eq!(
+        recovered.tokens_in_this_iter,
+        Some(100 * written.lines().count() as u64)
+    );
 }
 
 // ---------------------------------------------------------- exit codes

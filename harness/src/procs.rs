@@ -69,6 +69,18 @@ impl Reaper {
         }
     }
 
+    /// SIGSTOPs the process group `raw` belongs to: frozen, it can neither
+    /// react to its engine's death (the guard's parent-death SIGTERM stays
+    /// pending) nor go on with its script until [`Reaper::kill_group_of`].
+    pub fn freeze_group_of(raw: u32) {
+        if let Some(group) = pid(raw)
+            .and_then(|p| rustix::process::getpgid(Some(p)).ok())
+            .filter(|g| !is_self(*g))
+        {
+            let _ = rustix::process::kill_process_group(group, Signal::STOP);
+        }
+    }
+
     /// SIGKILLs the process group `raw` belongs to, and remembers it so it
     /// is killed again on drop.
     pub fn kill_group_of(&mut self, raw: u32) {

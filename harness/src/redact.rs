@@ -11,6 +11,10 @@
 //! - process ids: `pid 12345` → `pid [PID]` in text, and any JSON field
 //!   named `pid` → `"[PID]"` (`process_start` → `"[START]"`).
 //!
+//! Credentials are redacted too, as the engine redacts them (its
+//! credential shapes, and the sandbox's tracker token), so a planted secret
+//! never reaches a snapshot.
+//!
 //! Times are *not* redacted: the engine's clock is frozen at the case's
 //! `SDD_LOOP_NOW` for the whole tick, the fake skill and the git world pin
 //! their dates, so every recorded time and SHA is the same on every run.
@@ -26,6 +30,9 @@ use serde_json::Value;
 #[derive(Debug, Clone)]
 pub struct Redactor {
     rules: Vec<(Regex, String)>,
+    /// Credentials never reach a snapshot or a grade: the engine's own
+    /// redaction (credential shapes) plus the sandbox's tracker token.
+    secrets: sdd_loop::redact::Redactor,
 }
 
 fn literal(text: &str) -> Regex {
@@ -69,12 +76,15 @@ impl Redactor {
             Regex::new(r"\bpid (\d+)").expect("valid pattern"),
             "pid [PID]".to_owned(),
         ));
-        Self { rules }
+        let secrets = sdd_loop::redact::Redactor::builder()
+            .secret("tracker-token", crate::sandbox::TRACKER_TOKEN)
+            .build();
+        Self { rules, secrets }
     }
 
     /// Redacts text.
     pub fn text(&self, text: &str) -> String {
-        let mut out = text.to_owned();
+        let mut out = self.secrets.redact(text).into_owned();
         for (pattern, with) in &self.rules {
             if let std::borrow::Cow::Owned(replaced) = pattern.replace_all(&out, with.as_str()) {
                 out = replaced;

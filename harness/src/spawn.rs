@@ -196,12 +196,18 @@ pub fn run(
                 match at_barrier_do {
                     AtBarrier::Kill => {
                         at_barrier = true;
-                        Reaper::kill(pid);
-                        if let Some(skill) = line
+                        // Freeze the skill first, so the engine's death
+                        // (which its guard turns into a SIGTERM) cannot let
+                        // it drain and finish: the crash is exactly here.
+                        let skill = line
                             .split_whitespace()
                             .nth(1)
-                            .and_then(|p| p.parse::<u32>().ok())
-                        {
+                            .and_then(|p| p.parse::<u32>().ok());
+                        if let Some(skill) = skill {
+                            Reaper::freeze_group_of(skill);
+                        }
+                        Reaper::kill(pid);
+                        if let Some(skill) = skill {
                             reaper.kill_group_of(skill);
                         }
                         reaper.sweep();

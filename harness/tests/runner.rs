@@ -81,12 +81,12 @@ fn the_time_limit_names_the_case_and_the_tick_and_kills_everything() {
     let aborted = run.record.aborted.as_deref().expect("the case must stop");
     assert!(
         aborted.starts_with(
-            "case hangs, tick 2: timed out: the case's time limit (2s) ran out during this tick"
+            "case hangs, tick 1: timed out: the case's time limit (2s) ran out during this tick"
         ),
         "{aborted}"
     );
     assert_eq!(
-        run.record.ticks[1].end,
+        run.record.ticks[0].end,
         sdd_harness::record::TickEnd::TimedOut
     );
 }

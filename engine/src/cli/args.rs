@@ -90,6 +90,17 @@ pub enum Command {
     },
     /// List the named crash points for SDD_LOOP_CRASH_AT.
     CrashPoints,
+    /// Runs a wrapped skill for the engine, which the kernel signals when
+    /// the engine dies (internal; see the `guard` module).
+    #[command(name = "__guard", hide = true)]
+    Guard {
+        /// The engine's pid, to notice it died before the guard was ready.
+        #[arg(long, value_name = "PID")]
+        parent: Option<u32>,
+        /// The skill command, run with `sh -c`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: String,
+    },
 }
 
 /// Flags of a tick (`work` and `review`).

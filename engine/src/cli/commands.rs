@@ -191,7 +191,7 @@ fn setup(
     };
     let tracker: Box<dyn Tracker> = match &repository {
         Some(repo) => {
-            let mut config = TrackerConfig::new(&tracker_url, repo, token);
+            let mut config = TrackerConfig::new(&tracker_url, repo, token.clone());
             config.timeout = Duration::from_secs(timeout);
             config.retry_budget = Duration::from_secs(retry_budget);
             Box::new(HttpTracker::new(config))
@@ -205,6 +205,10 @@ fn setup(
     cfg.repository = repository;
     cfg.remote = common.remote.clone();
     cfg.crash = crash;
+    cfg.environment = vars.clone();
+    cfg.tracker_token = token.clone();
+    // The skill runs under this binary's guard (signalled if we die).
+    cfg.guard = std::env::current_exe().ok();
     if let Some(args) = args {
         cfg.claude_md = args
             .claude_md
@@ -463,7 +467,17 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
 pub(super) fn event_command(skill: Skill, args: EventArgs, env: &mut Env<'_>) -> u8 {
     let root: PathBuf = env.cwd.join(&args.project).components().collect();
     let paths = StatePaths::new(&root, skill, None);
-    match tick::append_event(&paths, &args.event) {
+    let vars = &env.vars;
+    let token = vars
+        .get("SDD_LOOP_TRACKER_TOKEN")
+        .or_else(|| vars.get("GITHUB_TOKEN"))
+        .cloned()
+        .unwrap_or_default();
+    let redactor = crate::redact::Redactor::builder()
+        .env(vars)
+        .secret("tracker-token", &token)
+        .build();
+    match tick::append_event(&paths, &args.event, &redactor) {
         Ok(iteration) => {
             let _ = writeln!(env.stdout, "event recorded for iteration {iteration}");
             exit::TICK_DONE

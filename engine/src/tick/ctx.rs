@@ -42,8 +42,24 @@ pub(crate) struct Inputs {
 }
 
 impl Inputs {
+    /// The redactor for what a tick writes or prints before CLAUDE.md is
+    /// read: credential shapes, the tracker token and secret-named
+    /// environment values.
+    pub fn base_redactor(cfg: &TickConfig) -> Redactor {
+        Self::redactor_builder(cfg).build()
+    }
+
+    fn redactor_builder(cfg: &TickConfig) -> crate::redact::RedactorBuilder {
+        let mut builder = Redactor::builder().env(&cfg.environment);
+        if let Some(token) = &cfg.tracker_token {
+            builder = builder.secret("tracker-token", token);
+        }
+        builder
+    }
+
     /// Reads CLAUDE.md: rates, redaction patterns and agent logins.
-    pub fn load(claude_md: &Path) -> Result<Self, Failure> {
+    pub fn load(cfg: &TickConfig) -> Result<Self, Failure> {
+        let claude_md = &cfg.claude_md;
         let md = ClaudeMd::load(claude_md).map_err(|e| {
             Failure::new(
                 exit::DATA,
@@ -53,8 +69,10 @@ impl Inputs {
         })?;
         let rates = RateTable::from_claude_md(&md)
             .map_err(|e| Failure::new(exit::DATA, e.to_string(), e.help()))?;
-        let redactor = Redactor::from_claude_md(&md)
-            .map_err(|e| Failure::new(exit::DATA, e.to_string(), e.help()))?;
+        let redactor = Self::redactor_builder(cfg)
+            .claude_md(&md)
+            .map_err(|e| Failure::new(exit::DATA, e.to_string(), e.help()))?
+            .build();
         let agents = md.agent_logins().into_iter().collect();
         Ok(Self {
             rates,
@@ -137,11 +155,21 @@ impl<'c, 'w> Ctx<'c, 'w> {
         self.clock.now()
     }
 
-    /// Prints a one-line note on the report and keeps it for `--json`.
+    /// Prints a one-line note on the report (redacted) and keeps it for
+    /// `--json`.
     pub fn note(&mut self, line: impl Into<String>) {
-        let line = line.into();
+        let line = self.inputs.redactor.apply(&line.into());
         let _ = writeln!(self.report, "{line}");
         self.notes.push(line);
+    }
+
+    /// `value` with every string redacted: what is written to disk.
+    pub fn redacted<T: serde::Serialize + serde::de::DeserializeOwned>(&self, value: T) -> T {
+        let Ok(mut json) = serde_json::to_value(&value) else {
+            return value;
+        };
+        self.inputs.redactor.redact_json(&mut json);
+        serde_json::from_value(json).unwrap_or(value)
     }
 
     /// A path under the project, as the user sees it.
@@ -210,6 +238,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
             outcome: view.outcome.clone(),
             ended: !end.fired.is_empty(),
         });
+        let block = self.inputs.redactor.apply(&block);
         let _ = write!(self.report, "\n{block}");
         if let Some(first) = end.fired.first() {
             let gates = self.run_gates(end.budget)?;
@@ -223,6 +252,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
                 budget_path: self.rel(self.paths.budget()),
                 history_path: self.rel(&self.paths.history()),
             });
+            let text = self.inputs.redactor.apply(&text);
             let _ = write!(self.report, "\n{text}");
         }
         let _ = self.report.flush();

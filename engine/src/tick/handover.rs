@@ -78,6 +78,7 @@ pub(crate) fn open(
         single_pr: ctx.cfg.pr.filter(|_| ctx.cfg.single_pr()),
         budget_file: Some(ctx.paths.budget().to_path_buf()),
         claude_md: Some(ctx.cfg.claude_md.clone()),
+        skill_process: None,
     };
     if journal.request.issues.is_empty() && journal.request.prs.is_empty() {
         let nothing = SkillResult {
@@ -96,6 +97,9 @@ pub(crate) fn open(
         )
         .map(Begun::Concluded);
     }
+    // The journal and the request are on disk until the tick ends (longer
+    // after a crash): redacted like history.
+    let journal = ctx.redacted(journal);
     journal.save(&ctx.paths.inflight())?;
     ctx.cfg.crash.hit("after-journal");
     let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);

@@ -10,6 +10,7 @@
 //! nothing.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use super::Failure;
 use super::account;
@@ -24,6 +25,7 @@ use crate::history::{
     TornTail, TrackedPr,
 };
 use crate::journal::Journal;
+use crate::liveness::{GroupSignal, SignalZero};
 use crate::lock::HeldLock;
 use crate::rates;
 use crate::reconcile;
@@ -149,6 +151,9 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
     // An interrupted iteration: recover its spend before anything else.
     if let Some(journal) = Journal::load(&ctx.paths.inflight())? {
         let already = tail.lines.iter().any(|l| journal.recorded_by(&l.line));
+        if let Some(note) = stop_orphan(ctx, &journal) {
+            ctx.note(note);
+        }
         if already || journal.run_started_at != budget.started_at {
             pending.stale_journal = true;
         } else {
@@ -213,6 +218,47 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
         entry_seconds,
         fired: Vec::new(),
     })
+}
+
+/// A killed tick's skill can outlive it (no parent-death signal on this
+/// platform, or a skill that ignores it): stop its recorded process group
+/// before the iteration is recovered, so two skills never run at once and
+/// whatever it appended after the crash is counted. SIGTERM, then up to
+/// `--drain-timeout` to finish, then SIGKILL.
+fn stop_orphan(ctx: &Ctx<'_, '_>, journal: &Journal) -> Option<String> {
+    let process = journal.skill_process?;
+    let probe = ctx.probe;
+    // A live leader with another start time means the group id was reused.
+    let leader = probe.signal_zero(process.pgid);
+    let reused = matches!(leader, SignalZero::Delivered | SignalZero::PermissionDenied)
+        && process.start.is_some()
+        && probe.start_time(process.pgid).is_some()
+        && probe.start_time(process.pgid) != process.start;
+    if reused || !probe.group_alive(process.pgid) {
+        return None;
+    }
+    probe.signal_group(process.pgid, GroupSignal::Term);
+    let waited = Instant::now();
+    while probe.group_alive(process.pgid) && waited.elapsed() < ctx.cfg.drain_timeout {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let how = if probe.group_alive(process.pgid) {
+        probe.signal_group(process.pgid, GroupSignal::Kill);
+        let killed = Instant::now();
+        while probe.group_alive(process.pgid) && killed.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        format!(
+            "SIGTERM, then SIGKILL after the {}s drain timeout",
+            ctx.cfg.drain_timeout.as_secs()
+        )
+    } else {
+        "SIGTERM; it finished".to_owned()
+    };
+    Some(format!(
+        "Stopped the skill of interrupted iteration {} (process group {}), still running after its tick was killed: {how}",
+        journal.iteration, process.pgid
+    ))
 }
 
 /// The stop recorded by a lock-less line after the run's last line written
@@ -356,6 +402,7 @@ pub(crate) fn commit(
         ctx.note(note);
     }
     if let Some((line, exchange, note)) = pending.recovered.take() {
+        let line = ctx.redacted(line);
         let tail = history::read_tail(&history_path, 1)?;
         history::append(&history_path, &line, tail.needs_separator)?;
         ctx.note(note);

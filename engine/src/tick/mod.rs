@@ -188,7 +188,7 @@ fn drive(
             )
         }),
     }
-    .and_then(|script| Ok((script, Inputs::load(&cfg.claude_md)?)));
+    .and_then(|script| Ok((script, Inputs::load(cfg)?)));
     let (script, inputs) = match prepared {
         Ok(p) => p,
         Err(f) => return report_failure(cfg, &mut *world.out, &mut *world.err, phase, f),
@@ -238,7 +238,8 @@ fn drive(
     drop(ctx);
     match produced {
         Ok(p) => {
-            let (code, summary) = summarise(cfg, phase, &p, notes, &gates);
+            let (code, mut summary) = summarise(cfg, phase, &p, notes, &gates);
+            Inputs::base_redactor(cfg).redact_json(&mut summary);
             if cfg.json {
                 let _ = writeln!(out, "{summary}");
             }
@@ -256,6 +257,14 @@ fn report_failure(
     phase: Phase,
     f: Failure,
 ) -> TickResult {
+    // An error can quote what a tracker or a skill said: redacted like
+    // everything else printed.
+    let redactor = Inputs::base_redactor(cfg);
+    let f = Failure {
+        message: redactor.apply(&f.message),
+        help: redactor.apply(&f.help),
+        ..f
+    };
     let _ = writeln!(err, "error: {}", f.message);
     if !f.help.is_empty() {
         let _ = writeln!(err, "help: {}", f.help);
@@ -459,7 +468,11 @@ fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Conclu
         Begun::Concluded(c) => Ok(c),
         Begun::Work(opened) => {
             let spec = run_spec(ctx);
-            let outcome = runner.run(&spec, &opened.exchange, &mut *ctx.diag);
+            // The skill's own output is passed through, redacted line by line.
+            let outcome = {
+                let mut echo = RedactingWriter::new(&mut *ctx.diag, &ctx.inputs.redactor);
+                runner.run(&spec, &opened.exchange, &mut echo)
+            };
             ctx.cfg.crash.hit("after-skill");
             finish_open(
                 ctx,
@@ -467,6 +480,59 @@ fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Conclu
                 &WorkReport::from(&outcome),
             )
         }
+    }
+}
+
+/// Writes whole lines, redacted; a partial last line is written when the
+/// writer is dropped.
+struct RedactingWriter<'w, 'r> {
+    inner: &'w mut dyn Write,
+    lines: crate::redact::LineRedactor<'r>,
+    pending: Vec<u8>,
+}
+
+impl<'w, 'r> RedactingWriter<'w, 'r> {
+    fn new(inner: &'w mut dyn Write, redactor: &'r crate::redact::Redactor) -> Self {
+        Self {
+            inner,
+            lines: redactor.lines(),
+            pending: Vec::new(),
+        }
+    }
+
+    fn emit(&mut self, line: &[u8], newline: bool) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(line);
+        let redacted = self.lines.line(&text);
+        self.inner.write_all(redacted.as_bytes())?;
+        if newline {
+            self.inner.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+}
+
+impl Write for RedactingWriter<'_, '_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        while let Some(at) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=at).collect();
+            self.emit(&line[..line.len() - 1], true)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl Drop for RedactingWriter<'_, '_> {
+    fn drop(&mut self) {
+        if !self.pending.is_empty() {
+            let rest = std::mem::take(&mut self.pending);
+            let _ = self.emit(&rest, false);
+        }
+        let _ = self.inner.flush();
     }
 }
 
@@ -479,6 +545,8 @@ fn run_spec(ctx: &Ctx<'_, '_>) -> RunSpec {
         drain_timeout: ctx.cfg.drain_timeout,
         stop_file: ctx.paths.stop_request(),
         crash: ctx.cfg.crash.clone(),
+        journal: ctx.cfg.loop_mode.then(|| ctx.paths.inflight()),
+        guard: ctx.cfg.guard.clone(),
     }
 }
 
@@ -513,7 +581,10 @@ fn run_once(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concl
     };
     exchange.prepare(&request)?;
     let spec = run_spec(ctx);
-    let outcome = runner.run(&spec, &exchange, &mut *ctx.diag);
+    let outcome = {
+        let mut echo = RedactingWriter::new(&mut *ctx.diag, &ctx.inputs.redactor);
+        runner.run(&spec, &exchange, &mut echo)
+    };
     let _ = exchange.remove();
     match outcome.failure() {
         None => Ok(Concluded {

@@ -85,6 +85,9 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
         error: r.error,
     }
     .into();
+    // Everything on the line is redacted: root causes and summaries quote
+    // what skills and trackers said.
+    let line = ctx.redacted(line);
     let path = ctx.paths.history();
     let tail = history::read_tail(&path, 1)?;
     if tail.torn.is_some() && !r.lock_held {

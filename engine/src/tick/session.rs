@@ -120,6 +120,7 @@ pub(crate) fn end_tick(
             return Err(f);
         }
     };
+    let result = ctx.redacted(result);
     let mut json = serde_json::to_vec_pretty(&result).expect("results serialise");
     json.push(b'\n');
     let written = files::ensure_private_dir(&exchange.dir)
@@ -273,7 +274,11 @@ fn lookup(ctx: &Ctx<'_, '_>, number: u64) -> Result<crate::tracker::Pull, Failur
 
 /// `sdd-loop work|review event JSON`: appends one progress event to the
 /// open iteration's events file.
-pub fn append_event(paths: &StatePaths, text: &str) -> Result<u64, Failure> {
+pub fn append_event(
+    paths: &StatePaths,
+    text: &str,
+    redactor: &crate::redact::Redactor,
+) -> Result<u64, Failure> {
     let Some(journal) = Journal::load(&paths.inflight())? else {
         return Err(Failure::new(
             exit::NOT_OPEN,
@@ -292,7 +297,9 @@ pub fn append_event(paths: &StatePaths, text: &str) -> Result<u64, Failure> {
         )
     })?;
     let exchange = Exchange::for_iteration(paths, journal.iteration);
-    let line = serde_json::to_string(&event).expect("events serialise");
+    let mut value = serde_json::to_value(&event).expect("events serialise");
+    redactor.redact_json(&mut value);
+    let line = value.to_string();
     files::append_line(&exchange.events_path(), &line, false)?;
     Ok(journal.iteration)
 }

@@ -204,6 +204,13 @@ impl ProcessProbe for Procs {
     fn start_time(&self, _: u32) -> Option<u64> {
         None
     }
+    // Process groups are real: an orphaned skill is a real process.
+    fn group_alive(&self, pgid: u32) -> bool {
+        sdd_loop::liveness::OsProbe.group_alive(pgid)
+    }
+    fn signal_group(&self, pgid: u32, signal: sdd_loop::liveness::GroupSignal) {
+        sdd_loop::liveness::OsProbe.signal_group(pgid, signal);
+    }
 }
 
 pub fn result() -> SkillResult {

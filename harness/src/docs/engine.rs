@@ -229,8 +229,11 @@ fn command(cmd: &clap::Command, path: Vec<String>) -> Command {
                     .collect(),
             })
             .collect(),
+        // Hidden subcommands (the skill's guard) are the engine's own
+        // business: a document has no reason to name them.
         subcommands: cmd
             .get_subcommands()
+            .filter(|s| !s.is_hide_set())
             .map(|s| {
                 let mut p = path.clone();
                 p.push(s.get_name().to_owned());

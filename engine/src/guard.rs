@@ -1,0 +1,107 @@
+//! The skill's guard: the process that runs a wrapped skill on behalf of
+//! the engine, so the skill never outlives its tick unobserved (DESIGN
+//! §11; issue "no orphaned skill").
+//!
+//! A killed engine cannot stop its child, and the skill runs in a process
+//! group of its own (so Ctrl-C reaches the engine only, which forwards it),
+//! so nothing else would. The engine therefore starts
+//! `sdd-loop __guard -- CMD` as the group's leader; the guard asks the
+//! kernel for a parent-death signal (Linux `PR_SET_PDEATHSIG`, through
+//! rustix — no unsafe code), runs `sh -c CMD` in its group, passes its
+//! exit on, and forwards SIGINT and SIGTERM to the whole group. When the
+//! engine dies, the kernel sends the guard SIGTERM and the guard forwards
+//! it: the skill gets the same chance to drain as on Ctrl-C. Where the
+//! platform has no parent-death signal, the next tick's reaping of a dead
+//! holder stops the recorded group instead ([`crate::journal`]).
+
+use std::io::Write;
+use std::process::Command;
+
+use rustix::process::Signal;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::iterator::exfiltrator::WithOrigin;
+
+/// The hidden subcommand the engine runs the skill through.
+pub const SUBCOMMAND: &str = "__guard";
+
+/// Exit status when the skill command cannot be started.
+const CANNOT_START: u8 = 127;
+
+/// Runs `command` with `sh -c` as the guard; the skill's exit status, or
+/// its death by the same signal.
+pub fn run(command: &str, parent: Option<u32>) -> u8 {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::TERM));
+    // The engine may have died between starting us and the call above:
+    // then no signal will come, so act as if it had.
+    let orphaned = || {
+        parent.is_some_and(|p| {
+            rustix::process::getppid().map(|pp| pp.as_raw_nonzero().get()) != i32::try_from(p).ok()
+        })
+    };
+    let signals = match SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM]) {
+        Ok(s) => s,
+        Err(_) => return CANNOT_START,
+    };
+    let mut child = match Command::new("sh").arg("-c").arg(command).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "sdd-loop guard: cannot start `sh -c {command:?}`: {e}"
+            );
+            return CANNOT_START;
+        }
+    };
+    let handle = signals.handle();
+    let me = std::process::id();
+    let forwarder = std::thread::spawn(move || {
+        let mut signals = signals;
+        for origin in signals.forever() {
+            // The guard is in the group it signals: what it sent itself
+            // comes back, and forwarding that again would never end.
+            let from_self = origin
+                .process
+                .is_some_and(|p| u32::try_from(p.pid).ok() == Some(me));
+            if !from_self {
+                forward(origin.signal);
+            }
+        }
+    });
+    if orphaned() {
+        forward(SIGTERM);
+    }
+    let status = child.wait();
+    handle.close();
+    let _ = forwarder.join();
+    match status {
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(code) = status.code() {
+                return u8::try_from(code).unwrap_or(1);
+            }
+            if let Some(sig) = status.signal() {
+                // End the way the skill ended, so the engine sees its signal.
+                let _ = signal_hook::low_level::emulate_default_handler(sig);
+                return 128u8.saturating_add(u8::try_from(sig).unwrap_or(0));
+            }
+            1
+        }
+        Err(_) => 1,
+    }
+}
+
+/// Sends `sig` to the guard's own process group (the skill and its
+/// children); the guard itself has a handler, so it lives on to pass the
+/// skill's exit on.
+fn forward(sig: i32) {
+    let signal = if sig == SIGTERM {
+        Signal::TERM
+    } else {
+        Signal::INT
+    };
+    if let Ok(group) = rustix::process::getpgid(None) {
+        let _ = rustix::process::kill_process_group(group, signal);
+    }
+}
