@@ -20,6 +20,7 @@ pub mod grade;
 pub mod procs;
 pub mod record;
 pub mod redact;
+pub mod reference;
 pub mod report;
 pub mod runner;
 pub mod sandbox;
