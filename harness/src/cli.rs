@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::bins::{BUILD_HINT, Binaries};
+use crate::bins::{self, BUILD_HINT, Binaries};
 use crate::case::{Case, FORMAT_HELP};
 use crate::report::{self, Snapshots};
 use crate::runner::{self, Options};
@@ -279,7 +279,9 @@ fn list(env: &mut Env<'_>, paths: &[PathBuf], fixtures: &Fixtures) -> u8 {
 
 /// `cargo build --workspace --bins` with the profile of the running
 /// executable: `cargo run` builds only this package, and a suite run
-/// against a stale engine would grade the wrong code.
+/// against a stale engine would grade the wrong code. Cargo's own progress
+/// is shown; what `cargo run` set for this program is not passed on
+/// ([`bins::set_by_cargo_run`]).
 fn build_binaries(env: &mut Env<'_>, cargo: &str, workspace: &Path) -> Result<(), String> {
     let release = env.exe.components().any(|c| c.as_os_str() == "release");
     let _ = writeln!(
@@ -287,8 +289,11 @@ fn build_binaries(env: &mut Env<'_>, cargo: &str, workspace: &Path) -> Result<()
         "building the engine and the mocks ({BUILD_HINT})…"
     );
     let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "--quiet", "--workspace", "--bins"])
+    cmd.args(["build", "--workspace", "--bins"])
         .current_dir(workspace);
+    for var in bins::set_by_cargo_run(&env.vars) {
+        cmd.env_remove(var);
+    }
     if release {
         cmd.arg("--release");
     }
