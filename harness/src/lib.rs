@@ -7,9 +7,11 @@
 //! Modules, one concept each: the format ([`case`], [`check`],
 //! [`validate`], [`duration`], [`schema`]), the world ([`sandbox`],
 //! [`procs`], [`spawn`], [`bins`]), the run ([`runner`], [`record`]), the
-//! verdict ([`grade`], [`redact`], [`snapshot`], [`report`]), and the
-//! command line ([`cli`], [`suite`], [`scaffold`]).
+//! verdict ([`grade`], [`redact`], [`snapshot`], [`report`]), what a
+//! reviewer reads ([`timeline`], [`benchmark`], [`viewer`], [`reference`]),
+//! and the command line ([`cli`], [`suite`], [`parallel`], [`scaffold`]).
 
+pub mod benchmark;
 pub mod bins;
 pub mod case;
 pub mod check;
@@ -17,6 +19,7 @@ pub mod cli;
 pub mod duration;
 pub mod error;
 pub mod grade;
+pub mod parallel;
 pub mod procs;
 pub mod record;
 pub mod redact;
@@ -30,4 +33,6 @@ mod schema_parts;
 pub mod snapshot;
 pub mod spawn;
 pub mod suite;
+pub mod timeline;
 pub mod validate;
+pub mod viewer;
