@@ -488,6 +488,12 @@ fn invocation(
         var("TMPDIR", &sandbox.tmp),
         var("GIT_CONFIG_NOSYSTEM", &"1"),
         var("GIT_TERMINAL_PROMPT", &"0"),
+        // A sandbox repository never needs `git maintenance run --auto`,
+        // which git would start after every fetch and push (a tenth of
+        // the suite's processes).
+        var("GIT_CONFIG_COUNT", &"1"),
+        var("GIT_CONFIG_KEY_0", &"maintenance.auto"),
+        var("GIT_CONFIG_VALUE_0", &"false"),
         var(MARKER, &reaper.marker()),
         var("SDD_LOOP_NOW", &clock.to_string()),
         var(
