@@ -259,7 +259,9 @@ pub fn markdown() -> String {
          What `stop_cause:` names: the first of the last history line's `stop_conditions_fired`, \
          or `none`.\n\n| stop cause | ADR-0028 # | when |\n|---|--:|---|\n",
     );
-    for cause in StopCause::ALL {
+    let mut causes = StopCause::ALL;
+    causes.sort_by_key(|c| c.number());
+    for cause in causes {
         let _ = writeln!(
             md,
             "| `{}` | {} | {} |",
@@ -289,12 +291,8 @@ pub fn markdown() -> String {
         let _ = write!(
             md,
             "\n### {title}: what a `{check}` pointer can name\n\n\
-             `N` is an array index from 0{}.\n\n| under | fields |\n|---|---|\n",
-            if doc == Doc::Budget {
-                ", `MODEL` a model name as the skill reported it"
-            } else {
-                ""
-            }
+             `N` is an array index from 0, `MODEL` a model name as the skill reported it.\n\n\
+             | under | fields |\n|---|---|\n"
         );
         for (prefix, names) in field_rows(doc) {
             let _ = writeln!(md, "| `{prefix}` | {} |", code_list(&names));
@@ -356,6 +354,10 @@ mod tests {
         ));
         assert!(md.contains("`Issue #N has ambiguous criteria."), "{md}");
         assert!(md.contains("| `prs_touched_budget` | 4 |"));
+        assert!(
+            md.contains("| `user_interrupt` | 8 | user interrupt |\n| `lock_contention` | 9 |"),
+            "in ADR-0028's order"
+        );
         assert!(md.contains("| `skipped_lock` | Another tick held the lock; nothing advanced. |"));
         assert!(md.contains("| `/budget_snapshot/` |"));
         assert!(md.contains("| `/gates/N/` | `name`, `question`, `answer`, `at` |"));

@@ -78,7 +78,7 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
     settings.set_snapshot_path(std::path::absolute(snapshot::dir_for(path))?);
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
-    settings.set_description(format!("{} ({})", case.name, case.proves));
+    settings.set_description(snapshot::description(&case));
     let mut failures = Vec::new();
     for rendered in snapshot::render(case.id(), &run.record, &run.redactor) {
         let asserted = settings.bind(|| {
