@@ -3,8 +3,8 @@
 //! opens it from disk and the test checks that it loads with no console
 //! error or exception, shows every case, marks the failing one (first, and
 //! open), and exports a reviewer's feedback as feedback.json through the
-//! page's own button. It leaves a screenshot beside the report, in
-//! `target/sdd-evals-viewer/` (CI keeps it as an artifact).
+//! page's own button. It leaves a screenshot beside the report, in the
+//! checkout's `target/sdd-evals-viewer/` (CI keeps it as an artifact).
 //!
 //! The browser is Debian's `chromium` (`$CHROME` overrides the path). When
 //! it is missing the test's setup installs it with apt-get if it can (as
@@ -21,9 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use headless_chrome::protocol::cdp::types::Event;
-use headless_chrome::protocol::cdp::{Browser as Cdp, Log, Page, Runtime};
+use headless_chrome::protocol::cdp::{Browser as Cdp, Input, Log, Page, Runtime};
 use headless_chrome::{Browser, LaunchOptions};
-use sdd_harness::bins;
 use sdd_harness::cli::{Env, exit, find_workspace, main_with};
 
 const SUITE: [&str; 4] = [
@@ -66,6 +65,12 @@ fn chromium() -> PathBuf {
     }
     assert!(path.is_file(), "apt-get installed no {}", path.display());
     path
+}
+
+/// The checkout's root: the tests run in the package directory, also from
+/// a nextest archive (`--workspace-remap`).
+fn workspace() -> PathBuf {
+    find_workspace(&std::env::current_dir().unwrap()).expect("run inside the workspace")
 }
 
 /// Runs `sdd-evals run` in-process on [`SUITE`], writing into `out`.
@@ -148,11 +153,7 @@ fn eval_string(tab: &headless_chrome::Tab, script: &str) -> String {
 
 #[test]
 fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
-    let target = bins::search_dir(&std::env::current_exe().unwrap())
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let out = target.join("sdd-evals-viewer");
+    let out = workspace().join("target").join("sdd-evals-viewer");
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
     let stderr = write_report(&out);
@@ -183,6 +184,8 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
     })
     .expect("Chromium starts");
     let tab = browser.new_tab().unwrap();
+    // A shared CI machine can be slow; a page this small never needs it.
+    tab.set_default_timeout(Duration::from_secs(60));
     let errors = collect_errors(&tab);
     tab.enable_log().unwrap();
     tab.enable_runtime().unwrap();
@@ -257,7 +260,12 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         .unwrap()
         .click()
         .unwrap();
-    tab.type_str(note).unwrap();
+    // Typed as one text input, the way a paste or an input method
+    // commits it (per-key events take seconds per sentence).
+    tab.call_method(Input::InsertText {
+        text: note.to_owned(),
+    })
+    .unwrap();
     assert_eq!(
         eval_string(
             &tab,
