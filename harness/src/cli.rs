@@ -481,7 +481,13 @@ fn run(
             compared: old,
         },
     );
-    if let Err(e) = report::write_files(&out_dir, &results, &bench, &summary, &page) {
+    let others = [
+        (report::BENCHMARK, bench.to_json()),
+        (report::SUMMARY, summary),
+        (report::VIEWER, page),
+    ];
+    let others: Vec<(&str, &str)> = others.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    if let Err(e) = report::write_files(&out_dir, &results, &others) {
         return error(
             env,
             &format!("cannot write the reports to {}: {e}", out_dir.display()),

@@ -12,7 +12,6 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::benchmark::Benchmark;
 use crate::case::Case;
 use crate::grade::{self, Grade};
 use crate::runner::CaseRun;
@@ -290,21 +289,20 @@ pub const BENCHMARK: &str = "benchmark.json";
 pub const SUMMARY: &str = "summary.md";
 pub const VIEWER: &str = "report.html";
 
-/// Writes grading.json, benchmark.json, summary.md and report.html into
-/// `dir`.
+/// Writes grading.json into `dir`, and beside it the run's other reports,
+/// given as (file name, text).
 pub fn write_files(
     dir: &Path,
     results: &[CaseResult],
-    benchmark: &Benchmark,
-    summary: &str,
-    viewer: &str,
+    others: &[(&str, &str)],
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let grading = serde_json::to_string_pretty(&grading(results)).unwrap_or_default();
     std::fs::write(dir.join(GRADING), format!("{grading}\n"))?;
-    std::fs::write(dir.join(BENCHMARK), benchmark.to_json())?;
-    std::fs::write(dir.join(SUMMARY), summary)?;
-    std::fs::write(dir.join(VIEWER), viewer)
+    for (name, text) in others {
+        std::fs::write(dir.join(name), text)?;
+    }
+    Ok(())
 }
 
 /// The one-line progress note for a finished case.
