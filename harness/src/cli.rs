@@ -17,7 +17,7 @@ use crate::parallel::{self, Update};
 use crate::report::{self, CaseResult, Snapshots};
 use crate::runner::{self, Options};
 use crate::validate::Fixtures;
-use crate::{scaffold, schema, suite, viewer};
+use crate::{sandbox, scaffold, schema, suite, viewer};
 
 /// Exit statuses of `sdd-evals`.
 pub mod exit {
@@ -41,6 +41,8 @@ Environment:
   SDD_EVALS_FAKE_SKILL   the fake-skill binary [default: next to sdd-evals]
   SDD_EVALS_MOCK_QMD     the mock-qmd binary [default: next to sdd-evals]
   SDD_EVALS_KEEP=1       keep every sandbox (same as --keep)
+  SDD_EVALS_TMPDIR       where sandboxes are made [default: /dev/shm when
+                         there is one, else the system's temporary directory]
 
 Exit status:
   0   every case passed
@@ -327,6 +329,15 @@ fn build_binaries(env: &mut Env<'_>, cargo: &str, workspace: &Path) -> Result<()
     }
 }
 
+/// Where sandboxes go: `SDD_EVALS_TMPDIR`, else a RAM file system when
+/// there is one ([`sandbox::ram_dir`]).
+pub fn sandbox_parent(vars: &BTreeMap<String, String>) -> Option<PathBuf> {
+    match vars.get("SDD_EVALS_TMPDIR").filter(|v| !v.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => sandbox::ram_dir(),
+    }
+}
+
 /// The live progress line (a terminal only): cases done, and the running.
 fn progress_line(done: usize, total: usize, running: &[&str]) -> String {
     let mut line = format!("[{done}/{total}] running: {}", running.join(", "));
@@ -433,6 +444,7 @@ fn run(
         binaries,
         path: env.vars.get("PATH").cloned().unwrap_or_default().into(),
         keep_sandbox: args.keep || env.vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
+        sandbox_parent: sandbox_parent(&env.vars),
     };
     let snapshots = match (args.no_snapshots, args.accept) {
         (true, _) => Snapshots::Skip,

@@ -48,6 +48,9 @@ pub struct Options {
     pub path: OsString,
     /// Keep the sandbox directory after the run.
     pub keep_sandbox: bool,
+    /// Where sandboxes are made (default: the system's temporary
+    /// directory; [`crate::sandbox::ram_dir`] is faster).
+    pub sandbox_parent: Option<PathBuf>,
 }
 
 /// A finished run.
@@ -115,6 +118,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         &opts.binaries.mock_qmd,
         start,
         &mut reaper,
+        opts.sandbox_parent.as_deref(),
     )?;
     let mut ticks = Vec::new();
     let mut aborted = None;

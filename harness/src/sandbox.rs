@@ -16,6 +16,12 @@
 //! requests' heads are live; it stops when the sandbox is dropped. The
 //! directory is removed on drop unless it is kept for debugging.
 //!
+//! Where the sandboxes go is the caller's choice; [`ram_dir`] offers a RAM
+//! file system. A case is mostly creating small files and directories (two
+//! git repositories, the engine's state, each tick's inputs), and on a
+//! busy disk each `mkdir` took over a millisecond: the suite ran 2.6 times
+//! faster in `/dev/shm` than in `/tmp` on this project's 2-core machine.
+//!
 //! The project's CLAUDE.md is the case's `claude_md` fixture; without one,
 //! a backlog that declares `agent_logins` gets a CLAUDE.md listing them
 //! under `### SDD Configuration` → `#### Agent Logins` ([`agent_logins_md`]),
@@ -86,17 +92,30 @@ pub fn agent_logins_md(backlog: &Backlog) -> Option<String> {
     Some(text)
 }
 
+/// `/dev/shm` when it is a directory a sandbox can be created in (a RAM
+/// file system on Linux), else `None` (the system's temporary directory).
+pub fn ram_dir() -> Option<PathBuf> {
+    let dir = Path::new("/dev/shm");
+    (dir.is_dir() && TempDir::new_in(dir).is_ok()).then(|| dir.to_path_buf())
+}
+
 impl Sandbox {
-    /// Builds the world of `case` at `start`.
+    /// Builds the world of `case` at `start`, in a new directory under
+    /// `parent` (default: the system's temporary directory).
     pub fn build(
         case: &Case,
         fixtures: &Fixtures,
         mock_qmd: &Path,
         start: Timestamp,
         reaper: &mut Reaper,
+        parent: Option<&Path>,
     ) -> Result<Self, HarnessError> {
-        let dir = TempDir::with_prefix(format!("sdd-evals-{}-", case.id()))
-            .map_err(|e| HarnessError::Sandbox(e.to_string()))?;
+        let prefix = format!("sdd-evals-{}-", case.id());
+        let dir = match parent {
+            Some(parent) => TempDir::with_prefix_in(prefix, parent),
+            None => TempDir::with_prefix(prefix),
+        }
+        .map_err(|e| HarnessError::Sandbox(e.to_string()))?;
         let root = dir
             .path()
             .canonicalize()
