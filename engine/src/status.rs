@@ -5,7 +5,8 @@
 //! Read-only and safe while a tick runs: the lock is peeked without the
 //! guard (it is published by rename, so the read is whole), nothing is
 //! repaired — a torn history line is only reported — and no file is
-//! created.
+//! created. It says only what is there: before the first tick there is no
+//! run to be stopped or not, and no state file to point at.
 
 use std::io::Write;
 use std::path::Path;
@@ -195,20 +196,35 @@ impl Status {
                 "History: the last line is torn ({n} bytes); the next tick moves it aside\n"
             ));
         }
-        s.push_str(&match self.budget.as_ref().and_then(|b| b.stopped.as_ref()) {
-            Some(stop) => format!(
-                "Stopped: {} in iteration {}{} — `--resume` reopens the run, `--fresh` starts a new one\n",
-                stop.cause,
-                stop.iteration,
-                stop.gate.as_ref().map_or(String::new(), |g| format!(" (gate {g})"))
+        s.push_str(&match (&self.budget, &self.last) {
+            (Some(b), _) => match &b.stopped {
+                Some(stop) => format!(
+                    "Stopped: {} in iteration {}{} — `--resume` reopens the run, `--fresh` starts a new one\n",
+                    stop.cause,
+                    stop.iteration,
+                    stop.gate.as_ref().map_or(String::new(), |g| format!(" (gate {g})"))
+                ),
+                None => "Stopped: no — the loop continues\n".to_owned(),
+            },
+            (None, Some(_)) => "Stopped: unknown — there is history but no budget.json\n".to_owned(),
+            (None, None) => format!(
+                "Stopped: no run yet — `sdd-loop {} --loop` starts one\n",
+                self.skill
             ),
-            None => "Stopped: no — the loop continues\n".to_owned(),
         });
-        s.push_str(&format!(
-            "Files: {} · {}\n",
-            rel(paths.budget()),
-            rel(&paths.history())
-        ));
+        let files: Vec<String> = [paths.budget().to_path_buf(), paths.history()]
+            .into_iter()
+            .filter(|p| p.exists())
+            .map(|p| rel(&p))
+            .collect();
+        if files.is_empty() {
+            s.push_str(&format!(
+                "Files: none yet — the first tick writes them under {}\n",
+                rel(&paths.dir)
+            ));
+        } else {
+            s.push_str(&format!("Files: {}\n", files.join(" · ")));
+        }
         s
     }
 
@@ -281,6 +297,17 @@ mod tests {
         assert_eq!(code, 0);
         assert!(out.contains("Lock: free"));
         assert!(out.contains("Run: none recorded yet"));
+        // Regression: a project with no run was told "Stopped: no — the
+        // loop continues" and pointed at two files that did not exist.
+        assert!(
+            out.contains("Stopped: no run yet — `sdd-loop work --loop` starts one"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Files: none yet — the first tick writes them under .sdd/loop"),
+            "{out}"
+        );
+        assert!(!out.contains("the loop continues"), "{out}");
         assert!(!tmp.path().join(".sdd").exists());
     }
 
@@ -323,6 +350,10 @@ mod tests {
         assert!(
             out.contains("Stopped: prior_gate_stop in iteration 2 (gate backlog-drift)"),
             "{out}"
+        );
+        assert!(
+            out.contains("Files: .sdd/loop/work.budget.json\n"),
+            "only the files that exist: {out}"
         );
         let (_, json, _) = status(tmp.path(), true);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();

@@ -9,12 +9,50 @@
 //! binaries in `target/<profile>/`. Each can be overridden with an
 //! environment variable; a missing one is an error that names it and the
 //! command that builds it.
+//!
+//! [`set_by_cargo_run`] names what a nested `cargo build` must not inherit
+//! from the `cargo run` that started `sdd-evals` (see there for why).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What builds every binary the harness needs.
 pub const BUILD_HINT: &str = "cargo build --workspace --bins";
+
+/// Variables `cargo run` sets for the program it runs, describing that
+/// program's own package: exact names, then prefixes.
+const CARGO_RUN_VARS: [&str; 9] = [
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_MANIFEST_LINKS",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+    "OUT_DIR",
+];
+const CARGO_RUN_PREFIXES: [&str; 3] = ["CARGO_PKG_", "CARGO_BIN_EXE_", "CARGO_CFG_"];
+
+/// The variables in `vars` that `cargo run` set for `sdd-evals` itself,
+/// which the nested `cargo build --workspace --bins` must not inherit.
+///
+/// Build scripts declare `rerun-if-env-changed` on some of them — ring's
+/// does on `CARGO_MANIFEST_DIR` and `CARGO_PKG_*` — and cargo compares
+/// those with its own environment. Inherited, they hold the harness's
+/// values where a plain `cargo build` or `cargo nextest run` sees none, so
+/// every `cargo evals` reran ring's build script and rebuilt ring, rustls,
+/// ureq and our three crates, and the next `cargo nextest run` rebuilt
+/// them back (measured: 50 s and 80 s on a prebuilt tree). Without them
+/// the two commands share one build.
+pub fn set_by_cargo_run(vars: &BTreeMap<String, String>) -> Vec<&str> {
+    vars.keys()
+        .map(String::as_str)
+        .filter(|k| {
+            CARGO_RUN_VARS.contains(k) || CARGO_RUN_PREFIXES.iter().any(|p| k.starts_with(p))
+        })
+        .collect()
+}
 
 /// The binaries, by name, with the variable that overrides each.
 pub const ENGINE: (&str, &str) = ("sdd-loop", "SDD_EVALS_SDD_LOOP");
@@ -120,6 +158,38 @@ mod tests {
         assert_eq!(
             search_dir(Path::new("/w/target/debug/sdd-evals")),
             Path::new("/w/target/debug")
+        );
+    }
+
+    /// Regression: the nested build inherited `cargo run`'s package
+    /// variables, which reran ring's build script on every `cargo evals`.
+    #[test]
+    fn the_nested_build_drops_what_cargo_run_set_and_keeps_the_rest() {
+        let vars: BTreeMap<String, String> = [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_BIN_NAME",
+            "RUSTFLAGS",
+            "RUSTUP_TOOLCHAIN",
+            "PATH",
+        ]
+        .into_iter()
+        .map(|k| (k.to_owned(), "x".to_owned()))
+        .collect();
+        assert_eq!(
+            set_by_cargo_run(&vars),
+            [
+                "CARGO_BIN_NAME",
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_PKG_NAME",
+                "CARGO_PKG_VERSION_MAJOR"
+            ]
         );
     }
 

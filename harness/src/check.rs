@@ -454,7 +454,11 @@ impl Check {
                         let (passed, seen) = c.is.judge(line.pointer(&c.pointer.value), line);
                         (
                             passed,
-                            format!("history line {number} {} = {seen}", c.pointer.value),
+                            format!(
+                                "history line {number} {} = {seen}{}",
+                                c.pointer.value,
+                                what_is_there(line, &c.pointer.value)
+                            ),
                         )
                     }
                 }
@@ -463,7 +467,14 @@ impl Check {
                 None => (false, "there is no budget.json".to_owned()),
                 Some(doc) => {
                     let (passed, seen) = c.is.judge(doc.pointer(&c.pointer.value), doc);
-                    (passed, format!("budget.json {} = {seen}", c.pointer.value))
+                    (
+                        passed,
+                        format!(
+                            "budget.json {} = {seen}{}",
+                            c.pointer.value,
+                            what_is_there(doc, &c.pointer.value)
+                        ),
+                    )
                 }
             },
             Check::LockField(c) => match &run.lock {
@@ -578,6 +589,43 @@ fn status_layout(run: &RunRecord, tick: Option<usize>) -> (bool, String) {
     }
 }
 
+/// For a pointer that finds nothing in `doc`: what its deepest existing
+/// part holds (`; /budget_snapshot has: iterations_used, …`), so the
+/// evidence shows what could have been named. Empty when it finds a value.
+fn what_is_there(doc: &Value, pointer: &str) -> String {
+    if doc.pointer(pointer).is_some() {
+        return String::new();
+    }
+    let mut at = String::new();
+    let mut node = doc;
+    for token in pointer.split('/').skip(1) {
+        match node.pointer(&format!("/{token}")) {
+            Some(next) => {
+                node = next;
+                at.push('/');
+                at.push_str(token);
+            }
+            None => break,
+        }
+    }
+    let place = if at.is_empty() {
+        "the document".to_owned()
+    } else {
+        at
+    };
+    match node {
+        Value::Object(map) => format!(
+            "; {place} has: {}",
+            map.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+        Value::Array(items) => format!(
+            "; {place} is an array of {} element(s), numbered from 0",
+            items.len()
+        ),
+        other => format!("; {place} is {other}, which has no fields"),
+    }
+}
+
 fn recorded_gates(gates: &[(u64, &Value)], tick: Option<usize>) -> String {
     if gates.is_empty() {
         return format!("{} recorded no gate", scope(tick));
@@ -611,6 +659,24 @@ mod tests {
         );
         assert_eq!(find_prose(text, "# Title"), Some((1, "# Title")));
         assert_eq!(find_prose(text, "two rounds"), None);
+    }
+
+    #[test]
+    fn a_pointer_that_finds_nothing_says_what_is_there() {
+        let doc = json!({"budget_snapshot": {"iterations_used": 1, "max_prs": 1}, "gates": []});
+        assert_eq!(
+            what_is_there(&doc, "/budget_snapshot/prs_touched_totl"),
+            "; /budget_snapshot has: iterations_used, max_prs"
+        );
+        assert_eq!(
+            what_is_there(&doc, "/nope"),
+            "; the document has: budget_snapshot, gates"
+        );
+        assert_eq!(
+            what_is_there(&doc, "/gates/0/name"),
+            "; /gates is an array of 0 element(s), numbered from 0"
+        );
+        assert_eq!(what_is_there(&doc, "/budget_snapshot/max_prs"), "");
     }
 
     #[test]

@@ -11,13 +11,15 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand};
 use sdd_loop::paths::Skill;
 
-use crate::bins::{BUILD_HINT, Binaries};
+use crate::benchmark::{self, Benchmark, Failing};
+use crate::bins::{self, BUILD_HINT, Binaries};
 use crate::case::{Case, FORMAT_HELP};
 use crate::coverage::{self, Coverage};
-use crate::report::{self, Snapshots};
+use crate::parallel::{self, Update};
+use crate::report::{self, CaseResult, Snapshots};
 use crate::runner::{self, Options};
 use crate::validate::Fixtures;
-use crate::{docs, scaffold, schema, suite};
+use crate::{docs, sandbox, scaffold, schema, suite, viewer};
 
 /// Exit statuses of `sdd-evals`.
 pub mod exit {
@@ -27,7 +29,7 @@ pub mod exit {
     pub const FAILED: u8 = 1;
     /// Usage error.
     pub const USAGE: u8 = 64;
-    /// A case file does not parse or validate.
+    /// A case file (or the `--compare` benchmark) does not parse or validate.
     pub const BAD_CASE: u8 = 65;
     /// A binary the harness needs is missing.
     pub const UNAVAILABLE: u8 = 69;
@@ -41,13 +43,16 @@ Environment:
   SDD_EVALS_FAKE_SKILL   the fake-skill binary [default: next to sdd-evals]
   SDD_EVALS_MOCK_QMD     the mock-qmd binary [default: next to sdd-evals]
   SDD_EVALS_KEEP=1       keep every sandbox (same as --keep)
+  SDD_EVALS_TMPDIR       where sandboxes are made [default: /dev/shm when
+                         there is one, else the system's temporary directory]
 
 Exit status:
   0   every case passed
-  1   a case failed (an assertion, an expectation or a snapshot), or
-      `docs` found a difference between a SKILL.md and the engine
+  1   a case failed (an assertion, an expectation or a snapshot), a
+      Tier 1 skill's pass rate is under 80%, or `docs` found a
+      difference between a SKILL.md and the engine
   64  usage error
-  65  a case file does not parse or validate
+  65  a case file (or the --compare benchmark) does not parse or validate
   69  a binary is missing (build them with `cargo build --workspace --bins`)
   73  the reports cannot be written
 
@@ -64,9 +69,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run cases against the engine, grade them and compare their
-    /// snapshots; writes target/sdd-evals/{grading,benchmark}.json.
+    /// snapshots; writes target/sdd-evals/{report.html, grading.json,
+    /// benchmark.json, summary.md}.
     #[command(
-        after_help = "Examples:\n  sdd-evals run\n  sdd-evals run evals/loop/c4-pr-budget.yaml --keep\n  sdd-evals run --engine './other-engine --verbose'"
+        after_help = "Examples:\n  sdd-evals run\n  sdd-evals run evals/loop/c4-pr-budget.yaml --keep\n  sdd-evals run evals/loop/my-case.yaml --accept\n  sdd-evals run --compare evals/benchmarks/\n  sdd-evals run --engine './other-engine --verbose'"
     )]
     Run(RunArgs),
     /// Parse and validate cases without running them.
@@ -146,13 +152,29 @@ pub struct RunArgs {
     /// Do not compare snapshots (e.g. for an engine whose wording differs).
     #[arg(long)]
     pub no_snapshots: bool,
-    /// Where grading.json and benchmark.json go [default: target/sdd-evals]
+    /// Where the reports go [default: target/sdd-evals]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Under `cargo run` (`cargo evals`) the engine and mock binaries are
     /// rebuilt first, so the suite never runs stale ones; this skips that.
     #[arg(long)]
     pub no_build: bool,
+    /// How many cases run at once [default: the number of cores]
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// Write the snapshots of new cases (those with none stored). A
+    /// snapshot that changed is never accepted here: review it with
+    /// `cargo insta review`.
+    #[arg(long)]
+    pub accept: bool,
+    /// Show per-skill deltas from an earlier benchmark.json, or from the
+    /// newest one in a directory such as evals/benchmarks/.
+    #[arg(long, value_name = "BENCHMARK")]
+    pub compare: Option<PathBuf>,
+    /// Add this run's benchmark to evals/benchmarks/ as
+    /// <commit date>-<commit>.json (the committed history).
+    #[arg(long)]
+    pub record: bool,
 }
 
 /// What the process gives the CLI, gathered once by the binary.
@@ -164,6 +186,8 @@ pub struct Env<'a> {
     pub cwd: PathBuf,
     /// The running executable (binaries are looked for beside it).
     pub exe: PathBuf,
+    /// Whether stderr is a terminal (a live progress line is drawn there).
+    pub stderr_is_terminal: bool,
 }
 
 impl std::fmt::Debug for Env<'_> {
@@ -235,10 +259,11 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>, env: &mut Env<'_>) ->
         Command::New { name } => {
             match scaffold::new_case(&workspace.join("evals").join("loop"), &name, &fixtures) {
                 Ok(path) => {
+                    let path = path.strip_prefix(&env.cwd).unwrap_or(&path).to_path_buf();
                     let _ = writeln!(env.stdout, "created {}", path.display());
                     let _ = writeln!(
                         env.stdout,
-                        "next: edit it, `sdd-evals check {0}`, then `cargo nextest run -p sdd-harness` and `cargo insta review` to accept its snapshots",
+                        "next: edit it and `sdd-evals check {0}`; then `sdd-evals run {0} --accept` runs it and writes its snapshots (read them: they become the reference); `cargo nextest run -p sdd-harness` runs it as a test",
                         path.display()
                     );
                     exit::OK
@@ -427,7 +452,9 @@ fn list(env: &mut Env<'_>, paths: &[PathBuf], fixtures: &Fixtures) -> u8 {
 
 /// `cargo build --workspace --bins` with the profile of the running
 /// executable: `cargo run` builds only this package, and a suite run
-/// against a stale engine would grade the wrong code.
+/// against a stale engine would grade the wrong code. Cargo's own progress
+/// is shown; what `cargo run` set for this program is not passed on
+/// ([`bins::set_by_cargo_run`]).
 fn build_binaries(env: &mut Env<'_>, cargo: &str, workspace: &Path) -> Result<(), String> {
     let release = env.exe.components().any(|c| c.as_os_str() == "release");
     let _ = writeln!(
@@ -435,8 +462,11 @@ fn build_binaries(env: &mut Env<'_>, cargo: &str, workspace: &Path) -> Result<()
         "building the engine and the mocks ({BUILD_HINT})…"
     );
     let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "--quiet", "--workspace", "--bins"])
+    cmd.args(["build", "--workspace", "--bins"])
         .current_dir(workspace);
+    for var in bins::set_by_cargo_run(&env.vars) {
+        cmd.env_remove(var);
+    }
     if release {
         cmd.arg("--release");
     }
@@ -445,6 +475,68 @@ fn build_binaries(env: &mut Env<'_>, cargo: &str, workspace: &Path) -> Result<()
         Ok(status) => Err(format!("`{BUILD_HINT}` failed ({status})")),
         Err(e) => Err(format!("cannot run {cargo}: {e}")),
     }
+}
+
+/// Where sandboxes go: `SDD_EVALS_TMPDIR`, else a RAM file system when
+/// there is one ([`sandbox::ram_dir`]).
+pub fn sandbox_parent(vars: &BTreeMap<String, String>) -> Option<PathBuf> {
+    match vars.get("SDD_EVALS_TMPDIR").filter(|v| !v.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => sandbox::ram_dir(),
+    }
+}
+
+/// The live progress line (a terminal only): cases done, and the running.
+fn progress_line(done: usize, total: usize, running: &[&str]) -> String {
+    let mut line = format!("[{done}/{total}] running: {}", running.join(", "));
+    if line.chars().count() > 100 {
+        line = line.chars().take(99).collect::<String>() + "…";
+    }
+    format!("\r\x1b[2K{line}")
+}
+
+/// Runs the cases, `jobs` at a time, printing each case's lines in suite
+/// order as soon as it and every case before it are done.
+fn run_cases(
+    env: &mut Env<'_>,
+    cases: &[Case],
+    opts: &Options,
+    snapshots: Snapshots,
+    jobs: usize,
+) -> Vec<CaseResult> {
+    let live = env.stderr_is_terminal;
+    let stderr = &mut *env.stderr;
+    let total = cases.len();
+    let results = parallel::run_in_order(
+        cases,
+        jobs,
+        |case| match runner::run(case, opts) {
+            Ok(run) => report::evaluate(case, &run, snapshots),
+            Err(e) => report::broken(case, &format!("{e}\nhelp: {}", e.help())),
+        },
+        |update| match update {
+            Update::Ready(i, result) => {
+                if live {
+                    let _ = write!(stderr, "\r\x1b[2K");
+                }
+                report::progress(stderr, i + 1, total, result);
+            }
+            Update::Progress {
+                done,
+                total,
+                running,
+            } if live && !running.is_empty() => {
+                let ids: Vec<&str> = running.iter().map(|i| cases[*i].id()).collect();
+                let _ = write!(stderr, "{}", progress_line(done, total, &ids));
+                let _ = stderr.flush();
+            }
+            Update::Progress { .. } => {}
+        },
+    );
+    if live {
+        let _ = write!(env.stderr, "\r\x1b[2K");
+    }
+    results
 }
 
 fn run(
@@ -468,6 +560,20 @@ fn run(
         Ok(b) => b,
         Err(e) => return error(env, &e.to_string(), &e.help(), exit::UNAVAILABLE),
     };
+    let compared = match &args.compare {
+        None => None,
+        Some(path) => match benchmark::load(&env.cwd.join(path)) {
+            Ok((old, file)) => {
+                let shown = file
+                    .strip_prefix(&env.cwd)
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string();
+                Some((old, shown))
+            }
+            Err(e) => return error(env, &e.to_string(), &e.help(), exit::BAD_CASE),
+        },
+    };
     let (cases, bad) = match load(env, paths, &fixtures) {
         Ok(loaded) => loaded,
         Err(code) => return code,
@@ -486,33 +592,62 @@ fn run(
         binaries,
         path: env.vars.get("PATH").cloned().unwrap_or_default().into(),
         keep_sandbox: args.keep || env.vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
+        sandbox_parent: sandbox_parent(&env.vars),
     };
-    let snapshots = if args.no_snapshots {
-        Snapshots::Skip
-    } else {
-        Snapshots::Compare
+    let snapshots = match (args.no_snapshots, args.accept) {
+        (true, _) => Snapshots::Skip,
+        (false, true) => Snapshots::AcceptNew,
+        (false, false) => Snapshots::Compare,
     };
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        usize::from,
+    );
     let started = Instant::now();
-    let mut results = Vec::new();
-    for (i, case) in cases.iter().enumerate() {
-        let result = match runner::run(case, &opts) {
-            Ok(run) => report::evaluate(case, &run, snapshots),
-            Err(e) => report::broken(case.id(), &case.path, &format!("{e}\nhelp: {}", e.help())),
-        };
-        report::progress(env.stderr, i + 1, cases.len(), &result);
-        results.push(result);
-    }
+    let results = run_cases(env, &cases, &opts, snapshots, jobs);
     let wall = started.elapsed();
-    let out_dir = args
-        .out
-        .map(|p| env.cwd.join(p))
-        .unwrap_or_else(|| workspace.join("target").join("sdd-evals"));
+
+    let mut bench = Benchmark::new(&results, wall);
+    if args.record {
+        match benchmark::revision(workspace) {
+            Ok(rev) => bench.recorded = Some(rev),
+            Err(why) => {
+                return error(
+                    env,
+                    &format!("--record needs the commit being measured: {why}"),
+                    "run it in a git checkout of the workspace",
+                    exit::USAGE,
+                );
+            }
+        }
+    }
+    let old = compared.as_ref().map(|(b, shown)| (b, shown.as_str()));
     if args.json {
         let _ = writeln!(env.stdout, "{}", report::grading(&results));
     } else {
         report::table(env.stdout, &results, wall);
+        let _ = writeln!(env.stdout);
+        benchmark::table(env.stdout, &bench, old.map(|(b, _)| b));
     }
-    if let Err(e) = report::write_files(&out_dir, &results, wall) {
+    let out_dir = args
+        .out
+        .map(|p| env.cwd.join(p))
+        .unwrap_or_else(|| workspace.join("target").join("sdd-evals"));
+    let summary = benchmark::summary(&bench, old, &Failing::of(&results));
+    let page = viewer::render(
+        &results,
+        viewer::Run {
+            benchmark: &bench,
+            compared: old,
+        },
+    );
+    let others = [
+        (report::BENCHMARK, bench.to_json()),
+        (report::SUMMARY, summary),
+        (report::VIEWER, page),
+    ];
+    let others: Vec<(&str, &str)> = others.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    if let Err(e) = report::write_files(&out_dir, &results, &others) {
         return error(
             env,
             &format!("cannot write the reports to {}: {e}", out_dir.display()),
@@ -520,19 +655,65 @@ fn run(
             exit::CANT_WRITE,
         );
     }
+    let shown = |name: &str| out_dir.join(name).display().to_string();
     let _ = writeln!(
         env.stderr,
-        "reports: {} and {}",
-        out_dir.join("grading.json").display(),
-        out_dir.join("benchmark.json").display()
+        "reports: {} (open it in a browser), {}, {}, {}",
+        shown(report::VIEWER),
+        shown(report::GRADING),
+        shown(report::BENCHMARK),
+        shown(report::SUMMARY)
     );
-    if results.iter().all(|r| r.passed) {
-        exit::OK
-    } else {
+    if args.record {
+        match benchmark::record(&workspace.join(benchmark::HISTORY_DIR), &bench) {
+            Ok(path) => {
+                let _ = writeln!(
+                    env.stderr,
+                    "recorded: {} (commit it to keep the history)",
+                    path.display()
+                );
+            }
+            Err(e) => {
+                return error(
+                    env,
+                    &format!(
+                        "cannot record the benchmark in {}: {e}",
+                        benchmark::HISTORY_DIR
+                    ),
+                    "check that the directory is writable",
+                    exit::CANT_WRITE,
+                );
+            }
+        }
+    }
+    let below = bench.below_threshold();
+    for line in &below {
+        let _ = writeln!(env.stderr, "error: {line}");
+    }
+    if !below.is_empty() {
         let _ = writeln!(
             env.stderr,
-            "help: a snapshot mismatch is reviewed with `cargo nextest run -p sdd-harness` then `cargo insta review`; `--keep` keeps the sandboxes ({BUILD_HINT} rebuilds the binaries)"
+            "help: SPEC-0017 fails the run when a Tier 1 skill's pass rate drops under {}; the failing cases are listed above",
+            benchmark::percent(benchmark::THRESHOLD)
         );
-        exit::FAILED
     }
+    if results.iter().all(|r| r.passed) && below.is_empty() {
+        return exit::OK;
+    }
+    let (missing, changed) = report::snapshot_trouble(&results);
+    if missing {
+        let _ = writeln!(env.stderr, "help: {}", report::ACCEPT_HELP);
+    }
+    if changed {
+        let _ = writeln!(
+            env.stderr,
+            "help: a changed snapshot: {}",
+            report::REVIEW_HELP
+        );
+    }
+    let _ = writeln!(
+        env.stderr,
+        "help: `--keep` keeps the sandboxes to look into; {BUILD_HINT} rebuilds the binaries"
+    );
+    exit::FAILED
 }

@@ -8,9 +8,12 @@
 //! [`validate`], [`duration`], [`schema`], [`requirements`]), the world
 //! ([`sandbox`], [`procs`], [`spawn`], [`bins`]), the run ([`runner`],
 //! [`record`]), the verdict ([`grade`], [`status_layout`], [`redact`],
-//! [`snapshot`], [`report`]), the documents ([`docs`]), and the command
-//! line ([`cli`], [`suite`], [`scaffold`], [`coverage`]).
+//! [`snapshot`], [`report`]), what a reviewer reads ([`timeline`],
+//! [`benchmark`], [`viewer`], [`reference`]), the documents ([`docs`]), and
+//! the command line ([`cli`], [`suite`], [`parallel`], [`scaffold`],
+//! [`coverage`]).
 
+pub mod benchmark;
 pub mod bins;
 pub mod case;
 pub mod check;
@@ -20,9 +23,11 @@ pub mod docs;
 pub mod duration;
 pub mod error;
 pub mod grade;
+pub mod parallel;
 pub mod procs;
 pub mod record;
 pub mod redact;
+pub mod reference;
 pub mod report;
 pub mod requirements;
 pub mod runner;
@@ -35,4 +40,6 @@ pub mod snapshot;
 pub mod spawn;
 pub mod status_layout;
 pub mod suite;
+pub mod timeline;
 pub mod validate;
+pub mod viewer;

@@ -1,7 +1,7 @@
 //! `sdd-evals`: capture the process environment, run one command, exit
 //! with its code.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -13,6 +13,7 @@ fn main() -> ExitCode {
             vars: std::env::vars().collect(),
             cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
             exe: std::env::current_exe().unwrap_or_default(),
+            stderr_is_terminal: std::io::stderr().is_terminal(),
         };
         sdd_harness::cli::main_with(std::env::args_os(), &mut env)
     };

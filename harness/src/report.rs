@@ -1,8 +1,9 @@
 //! The results of a suite run: one [`CaseResult`] per case, written as
 //! SPEC-0017 `grading.json` (`{text, passed, evidence}` per assertion per
-//! case, expectations and snapshot comparisons included) and
-//! `benchmark.json` (pass rate, wall time and tokens per case), and shown
-//! as a table.
+//! case, expectations and snapshot comparisons included), `benchmark.json`
+//! (pass rate, wall time and tokens per case and per skill,
+//! [`crate::benchmark`]) and the HTML viewer ([`crate::viewer`]), and
+//! shown as a table.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use crate::case::Case;
 use crate::grade::{self, Grade};
 use crate::runner::CaseRun;
 use crate::snapshot::{self, Stored};
+use crate::timeline::{self, TickView};
 
 /// One case's result.
 #[derive(Debug, Clone, Serialize)]
@@ -23,6 +25,9 @@ pub struct CaseResult {
     pub name: String,
     pub proves: String,
     pub file: String,
+    /// The wrapped skill: `work` or `review`.
+    pub skill: String,
+    pub prompt: Option<String>,
     pub passed: bool,
     pub expectations: Vec<Grade>,
     pub ticks: usize,
@@ -33,6 +38,35 @@ pub struct CaseResult {
     /// The sandbox, when it was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<PathBuf>,
+    /// What each tick did (for the viewer).
+    pub timeline: Vec<TickView>,
+    /// The snapshots as rendered, and how each compared.
+    pub snapshots: Vec<SnapshotView>,
+}
+
+/// A rendered snapshot and how it compared with the stored one.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnapshotView {
+    pub name: String,
+    pub text: String,
+    pub state: SnapshotState,
+}
+
+/// How a snapshot compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotState {
+    Matches,
+    /// None was stored; `--accept` wrote this file.
+    Accepted(PathBuf),
+    /// None is stored.
+    Missing,
+    /// It differs from the stored one.
+    Differs,
+    /// The stored one cannot be read.
+    Unreadable,
+    /// Not compared (`--no-snapshots`).
+    Skipped,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -43,17 +77,70 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Snapshots {
     Compare,
+    /// Compare, and write the snapshots a new case does not have yet
+    /// (`--accept`); a changed one still fails.
+    AcceptNew,
     Skip,
 }
 
-fn snapshot_grade(case: &Case, rendered: &snapshot::Rendered) -> Grade {
+/// The `help:` for a snapshot that is not stored: how to write it.
+pub const ACCEPT_HELP: &str = "`sdd-evals run CASE --accept` writes a new case's snapshots (read them: they become the reference)";
+
+/// The `help:` for a snapshot that changed: how to review the diff.
+pub const REVIEW_HELP: &str =
+    "review the diff with `cargo nextest run -p sdd-harness` then `cargo insta review`";
+
+fn snapshot_grade(
+    case: &Case,
+    rendered: &snapshot::Rendered,
+    snapshots: Snapshots,
+) -> (Grade, SnapshotState) {
     let dir = snapshot::dir_for(&case.file);
-    let review = "run `cargo nextest run -p sdd-harness` and review with `cargo insta review`";
-    let (passed, evidence) = match snapshot::compare(&dir, rendered) {
-        Stored::Matches => (true, format!("matches {}.snap", rendered.name)),
+    // Messages name the file as the case was named (relative, usually).
+    let shown = |path: &Path| match path.file_name() {
+        Some(name) => snapshot::dir_for(&case.path).join(name),
+        None => path.to_path_buf(),
+    };
+    let mut stored = snapshot::compare(&dir, rendered);
+    let mut accepted = None;
+    if snapshots == Snapshots::AcceptNew && matches!(stored, Stored::Missing(_)) {
+        match snapshot::accept_new(&dir, rendered, &snapshot::description(case)) {
+            Ok(Some(path)) => {
+                stored = snapshot::compare(&dir, rendered);
+                accepted = Some(path);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                stored = Stored::Unreadable {
+                    path: dir.join(format!("{}.snap", rendered.name)),
+                    detail: format!("--accept cannot write it: {e}"),
+                }
+            }
+        }
+    }
+    let (passed, evidence, state) = match stored {
+        Stored::Matches => match accepted {
+            Some(path) => (
+                true,
+                format!(
+                    "new: written to {} by --accept; read it, it is the reference now",
+                    shown(&path).display()
+                ),
+                SnapshotState::Accepted(shown(&path)),
+            ),
+            None => (
+                true,
+                format!("matches {}.snap", rendered.name),
+                SnapshotState::Matches,
+            ),
+        },
         Stored::Missing(path) => (
             false,
-            format!("no stored snapshot at {}; {review}", path.display()),
+            format!(
+                "no stored snapshot at {} (a new case?); {ACCEPT_HELP}",
+                shown(&path).display()
+            ),
+            SnapshotState::Missing,
         ),
         Stored::Differs {
             path,
@@ -63,28 +150,44 @@ fn snapshot_grade(case: &Case, rendered: &snapshot::Rendered) -> Grade {
         } => (
             false,
             format!(
-                "differs from {} at line {line}: stored {stored:?}, now {new:?}; {review}",
-                path.display()
+                "differs from {} at line {line}: stored {stored:?}, now {new:?}; {REVIEW_HELP}",
+                shown(&path).display()
             ),
+            SnapshotState::Differs,
         ),
-        Stored::Unreadable { path, detail } => {
-            (false, format!("cannot read {}: {detail}", path.display()))
-        }
+        Stored::Unreadable { path, detail } => (
+            false,
+            format!("cannot read {}: {detail}", shown(&path).display()),
+            SnapshotState::Unreadable,
+        ),
     };
-    Grade::new(
-        format!("snapshot {} matches the stored one", rendered.name),
-        passed,
-        evidence,
+    (
+        Grade::new(
+            format!("snapshot {} matches the stored one", rendered.name),
+            passed,
+            evidence,
+        ),
+        state,
     )
 }
 
 /// Grades a finished run (and compares its snapshots, unless skipped).
 pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult {
     let mut expectations = grade::grade(case, &run.record);
-    if snapshots == Snapshots::Compare {
-        for rendered in snapshot::render(case.id(), &run.record, &run.redactor) {
-            expectations.push(snapshot_grade(case, &rendered));
-        }
+    let mut views = Vec::new();
+    for rendered in snapshot::render(case.id(), &run.record, &run.redactor) {
+        let state = if snapshots == Snapshots::Skip {
+            SnapshotState::Skipped
+        } else {
+            let (grade, state) = snapshot_grade(case, &rendered, snapshots);
+            expectations.push(grade);
+            state
+        };
+        views.push(SnapshotView {
+            name: rendered.name,
+            text: rendered.text,
+            state,
+        });
     }
     let (tokens_in, tokens_out) = run.record.tokens();
     CaseResult {
@@ -92,6 +195,8 @@ pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult 
         name: case.name.clone(),
         proves: case.proves.clone(),
         file: case.path.display().to_string(),
+        skill: case.skill.as_str().to_owned(),
+        prompt: case.prompt.clone(),
         passed: expectations.iter().all(Grade::ok),
         expectations,
         ticks: run.record.ticks.len(),
@@ -99,16 +204,20 @@ pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult 
         tokens_in,
         tokens_out,
         sandbox: run.kept.clone(),
+        timeline: timeline::timeline(&run.record),
+        snapshots: views,
     }
 }
 
-/// A case that could not be loaded or run at all.
-pub fn broken(id: &str, file: &Path, message: &str) -> CaseResult {
+/// A case the harness could not run at all.
+pub fn broken(case: &Case, message: &str) -> CaseResult {
     CaseResult {
-        id: id.to_owned(),
-        name: String::new(),
-        proves: String::new(),
-        file: file.display().to_string(),
+        id: case.id().to_owned(),
+        name: case.name.clone(),
+        proves: case.proves.clone(),
+        file: case.path.display().to_string(),
+        skill: case.skill.as_str().to_owned(),
+        prompt: case.prompt.clone(),
         passed: false,
         expectations: vec![Grade::new("the case loads and runs", false, message)],
         ticks: 0,
@@ -116,10 +225,23 @@ pub fn broken(id: &str, file: &Path, message: &str) -> CaseResult {
         tokens_in: 0,
         tokens_out: 0,
         sandbox: None,
+        timeline: Vec::new(),
+        snapshots: Vec::new(),
     }
 }
 
-fn pass_rate(passed: usize, total: usize) -> f64 {
+/// Whether a stored snapshot is missing or differs (so the snapshot
+/// `help:` lines apply).
+pub fn snapshot_trouble(results: &[CaseResult]) -> (bool, bool) {
+    let states = || results.iter().flat_map(|r| &r.snapshots).map(|s| &s.state);
+    (
+        states().any(|s| *s == SnapshotState::Missing),
+        states().any(|s| matches!(s, SnapshotState::Differs | SnapshotState::Unreadable)),
+    )
+}
+
+/// A share, rounded to four places.
+pub fn pass_rate(passed: usize, total: usize) -> f64 {
     if total == 0 {
         0.0
     } else {
@@ -161,45 +283,26 @@ pub fn grading(results: &[CaseResult]) -> serde_json::Value {
     })
 }
 
-/// Pass rate, time and tokens.
-pub fn benchmark(results: &[CaseResult], wall: Duration) -> serde_json::Value {
-    let passed = results.iter().filter(|r| r.passed).count();
-    let tokens: u64 = results.iter().map(|r| r.tokens_in + r.tokens_out).sum();
-    let cases: Vec<_> = results
-        .iter()
-        .map(|r| {
-            let ok = r.expectations.iter().filter(|g| g.passed).count();
-            json!({
-                "id": r.id,
-                "passed": r.passed,
-                "pass_rate": pass_rate(ok, r.expectations.len()),
-                "ticks": r.ticks,
-                "wall_seconds": (r.wall.as_secs_f64() * 1000.0).round() / 1000.0,
-                "tokens": { "in": r.tokens_in, "out": r.tokens_out, "total": r.tokens_in + r.tokens_out },
-            })
-        })
-        .collect();
-    json!({
-        "run_summary": {
-            "cases": results.len(),
-            "passed": passed,
-            "pass_rate": pass_rate(passed, results.len()),
-            "wall_seconds": (wall.as_secs_f64() * 1000.0).round() / 1000.0,
-            "tokens": tokens,
-        },
-        "cases": cases,
-    })
-}
+/// The files a run writes into its report directory.
+pub const GRADING: &str = "grading.json";
+pub const BENCHMARK: &str = "benchmark.json";
+pub const SUMMARY: &str = "summary.md";
+pub const VIEWER: &str = "report.html";
 
-/// Writes grading.json and benchmark.json into `dir`.
-pub fn write_files(dir: &Path, results: &[CaseResult], wall: Duration) -> std::io::Result<()> {
+/// Writes grading.json into `dir`, and beside it the run's other reports,
+/// given as (file name, text).
+pub fn write_files(
+    dir: &Path,
+    results: &[CaseResult],
+    others: &[(&str, &str)],
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let write = |name: &str, value: serde_json::Value| {
-        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        std::fs::write(dir.join(name), format!("{text}\n"))
-    };
-    write("grading.json", grading(results))?;
-    write("benchmark.json", benchmark(results, wall))
+    let grading = serde_json::to_string_pretty(&grading(results)).unwrap_or_default();
+    std::fs::write(dir.join(GRADING), format!("{grading}\n"))?;
+    for (name, text) in others {
+        std::fs::write(dir.join(name), text)?;
+    }
+    Ok(())
 }
 
 /// The one-line progress note for a finished case.
@@ -220,6 +323,15 @@ pub fn progress(out: &mut dyn Write, index: usize, total: usize, r: &CaseResult)
         let _ = writeln!(out, "    {mark} {}", g.text);
         for line in g.evidence.lines().chain(g.known_failure.as_deref()) {
             let _ = writeln!(out, "      {line}");
+        }
+    }
+    for s in &r.snapshots {
+        if let SnapshotState::Accepted(path) = &s.state {
+            let _ = writeln!(
+                out,
+                "    new: written to {} by --accept; read it, it is the reference now",
+                path.display()
+            );
         }
     }
     if let Some(dir) = &r.sandbox {

@@ -49,6 +49,9 @@ pub struct Options {
     pub path: OsString,
     /// Keep the sandbox directory after the run.
     pub keep_sandbox: bool,
+    /// Where sandboxes are made (default: the system's temporary
+    /// directory; [`crate::sandbox::ram_dir`] is faster).
+    pub sandbox_parent: Option<PathBuf>,
 }
 
 /// A finished run.
@@ -116,6 +119,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         &opts.binaries.mock_qmd,
         start,
         &mut reaper,
+        opts.sandbox_parent.as_deref(),
     )?;
     let mut ticks = Vec::new();
     let mut aborted = None;
@@ -549,6 +553,12 @@ pub(crate) fn engine_env(
         var("TMPDIR", &sandbox.tmp),
         var("GIT_CONFIG_NOSYSTEM", &"1"),
         var("GIT_TERMINAL_PROMPT", &"0"),
+        // A sandbox repository never needs `git maintenance run --auto`,
+        // which git would start after every fetch and push (a tenth of
+        // the suite's processes).
+        var("GIT_CONFIG_COUNT", &"1"),
+        var("GIT_CONFIG_KEY_0", &"maintenance.auto"),
+        var("GIT_CONFIG_VALUE_0", &"false"),
         var(MARKER, &reaper.marker()),
         var("SDD_LOOP_NOW", &t.clock.to_string()),
         var("SDD_LOOP_TRACKER_URL", &sandbox.tracker.uri()),

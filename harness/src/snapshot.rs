@@ -5,9 +5,11 @@
 //! the case.
 //!
 //! The test suite asserts them with insta (so `cargo insta review` works);
-//! `sdd-evals run` only compares them with the stored files through
-//! insta's own snapshot reader and never writes one. Both see the same
-//! text, because redaction happens here, before either.
+//! `sdd-evals run` compares them with the stored files through insta's own
+//! snapshot reader. It writes one only for `--accept`, and only where none
+//! is stored (a new case): a changed snapshot is a diff to review, never
+//! accepted in bulk. Both see the same text, because redaction happens
+//! here, before either.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +17,7 @@ use insta::internals::SnapshotContents;
 use insta::{Snapshot, TextSnapshotKind};
 use serde_json::Value;
 
+use crate::case::Case;
 use crate::record::RunRecord;
 use crate::redact::Redactor;
 
@@ -32,6 +35,61 @@ pub fn dir_for(case_path: &Path) -> PathBuf {
         .parent()
         .unwrap_or(Path::new("."))
         .join("snapshots")
+}
+
+/// The `description:` of a case's snapshots (shown by `cargo insta review`).
+pub fn description(case: &Case) -> String {
+    format!("{} ({})", case.name, case.proves)
+}
+
+/// Where the case test asserts its snapshots, as insta records it.
+const SOURCE: &str = "harness/tests/evals.rs";
+
+/// A metadata value as insta's writer spells it: plain when YAML reads it
+/// back as the same string, else double-quoted.
+fn yaml_scalar(text: &str) -> String {
+    let plain = !text.is_empty()
+        && !text.starts_with([
+            ' ', '&', '*', '?', '|', '-', '<', '>', '=', '!', '%', '@', '.',
+        ])
+        && !text.ends_with(' ')
+        && !text.contains([
+            ':', '{', '}', '[', ']', ',', '#', '`', '"', '\'', '\\', '\t', '\n', '\r',
+        ])
+        && !text.chars().any(char::is_control)
+        && text.parse::<f64>().is_err()
+        && ![
+            "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False",
+            "FALSE", "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "~",
+        ]
+        .contains(&text);
+    if plain {
+        text.to_owned()
+    } else {
+        serde_json::to_string(text).unwrap_or_default()
+    }
+}
+
+/// Writes `dir/{name}.snap` for a case that has none (`sdd-evals run
+/// --accept`), in the layout the case test writes; its path. An existing
+/// file is never touched: `None`.
+pub fn accept_new(
+    dir: &Path,
+    rendered: &Rendered,
+    description: &str,
+) -> std::io::Result<Option<PathBuf>> {
+    let path = dir.join(format!("{}.snap", rendered.name));
+    if path.exists() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(dir)?;
+    let text = format!(
+        "---\nsource: {SOURCE}\ndescription: {}\n---\n{}\n",
+        yaml_scalar(description),
+        rendered.text
+    );
+    std::fs::write(&path, text)?;
+    Ok(Some(path))
 }
 
 fn pretty(value: &Value) -> String {
@@ -133,5 +191,51 @@ pub fn compare(dir: &Path, rendered: &Rendered) -> Stored {
                 };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accepted_snapshot_reads_back_as_what_was_rendered() {
+        let dir = tempfile::tempdir().unwrap();
+        let rendered = Rendered {
+            name: "new-case__output".to_owned(),
+            text: "==> tick 1 (exit 3)\nBacklog empty — 0 iterations used".to_owned(),
+        };
+        let description = "An empty backlog ends the loop (ADR-0028 stop condition #1)";
+        let path = accept_new(dir.path(), &rendered, description)
+            .unwrap()
+            .expect("written");
+        assert_eq!(compare(dir.path(), &rendered), Stored::Matches);
+        let stored = Snapshot::from_file(&path).unwrap();
+        assert_eq!(stored.metadata().description(), Some(description));
+        assert_eq!(stored.metadata().source(), Some(SOURCE));
+
+        let changed = Rendered {
+            text: "something else".to_owned(),
+            ..rendered
+        };
+        assert_eq!(accept_new(dir.path(), &changed, description).unwrap(), None);
+        assert!(
+            matches!(
+                compare(dir.path(), &changed),
+                Stored::Differs { line: 1, .. }
+            ),
+            "a stored snapshot is never overwritten"
+        );
+    }
+
+    #[test]
+    fn metadata_is_quoted_only_when_yaml_needs_it() {
+        assert_eq!(
+            yaml_scalar("The PR-touch budget stops"),
+            "The PR-touch budget stops"
+        );
+        assert_eq!(yaml_scalar("stop #1"), "\"stop #1\"");
+        assert_eq!(yaml_scalar("a: b"), "\"a: b\"");
+        assert_eq!(yaml_scalar("true"), "\"true\"");
     }
 }

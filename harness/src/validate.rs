@@ -7,8 +7,10 @@
 //! The closed sets come from the engine (`sdd_loop::gates::GateName`,
 //! `sdd_loop::stop::StopCause`, `sdd_loop::crash::POINTS`) and from the
 //! fixture directories, so a case can never name something the engine or
-//! the fixtures do not have. [`explain`] gives serde's own "unknown
-//! variant / field" errors the same kind of `help:` line.
+//! the fixtures do not have. So do the fields a `pointer` names: they are
+//! checked against the engine's schemas ([`crate::reference`]), except a
+//! field the case's own `world` writes. [`explain`] gives serde's own
+//! "unknown variant / field" errors the same kind of `help:` line.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -22,6 +24,7 @@ use serde_saphyr::{Location, Spanned};
 
 use crate::case::{Case, Driver, Event, FORMAT_HELP, GateSpec, Kill, PidSpec, TickSpec};
 use crate::check::{Check, Comparison, NO_STOP};
+use crate::reference::{self, Doc};
 use crate::{duration, requirements};
 
 /// Where named fixtures live (`fixtures/` in the workspace).
@@ -177,6 +180,10 @@ struct Checker<'a> {
     driver: Driver,
     /// `world.lock.pid: live`.
     live_lock: bool,
+    /// Top-level fields the case's `world` writes into history lines and
+    /// budget.json: a pointer may name them even when the engine does not.
+    seeded_history: Vec<&'a str>,
+    seeded_budget: Vec<&'a str>,
 }
 
 type Checked = Result<(), YamlError>;
@@ -220,12 +227,13 @@ impl Checker<'_> {
         ))
     }
 
-    fn duration(&self, text: &Spanned<String>) -> Checked {
+    /// `example` is a correct line for where the duration was written.
+    fn duration(&self, text: &Spanned<String>, example: &str) -> Checked {
         duration::parse(&text.value).map(drop).map_err(|e| {
             self.at(
                 text.referenced,
                 e,
-                format!("e.g. `advance: 50m` ({FORMAT_HELP})"),
+                format!("e.g. `{example}` ({FORMAT_HELP})"),
             )
         })
     }
@@ -270,9 +278,53 @@ impl Checker<'_> {
         ))
     }
 
-    fn comparison(&self, c: &Comparison) -> Checked {
-        match c {
-            Comparison::AtLeastField(p) | Comparison::AtMostField(p) => self.pointer(p),
+    /// A pointer into `doc`: well formed, and naming fields that exist.
+    fn field(&self, p: &Spanned<String>, doc: Doc) -> Checked {
+        self.pointer(p)?;
+        let seeded = match doc {
+            Doc::History => &self.seeded_history,
+            Doc::Budget => &self.seeded_budget,
+        };
+        let first = p.value.split('/').nth(1).unwrap_or_default();
+        if seeded.contains(&first) {
+            return Ok(());
+        }
+        let Err(miss) = reference::check_pointer(doc, &p.value) else {
+            return Ok(());
+        };
+        let parent = if miss.parent.is_empty() {
+            doc.describe().to_owned()
+        } else {
+            format!("{} in {}", miss.parent, doc.describe())
+        };
+        let help = if miss.fields.is_empty() {
+            format!(
+                "{parent} has no fields: its elements are numbered from 0, e.g. `{}/0` (the fields: \"Reference\" in evals/README.md)",
+                miss.parent
+            )
+        } else {
+            names_help(
+                &miss.token,
+                &miss.fields,
+                &format!("the fields of {parent} are"),
+            )
+        };
+        Err(self.at(
+            p.referenced,
+            format!(
+                "`{}` names no field: {parent} has no `{}`",
+                p.value, miss.token
+            ),
+            help,
+        ))
+    }
+
+    fn comparison(&self, c: &Comparison, doc: Option<Doc>) -> Checked {
+        match (c, doc) {
+            (Comparison::AtLeastField(p) | Comparison::AtMostField(p), Some(doc)) => {
+                self.field(p, doc)
+            }
+            (Comparison::AtLeastField(p) | Comparison::AtMostField(p), None) => self.pointer(p),
             _ => Ok(()),
         }
     }
@@ -301,7 +353,7 @@ impl Checker<'_> {
             ));
         }
         if let Some(t) = &case.timeout {
-            self.duration(t)?;
+            self.duration(t, "timeout: 2m")?;
         }
         if case.ticks.value.is_empty() {
             return Err(self.at(
@@ -395,7 +447,7 @@ impl Checker<'_> {
     fn tick(&self, tick: &TickSpec) -> Checked {
         for event in &tick.before {
             match event {
-                Event::Advance(d) => self.duration(d)?,
+                Event::Advance(d) => self.duration(d, "advance: 50m")?,
                 Event::File { path, .. } | Event::Remove(path) => {
                     self.relative(path, "the project")?;
                 }
@@ -527,15 +579,19 @@ impl Checker<'_> {
                         format!("leave `line` out for the last line ({FORMAT_HELP})"),
                     ));
                 }
-                self.pointer(&c.pointer)?;
-                self.comparison(&c.is)
+                self.field(&c.pointer, Doc::History)?;
+                self.comparison(&c.is, Some(Doc::History))
             }
-            Check::BudgetField(c) | Check::LockField(c) => {
+            Check::BudgetField(c) => {
+                self.field(&c.pointer, Doc::Budget)?;
+                self.comparison(&c.is, Some(Doc::Budget))
+            }
+            Check::LockField(c) => {
                 self.pointer(&c.pointer)?;
-                self.comparison(&c.is)
+                self.comparison(&c.is, None)
             }
             Check::RepoFileContains(c) => self.relative(&c.path, "the repository"),
-            Check::TrackerRequests(c) => self.comparison(&c.is),
+            Check::TrackerRequests(c) => self.comparison(&c.is, None),
             Check::StatusLayout(c) => self.tick_ref(&c.tick),
             Check::SkillDocs(c) => match &c.plugin_root {
                 Some(root) => self.relative(root, "the repository"),
@@ -550,7 +606,10 @@ impl Checker<'_> {
 /// (which the parser could not quote), so every error reads the same way.
 pub fn render(err: &YamlError, file: &Path) -> String {
     let base = err.render();
-    if err.line == 0 || base.contains("\n --> ") {
+    // The parser's own snippet is already there; its gutter widens with
+    // the line number (`  --> ` from line 10), so look for the arrow alone.
+    let quoted = base.lines().any(|l| l.trim_start().starts_with("--> "));
+    if err.line == 0 || quoted {
         return base;
     }
     let Ok(text) = std::fs::read_to_string(file) else {
@@ -649,6 +708,7 @@ pub fn comment_trap(path: &Path, text: &str) -> Result<(), YamlError> {
 
 /// Checks a parsed case; the first problem, located.
 pub fn case(case: &Case, fixtures: &Fixtures) -> Result<(), YamlError> {
+    let world = &case.world;
     Checker {
         path: &case.path,
         fixtures,
@@ -659,6 +719,16 @@ pub fn case(case: &Case, fixtures: &Fixtures) -> Result<(), YamlError> {
             .lock
             .as_ref()
             .is_some_and(|l| l.pid == PidSpec::Live),
+        seeded_history: world
+            .history
+            .iter()
+            .flat_map(|line| line.keys().map(String::as_str))
+            .collect(),
+        seeded_budget: world
+            .budget
+            .iter()
+            .flat_map(|b| b.keys().map(String::as_str))
+            .collect(),
     }
     .case(case)
 }

@@ -29,6 +29,9 @@ use sdd_harness::validate;
 #[case::comment_trap("comment-trap")]
 #[case::unknown_requirement("unknown-requirement")]
 #[case::session_wrapper_only_crash_point("session-wrapper-only-crash-point")]
+#[case::unknown_pointer_field("unknown-pointer-field")]
+#[case::bad_timeout("bad-timeout")]
+#[case::late_unknown_key("late-unknown-key")]
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");
@@ -44,6 +47,11 @@ fn broken_case_is_refused_at_its_location(#[case] name: &str) {
             .last()
             .is_some_and(|l| l.starts_with("help: ")),
         "no help line in\n{rendered}"
+    );
+    assert_eq!(
+        rendered.matches(" --> ").count(),
+        1,
+        "the source snippet is printed once:\n{rendered}"
     );
     insta::assert_snapshot!(name, rendered);
 }

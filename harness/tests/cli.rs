@@ -16,6 +16,7 @@ fn call(cwd: &Path, args: &[&str]) -> (u8, String, String) {
             vars: BTreeMap::new(),
             cwd: cwd.to_path_buf(),
             exe: std::env::current_exe().unwrap(),
+            stderr_is_terminal: false,
         };
         main_with(
             std::iter::once("sdd-evals")
@@ -49,7 +50,7 @@ fn check_accepts_the_suite_and_refuses_broken_cases() {
         ),
         "{err}"
     );
-    assert!(err.contains("17 case file(s) have errors"), "{err}");
+    assert!(err.contains("20 case file(s) have errors"), "{err}");
 }
 
 #[test]
@@ -109,6 +110,7 @@ fn run_without_the_binaries_names_them_and_the_build_command() {
             vars: BTreeMap::new(),
             cwd: support::workspace(),
             exe: dir.path().join("sdd-evals"),
+            stderr_is_terminal: false,
         };
         main_with(["sdd-evals", "run"].map(Into::into), &mut env)
     };
@@ -116,4 +118,168 @@ fn run_without_the_binaries_names_them_and_the_build_command() {
     assert_eq!(code, exit::UNAVAILABLE, "{err}");
     assert!(err.contains("cannot find the `sdd-loop` binary"), "{err}");
     assert!(err.contains("cargo build --workspace --bins"), "{err}");
+}
+
+/// `sdd-evals run ARGS` in `cwd` with the real binaries (found beside this
+/// test) and this process's PATH (the engine runs git).
+fn run(cwd: &Path, args: &[&str]) -> (u8, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = {
+        let mut env = Env {
+            stdout: &mut out,
+            stderr: &mut err,
+            vars: BTreeMap::from([("PATH".to_owned(), std::env::var("PATH").unwrap_or_default())]),
+            cwd: cwd.to_path_buf(),
+            exe: std::env::current_exe().unwrap(),
+            stderr_is_terminal: false,
+        };
+        main_with(
+            ["sdd-evals", "run", "--no-build"]
+                .iter()
+                .chain(args)
+                .map(Into::into),
+            &mut env,
+        )
+    };
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+#[test]
+fn compare_shows_the_deltas_and_a_tier_1_skill_under_80_percent_fails_the_run() {
+    let root = support::workspace();
+    let out = tempfile::tempdir().unwrap();
+    let before = out.path().join("before");
+    let now = out.path().join("now");
+    let (code, _, err) = run(
+        &root,
+        &[
+            "evals/loop/backlog-empty.yaml",
+            "evals/loop/c4-pr-budget.yaml",
+            "--out",
+            before.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, exit::OK, "{err}");
+
+    let (code, table, err) = run(
+        &root,
+        &[
+            "evals/loop/backlog-empty.yaml",
+            "harness/tests/cases/fails-on-purpose.yaml",
+            "--no-snapshots",
+            "--compare",
+            before.join("benchmark.json").to_str().unwrap(),
+            "--out",
+            now.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, exit::FAILED, "{err}");
+    assert!(
+        table.contains("work          2  50% (−50.0 pts)"),
+        "{table}"
+    );
+    assert!(
+        err.contains("error: Tier 1 skill 'work' pass rate is 50% (threshold: 80%)"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("snapshot"),
+        "no snapshot was compared, so no snapshot help: {err}"
+    );
+    let summary = std::fs::read_to_string(now.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| work | 2 | 50% (−50.0 pts) |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("- Tier 1 skill 'work' pass rate is 50% (threshold: 80%)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| `fails-on-purpose` | work |"),
+        "{summary}"
+    );
+    for report in ["report.html", "grading.json", "benchmark.json"] {
+        assert!(now.join(report).is_file(), "{report}");
+    }
+
+    let (code, _, err) = run(
+        &root,
+        &["evals/loop/backlog-empty.yaml", "--compare", "Cargo.toml"],
+    );
+    assert_eq!(code, exit::BAD_CASE);
+    assert!(err.contains("Cargo.toml is not a benchmark.json"), "{err}");
+}
+
+#[test]
+fn accept_writes_a_new_cases_snapshots_and_never_a_changed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
+    std::os::unix::fs::symlink(support::fixtures().dir, dir.path().join("fixtures")).unwrap();
+    let (code, out, err) = call(dir.path(), &["new", "my-first-case"]);
+    assert_eq!(code, exit::OK, "{err}");
+    assert!(
+        out.contains("sdd-evals run evals/loop/my-first-case.yaml --accept"),
+        "{out}"
+    );
+    let case = "evals/loop/my-first-case.yaml";
+    let snapshots = dir.path().join("evals/loop/snapshots");
+
+    let (code, _, err) = run(dir.path(), &[case]);
+    assert_eq!(code, exit::FAILED, "no snapshot is stored yet: {err}");
+    assert!(err.contains("help: `sdd-evals run CASE --accept`"), "{err}");
+    assert!(!snapshots.exists(), "a plain run writes no snapshot");
+
+    let (code, _, err) = run(dir.path(), &[case, "--accept"]);
+    assert_eq!(code, exit::OK, "{err}");
+    assert!(
+        err.contains("new: written to evals/loop/snapshots/my-first-case__output.snap"),
+        "{err}"
+    );
+    let output = snapshots.join("my-first-case__output.snap");
+    let text = std::fs::read_to_string(&output).unwrap();
+    assert!(text.contains("Backlog empty — 0 iterations used"), "{text}");
+    let (code, _, err) = run(dir.path(), &[case]);
+    assert_eq!(code, exit::OK, "the accepted snapshots match: {err}");
+
+    let changed = text.replace("Backlog empty", "Backlog was empty");
+    std::fs::write(&output, &changed).unwrap();
+    let (code, _, err) = run(dir.path(), &[case, "--accept"]);
+    assert_eq!(code, exit::FAILED, "{err}");
+    assert!(
+        err.contains("help: a changed snapshot: review the diff"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&output).unwrap(),
+        changed,
+        "left as it was"
+    );
+}
+
+#[test]
+fn jobs_run_cases_at_once_and_report_them_in_suite_order() {
+    let root = support::workspace();
+    let out = tempfile::tempdir().unwrap();
+    let cases = [
+        "evals/loop/c9-resume-diverged.yaml",
+        "evals/loop/backlog-empty.yaml",
+        "evals/loop/dependency-cycle.yaml",
+    ];
+    let mut args = cases.to_vec();
+    args.extend(["-j", "3", "--out", out.path().to_str().unwrap()]);
+    let (code, table, err) = run(&root, &args);
+    assert_eq!(code, exit::OK, "{err}");
+    let order = |text: &str, ids: [&str; 3]| {
+        let at: Vec<usize> = ids.iter().map(|id| text.find(id).unwrap()).collect();
+        at.windows(2).all(|w| w[0] < w[1])
+    };
+    let ids = ["backlog-empty", "c9-resume-diverged", "dependency-cycle"];
+    assert!(order(&err, ids), "progress in suite order:\n{err}");
+    assert!(order(&table, ids), "table in suite order:\n{table}");
+    assert!(err.contains("[1/3] backlog-empty ... ok"), "{err}");
 }

@@ -123,6 +123,7 @@ fn call(cwd: &Path, args: &[&str]) -> (u8, String, String) {
             vars: BTreeMap::new(),
             cwd: cwd.to_path_buf(),
             exe: std::env::current_exe().unwrap(),
+            stderr_is_terminal: false,
         };
         main_with(
             std::iter::once("sdd-evals")

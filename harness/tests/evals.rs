@@ -8,7 +8,8 @@
 //! case's three snapshots with insta in `snapshots/` next to the case
 //! (review changes with `cargo insta review`). This is a test harness's
 //! `main`, so it reads the environment: `SDD_EVALS_KEEP=1` keeps the
-//! sandboxes; `INSTA_WORKSPACE_ROOT` (or nextest's
+//! sandboxes, `SDD_EVALS_TMPDIR` says where they go (default: /dev/shm
+//! when there is one); `INSTA_WORKSPACE_ROOT` (or nextest's
 //! `NEXTEST_WORKSPACE_ROOT`) locates the workspace when running from a
 //! nextest archive.
 
@@ -69,6 +70,7 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
         binaries,
         path: vars.get("PATH").cloned().unwrap_or_default().into(),
         keep_sandbox: vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
+        sandbox_parent: sdd_harness::cli::sandbox_parent(&vars),
     };
     let run =
         runner::run(&case, &opts).map_err(|e| fail(format!("error: {e}\nhelp: {}", e.help())))?;
@@ -78,7 +80,7 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
     settings.set_snapshot_path(std::path::absolute(snapshot::dir_for(path))?);
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
-    settings.set_description(format!("{} ({})", case.name, case.proves));
+    settings.set_description(snapshot::description(&case));
     let mut failures = Vec::new();
     for rendered in snapshot::render(case.id(), &run.record, &run.redactor) {
         let asserted = settings.bind(|| {

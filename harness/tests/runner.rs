@@ -23,6 +23,7 @@ fn options(engine: Option<String>) -> Options {
         binaries,
         path: std::env::var_os("PATH").unwrap_or_default(),
         keep_sandbox: false,
+        sandbox_parent: sdd_harness::sandbox::ram_dir(),
     }
 }
 

@@ -78,6 +78,11 @@ impl Git {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
+            // No `git maintenance run --auto` after each commit, push and
+            // fetch: a throwaway repository never needs it.
+            .env("GIT_CONFIG_COUNT", "1")
+            .env("GIT_CONFIG_KEY_0", "maintenance.auto")
+            .env("GIT_CONFIG_VALUE_0", "false")
             .env("GIT_AUTHOR_NAME", &id.name)
             .env("GIT_AUTHOR_EMAIL", &id.email)
             .env("GIT_AUTHOR_DATE", &id.date)
