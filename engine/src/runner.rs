@@ -88,6 +88,13 @@ pub struct RunSpec {
     pub stop_file: PathBuf,
     /// `after-spawn` is hit once the skill runs.
     pub crash: crate::crash::CrashPoints,
+    /// Dollars left in the run when the cost ceiling is on: an agent that
+    /// can stop itself at a spend (Claude Code's `--max-budget-usd`) is
+    /// told, so it does not overshoot within the tick.
+    pub dollars_left: Option<f64>,
+    /// Redacts what a runner quotes from the work's own output (an agent's
+    /// error message) before it becomes a root cause.
+    pub redactor: crate::redact::Redactor,
 }
 
 /// How a run ended.
@@ -108,6 +115,10 @@ pub struct RunOutcome {
     pub qmd_line: Option<String>,
     /// The command could not be started.
     pub spawn_error: Option<String>,
+    /// Why the work failed when its exit status does not say (an agent
+    /// that exited 0 with an error result): the root cause, quoted from
+    /// the work and redacted. Read before the exit status.
+    pub cause: Option<String>,
 }
 
 /// What interrupted a running skill.
@@ -141,6 +152,9 @@ impl RunOutcome {
     pub fn failure(&self) -> Option<String> {
         if let Some(e) = &self.spawn_error {
             return Some(format!("skill command could not start: {e}"));
+        }
+        if let Some(cause) = &self.cause {
+            return Some(cause.clone());
         }
         if self.stalled {
             return Some("stalled: no output or progress events within the stall timeout".into());
@@ -239,13 +253,35 @@ impl SkillRunner for ProcessRunner<'_> {
         // Its own group: terminal Ctrl-C reaches the engine only, which
         // forwards it; and the watchdog can kill the skill's whole tree.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut child = match command.spawn() {
+        let child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
                 outcome.spawn_error = Some(format!("sh -c {:?}: {e}", spec.command));
                 return outcome;
             }
         };
+        self.supervise(child, spec, exchange, echo, &mut |line, echo| {
+            let _ = writeln!(echo, "{line}");
+        })
+    }
+}
+
+impl ProcessRunner<'_> {
+    /// Watches a started child — the leader of its own process group —
+    /// until it ends: its stderr echoed and kept (bounded) for root causes
+    /// and scanned for the qmd sentinel, each stdout line handed to
+    /// `on_stdout` (with the echo sink), the stall watchdog fed by every
+    /// line and by growth of the exchange's events file, interrupts and
+    /// the stop file forwarded to the group with the drain timeout.
+    pub fn supervise(
+        &self,
+        mut child: std::process::Child,
+        spec: &RunSpec,
+        exchange: &Exchange,
+        echo: &mut dyn Write,
+        on_stdout: &mut dyn FnMut(&str, &mut dyn Write),
+    ) -> RunOutcome {
+        let mut outcome = RunOutcome::default();
         let pgid = child.id();
         spec.crash.hit("after-spawn");
         let (tx, rx) = mpsc::channel();
@@ -277,7 +313,11 @@ impl SkillRunner for ProcessRunner<'_> {
                         Line::Out(t) => (t, false),
                         Line::Err(t) => (t, true),
                     };
-                    let _ = writeln!(echo, "{text}");
+                    if is_err {
+                        let _ = writeln!(echo, "{text}");
+                    } else {
+                        on_stdout(&text, echo);
+                    }
                     if is_err {
                         if outcome.qmd_line.is_none() && text.contains(QMD_SENTINEL) {
                             outcome.qmd_line = Some(text.chars().take(STDERR_LINE_MAX).collect());
@@ -386,6 +426,8 @@ mod tests {
             drain_timeout: Duration::from_secs(60),
             stop_file: paths.stop_request(),
             crash: crate::crash::CrashPoints::none(),
+            dollars_left: None,
+            redactor: crate::redact::Redactor::builder().build(),
         };
         (tmp, ex, spec)
     }

@@ -85,6 +85,7 @@ pub(crate) fn add(
     // checkpoint without per-model totals are never lost.
     budget.dollars_estimate = round_dollars(before + (cost.dollars - priced_before));
     delta.dollars = round_dollars(budget.dollars_estimate - before).max(0.0);
+    delta.agent_cost = result.agent_cost_usd;
     for pr in &result.prs {
         let r = pr_ref(pr.number);
         if !delta.prs.contains(&r) {
@@ -384,6 +385,10 @@ pub(crate) fn finish(
         &fired,
         &journal.gates,
     );
+    ctx.tick_cost = (result.agent_cost_usd).map(|agent| crate::report::TickCost {
+        engine: delta.dollars,
+        agent,
+    });
     let mut shown = journal.shown.clone();
     shown.outcome = outcome_line(&result, &journal.gate_outcomes, error.as_deref(), empty);
 

@@ -458,7 +458,13 @@ fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Conclu
     match begin_tick(ctx, Driver::Wrapper)? {
         Begun::Concluded(c) => Ok(c),
         Begun::Work(opened) => {
-            let spec = run_spec(ctx);
+            // A budget that cannot be read here fails `end` with its own
+            // error; the work just runs without a spend limit of its own.
+            let budget = Budget::load(ctx.paths.budget()).ok().flatten();
+            let dollars_left = budget
+                .filter(|b| b.max_dollars > 0.0)
+                .map(|b| (b.max_dollars - b.dollars_estimate).max(0.0));
+            let spec = run_spec(ctx, dollars_left);
             let outcome = runner.run(&spec, &opened.exchange, &mut *ctx.diag);
             ctx.cfg.crash.hit("after-skill");
             finish_open(
@@ -470,7 +476,7 @@ fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Conclu
     }
 }
 
-fn run_spec(ctx: &Ctx<'_, '_>) -> RunSpec {
+fn run_spec(ctx: &Ctx<'_, '_>, dollars_left: Option<f64>) -> RunSpec {
     RunSpec {
         command: ctx.cfg.skill_cmd.clone(),
         cwd: ctx.cfg.root.clone(),
@@ -479,6 +485,8 @@ fn run_spec(ctx: &Ctx<'_, '_>) -> RunSpec {
         drain_timeout: ctx.cfg.drain_timeout,
         stop_file: ctx.paths.stop_request(),
         crash: ctx.cfg.crash.clone(),
+        dollars_left,
+        redactor: ctx.inputs.redactor.clone(),
     }
 }
 
@@ -512,7 +520,7 @@ fn run_once(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concl
         dry_run: ctx.cfg.dry_run,
     };
     exchange.prepare(&request)?;
-    let spec = run_spec(ctx);
+    let spec = run_spec(ctx, None);
     let outcome = runner.run(&spec, &exchange, &mut *ctx.diag);
     let _ = exchange.remove();
     match outcome.failure() {
