@@ -304,8 +304,11 @@ impl SkillRunner for AgentRunner<'_> {
                 let read = stream.line(line);
                 for event in &read.events {
                     let text = serde_json::to_string(event).expect("events serialise");
-                    if let Err(e) = files::append_line(&events, &text, false) {
-                        journal_error.get_or_insert_with(|| e.to_string());
+                    match files::append_line(&events, &text, false) {
+                        Ok(_) => spec.crash.hit("after-agent-usage"),
+                        Err(e) => {
+                            journal_error.get_or_insert_with(|| e.to_string());
+                        }
                     }
                 }
                 for l in read.echo {
