@@ -81,8 +81,11 @@ impl TickCost {
     }
 
     /// The block's lines: both figures, and a warning when they differ by
-    /// more than [`COST_DRIFT_WARN`].
+    /// more than [`COST_DRIFT_WARN`]; none when neither spent anything.
     pub fn lines(&self) -> Vec<String> {
+        if self.engine == 0.0 && self.agent == 0.0 {
+            return Vec::new();
+        }
         let mut out = vec![format!(
             "Cost this tick: ${:.4} engine estimate (tokens × rates; the cost stop uses it) · ${:.4} agent's own (total_cost_usd)",
             self.engine, self.agent
@@ -371,7 +374,8 @@ mod tests {
             }
             .lines()
             .len(),
-            1
+            0,
+            "nothing spent, nothing to compare"
         );
     }
 

@@ -11,6 +11,7 @@
 //! [`snapshot`], [`report`]), the documents ([`docs`]), and the command
 //! line ([`cli`], [`suite`], [`scaffold`], [`coverage`]).
 
+pub mod agents;
 pub mod bins;
 pub mod case;
 pub mod check;

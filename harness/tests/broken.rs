@@ -29,6 +29,8 @@ use sdd_harness::validate;
 #[case::comment_trap("comment-trap")]
 #[case::unknown_requirement("unknown-requirement")]
 #[case::session_wrapper_only_crash_point("session-wrapper-only-crash-point")]
+#[case::agent_protocol_action("agent-protocol-action")]
+#[case::agent_without_agent_driver("agent-without-agent-driver")]
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");
