@@ -49,7 +49,7 @@ fn check_accepts_the_suite_and_refuses_broken_cases() {
         ),
         "{err}"
     );
-    assert!(err.contains("17 case file(s) have errors"), "{err}");
+    assert!(err.contains("19 case file(s) have errors"), "{err}");
 }
 
 #[test]

@@ -324,3 +324,25 @@ fn protocol_only_actions_are_refused_with_the_fakes_own_status() {
     assert_eq!(out.status.code(), Some(i32::from(skill::exit::BAD_SCRIPT)));
     assert!(String::from_utf8_lossy(&out.stderr).contains("[fake-claude] error:"));
 }
+
+#[test]
+fn the_example_agent_scripts_load_and_fit_their_agent() {
+    let dir = repo_root().join("fixtures/agents");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let script =
+            agent::script::AgentScript::load(&path).unwrap_or_else(|e| panic!("{}", e.render()));
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let kind = if name.starts_with("claude") {
+            agent::script::Kind::Claude
+        } else {
+            agent::script::Kind::Codex
+        };
+        for tick in script.ticks.iter().chain(&script.default) {
+            tick.check(kind).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 2, "fixtures/agents holds one example per agent");
+}

@@ -33,7 +33,7 @@ use serde_json::Value;
 use super::{LineRead, StreamReader, Verdict, first_line, how_it_ended};
 use crate::protocol::{ModelUsage, SkillEvent};
 use crate::runner::RunOutcome;
-use crate::transcript::{RawUsage, SYNTHETIC_MODEL, TokenTotals};
+use crate::transcript::{RawUsage, TokenTotals};
 
 /// Tool names Claude Code dispatches a subagent with.
 const SUBAGENT_TOOLS: &[&str] = &["Task", "Agent"];
@@ -167,9 +167,8 @@ impl ClaudeStream {
             .map(str::to_owned)
             .or_else(|| self.init_model.clone())
             .unwrap_or_else(|| "unknown".to_owned());
-        if model == SYNTHETIC_MODEL {
-            return;
-        }
+        // Claude Code's `<synthetic>` messages carry no tokens; were one to
+        // carry some, they are counted (as an unknown model), never dropped.
         let Ok(raw) = serde_json::from_value::<RawUsage>(usage.clone()) else {
             return;
         };
