@@ -6,7 +6,8 @@
 //!
 //! Modules, one concept each: the format ([`case`], [`check`],
 //! [`validate`], [`duration`], [`schema`], [`requirements`]), the world
-//! ([`sandbox`], [`procs`], [`spawn`], [`bins`]), the run ([`runner`],
+//! ([`sandbox`], [`procs`], [`spawn`], [`bins`]), the run ([`runner`], with
+//! the in-session driver [`session`] and the agent drivers [`agents`];
 //! [`record`]), the verdict ([`grade`], [`status_layout`], [`redact`],
 //! [`snapshot`], [`report`]), the documents ([`docs`]), and the command
 //! line ([`cli`], [`suite`], [`scaffold`], [`coverage`]).
