@@ -82,7 +82,22 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
     match cli.command {
         Command::Schema { kind } => write_or(env, &schema::render(kind)),
         Command::CrashPoints => write_or(env, &CrashPoints::listing()),
-        Command::Guard { parent, command } => crate::guard::run(&command, parent),
+        Command::Guard {
+            parent,
+            exec,
+            command,
+        } => {
+            let what = if exec {
+                crate::guard::Guarded::Exec(command)
+            } else {
+                let line: Vec<String> = command
+                    .iter()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .collect();
+                crate::guard::Guarded::Shell(line.join(" "))
+            };
+            crate::guard::run(&what, parent)
+        }
         Command::Status(args) => {
             let root = env.cwd.join(&args.project);
             let clock = match clock_from(env) {

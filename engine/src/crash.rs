@@ -5,7 +5,7 @@
 //! `sdd-loop crash-points` prints the list.
 
 /// Every crash point, in tick order, with what has happened by then.
-pub const POINTS: [(&str, &str); 10] = [
+pub const POINTS: [(&str, &str); 11] = [
     (
         "after-lock",
         "the lock is held; nothing else has been read or written",
@@ -23,6 +23,10 @@ pub const POINTS: [(&str, &str); 10] = [
         "the interrupted-iteration journal is written; the skill has not started",
     ),
     ("after-spawn", "the skill is running"),
+    (
+        "after-agent-usage",
+        "--agent: the agent's first streamed usage is journaled; the agent is still running",
+    ),
     ("after-skill", "the skill has exited; nothing accounted yet"),
     (
         "after-history",

@@ -35,6 +35,9 @@ pub trait Git: std::fmt::Debug {
     fn worktree(&self, path: &Path) -> WorktreeState;
     /// The URL of `remote`, if configured.
     fn remote_url(&self, remote: &str) -> Option<String>;
+    /// Every branch head on `remote` (`git ls-remote --heads`): what an
+    /// agent adapter compares before and after the agent runs.
+    fn heads(&self, remote: &str) -> Result<BTreeMap<String, String>, GitError>;
 }
 
 /// The `git` command line, run in the project directory.
@@ -103,6 +106,11 @@ impl Git for GitCli {
         self.run(&self.dir, &["remote", "get-url", remote])
             .ok()
             .map(|s| s.trim().to_owned())
+    }
+
+    fn heads(&self, remote: &str) -> Result<BTreeMap<String, String>, GitError> {
+        let out = self.run(&self.dir, &["ls-remote", "--heads", remote])?;
+        Ok(parse_ls_remote(&out))
     }
 }
 
@@ -190,6 +198,7 @@ mod tests {
             .remote_heads("origin", &["main".into(), "gone".into()])
             .unwrap();
         assert_eq!(heads.len(), 1);
+        assert_eq!(cli.heads("origin").unwrap(), heads);
         let WorktreeState::At { branch, head } = cli.worktree(&work) else {
             panic!("worktree missing")
         };

@@ -5,9 +5,10 @@
 //! A killed engine cannot stop its child, and the skill runs in a process
 //! group of its own (so Ctrl-C reaches the engine only, which forwards it),
 //! so nothing else would. The engine therefore starts
-//! `sdd-loop __guard -- CMD` as the group's leader; the guard asks the
-//! kernel for a parent-death signal (Linux `PR_SET_PDEATHSIG`, through
-//! rustix — no unsafe code), runs `sh -c CMD` in its group, passes its
+//! `sdd-loop __guard -- CMD` as the group's leader (an agent's program as
+//! `__guard --exec -- PROGRAM ARGS…`); the guard asks the kernel for a
+//! parent-death signal (Linux `PR_SET_PDEATHSIG`, through rustix — no
+//! unsafe code), runs `sh -c CMD` (or the program) in its group, passes its
 //! exit on, and forwards SIGINT and SIGTERM to the whole group. When the
 //! engine dies, the kernel sends the guard SIGTERM and the guard forwards
 //! it: the skill gets the same chance to drain as on Ctrl-C. Where the
@@ -28,9 +29,74 @@ pub const SUBCOMMAND: &str = "__guard";
 /// Exit status when the skill command cannot be started.
 const CANNOT_START: u8 = 127;
 
-/// Runs `command` with `sh -c` as the guard; the skill's exit status, or
-/// its death by the same signal.
-pub fn run(command: &str, parent: Option<u32>) -> u8 {
+/// What the guard runs: a skill command line (`sh -c`) or an agent's
+/// program and arguments, started as they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guarded {
+    Shell(String),
+    Exec(Vec<std::ffi::OsString>),
+}
+
+impl Guarded {
+    fn command(&self) -> Option<Command> {
+        match self {
+            Guarded::Shell(line) => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(line);
+                Some(c)
+            }
+            Guarded::Exec(argv) => {
+                let (program, args) = argv.split_first()?;
+                let mut c = Command::new(program);
+                c.args(args);
+                Some(c)
+            }
+        }
+    }
+
+    fn shown(&self) -> String {
+        match self {
+            Guarded::Shell(line) => format!("sh -c {line:?}"),
+            Guarded::Exec(argv) => argv
+                .first()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The arguments that make `sdd-loop` guard `what` for the engine `parent`.
+pub fn args(what: &Guarded, parent: u32) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        SUBCOMMAND.into(),
+        "--parent".into(),
+        parent.to_string().into(),
+    ];
+    match what {
+        Guarded::Shell(line) => args.extend(["--".into(), line.into()]),
+        Guarded::Exec(argv) => {
+            args.extend(["--exec".into(), "--".into()]);
+            args.extend(argv.iter().cloned());
+        }
+    }
+    args
+}
+
+/// Runs `what` as the guard; its exit status, or its death by the same
+/// signal.
+pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
+    // The guard signals its whole group: it must be that group's leader,
+    // never a guest in its caller's (the engine starts it as one; a guard
+    // started by hand makes its own).
+    if rustix::process::getpgrp() != rustix::process::getpid()
+        && rustix::process::setpgid(None, None).is_err()
+    {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "sdd-loop guard: cannot lead a process group of its own"
+        );
+        return CANNOT_START;
+    }
     #[cfg(target_os = "linux")]
     let _ = rustix::process::set_parent_process_death_signal(Some(Signal::TERM));
     // The engine may have died between starting us and the call above:
@@ -44,12 +110,17 @@ pub fn run(command: &str, parent: Option<u32>) -> u8 {
         Ok(s) => s,
         Err(_) => return CANNOT_START,
     };
-    let mut child = match Command::new("sh").arg("-c").arg(command).spawn() {
+    let spawned = match what.command() {
+        Some(mut command) => command.spawn(),
+        None => Err(std::io::Error::other("nothing to run")),
+    };
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr().lock(),
-                "sdd-loop guard: cannot start `sh -c {command:?}`: {e}"
+                "sdd-loop guard: could not start {}: {e}",
+                what.shown()
             );
             return CANNOT_START;
         }

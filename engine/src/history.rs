@@ -230,6 +230,12 @@ pub struct HistoryLine {
     pub tokens_out_this_iter: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dollars_this_iter: Option<f64>,
+    /// What the work's agent says it spent this tick, in USD (Claude Code's
+    /// `total_cost_usd`), beside the engine's `dollars_this_iter`. Absent
+    /// when the work reports no estimate of its own (a wrapped skill,
+    /// Codex, an interrupted tick). Never used by the cost stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_cost_usd_this_iter: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comments_pushed_this_iter: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -322,6 +328,8 @@ pub struct TickRecord {
     pub tokens_in_this_iter: u64,
     pub tokens_out_this_iter: u64,
     pub dollars_this_iter: f64,
+    /// The agent's own estimate, when it gave one.
+    pub agent_cost_usd_this_iter: Option<f64>,
     pub comments_pushed_this_iter: u64,
     pub merges_attempted_this_iter: u64,
     pub budget_snapshot: BudgetSnapshot,
@@ -365,6 +373,7 @@ impl From<TickRecord> for HistoryLine {
             tokens_in_this_iter: Some(r.tokens_in_this_iter),
             tokens_out_this_iter: Some(r.tokens_out_this_iter),
             dollars_this_iter: Some(r.dollars_this_iter),
+            agent_cost_usd_this_iter: r.agent_cost_usd_this_iter,
             comments_pushed_this_iter: Some(r.comments_pushed_this_iter),
             merges_attempted_this_iter: Some(r.merges_attempted_this_iter),
             budget_snapshot: Some(r.budget_snapshot),

@@ -6,10 +6,12 @@
 //! [`history`], [`reconcile`], [`journal`]), its inputs ([`rates`],
 //! [`redact`], [`claude_md`]), the contract's closed sets ([`stop`],
 //! [`gates`]), the world ([`backlog`], [`tracker`], [`git`]), the wrapped
-//! skill ([`protocol`], [`exchange`], [`runner`], [`guard`]), the spend of an
-//! in-session agent ([`transcript`]), the seams ([`clock`],
+//! skill ([`protocol`], [`exchange`], [`runner`], [`guard`]), real agents
+//! as the work ([`agent`]), the spend of an in-session agent
+//! ([`transcript`]), the seams ([`clock`],
 //! [`liveness`], [`holder`], [`files`]), and the command line ([`cli`]).
 
+pub mod agent;
 pub mod backlog;
 pub mod budget;
 pub mod claude_md;

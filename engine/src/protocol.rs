@@ -214,7 +214,7 @@ pub struct ReviewRounds {
 }
 
 /// What the skill reports at the end of its tick.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillResult {
     pub protocol: u32,
@@ -240,6 +240,13 @@ pub struct SkillResult {
     /// One line for the status block's `Outcome:`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// The work's own estimate of what it spent, in USD (a Claude Code
+    /// agent's `total_cost_usd`). Recorded beside the engine's estimate as
+    /// `agent_cost_usd_this_iter` and compared with it on the status
+    /// block; the cost stop never uses it (the contract prices tokens ×
+    /// rates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_cost_usd: Option<f64>,
 }
 
 /// One progress event on the `SDD_LOOP_EVENTS` stream. Usage and counts are

@@ -320,16 +320,21 @@ impl Cost {
     /// claude-sonnet-4-5 ($3.00 input, $15.00 output per Mtok)`.
     pub fn family_notes(&self) -> Vec<String> {
         self.resolutions
-            .iter()
-            .filter_map(|(model, r)| match r {
-                Resolution::Family { row, rate } => Some(format!(
-                    "Cost rates: {model} priced at row {row} ({} input, {} output per Mtok)",
-                    usd(rate.input),
-                    usd(rate.output)
-                )),
-                _ => None,
-            })
+            .keys()
+            .filter_map(|model| self.family_note(model))
             .collect()
+    }
+
+    /// [`Cost::family_notes`]' line for `model`, if a family row priced it.
+    pub fn family_note(&self, model: &str) -> Option<String> {
+        match self.resolutions.get(model)? {
+            Resolution::Family { row, rate } => Some(format!(
+                "Cost rates: {model} priced at row {row} ({} input, {} output per Mtok)",
+                usd(rate.input),
+                usd(rate.output)
+            )),
+            _ => None,
+        }
     }
 }
 

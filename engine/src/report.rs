@@ -50,6 +50,58 @@ pub struct StatusView<'a> {
     pub concurrency: String,
     pub outcome: String,
     pub ended: bool,
+    /// This tick's spend by both estimates, when the work's agent gave its
+    /// own.
+    pub cost: Option<TickCost>,
+}
+
+/// One tick's spend as the engine prices it (tokens × rates, what the
+/// cost stop uses) and as the agent reports it (Claude Code's
+/// `total_cost_usd`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TickCost {
+    pub engine: f64,
+    pub agent: f64,
+}
+
+/// How far apart the two estimates may be before the block warns.
+pub const COST_DRIFT_WARN: f64 = 0.20;
+
+impl TickCost {
+    /// How far the engine's estimate is from the agent's, as a fraction of
+    /// the agent's (`None` when the agent's is zero and the engine's not).
+    pub fn drift(&self) -> Option<f64> {
+        if self.agent > 0.0 {
+            Some((self.engine - self.agent).abs() / self.agent)
+        } else if self.engine > 0.0 {
+            None
+        } else {
+            Some(0.0)
+        }
+    }
+
+    /// The block's lines: both figures, and a warning when they differ by
+    /// more than [`COST_DRIFT_WARN`]; none when neither spent anything.
+    pub fn lines(&self) -> Vec<String> {
+        if self.engine == 0.0 && self.agent == 0.0 {
+            return Vec::new();
+        }
+        let mut out = vec![format!(
+            "Cost this tick: ${:.4} engine estimate (tokens × rates; the cost stop uses it) · ${:.4} agent's own (total_cost_usd)",
+            self.engine, self.agent
+        )];
+        let drift = self.drift();
+        if drift.is_none_or(|d| d > COST_DRIFT_WARN) {
+            let by = drift.map_or_else(
+                || "the agent reports $0".to_owned(),
+                |d| format!("{:.0}%", d * 100.0),
+            );
+            out.push(format!(
+                "warning: the two cost estimates differ by more than 20% ({by}) — check the rates under `### Loop Cost Rates` in CLAUDE.md against what the agent is billed"
+            ));
+        }
+        out
+    }
 }
 
 /// `Budget remaining: 2 iterations, 16 PRs, 42 minutes, $10.08`.
@@ -119,10 +171,14 @@ pub fn status_block(v: &StatusView<'_>) -> String {
     s.push('\n');
     match v.budget {
         Some(b) => {
-            let _ = writeln!(s, "{}\n", remaining(b, v.minutes, v.single_pr));
+            let _ = writeln!(s, "{}", remaining(b, v.minutes, v.single_pr));
         }
-        None => s.push_str("Budget remaining: no budget recorded yet\n\n"),
+        None => s.push_str("Budget remaining: no budget recorded yet\n"),
     }
+    for line in v.cost.iter().flat_map(TickCost::lines) {
+        let _ = writeln!(s, "{line}");
+    }
+    s.push('\n');
     let _ = writeln!(s, "{}", stops_line(v.stops));
     let _ = writeln!(s, "Concurrency: {}\n", v.concurrency);
     let _ = writeln!(s, "Outcome: {}\n", v.outcome);
@@ -263,10 +319,63 @@ mod tests {
             concurrency: "lock acquired".into(),
             outcome: "3 PRs opened (#151, #152, #153).".into(),
             ended: false,
+            cost: None,
         });
         assert_eq!(
             text,
             "## Loop Iteration 3/5 — /sdd:work --loop\n\nStarted: 2026-05-09T14:50:00Z\nBacklog: 12 unblocked, 4 blocked, 0 in-progress\nIteration plan: implement #143, #145, #149 (3 of 4 max-agents)\n\nBudget remaining: 2 iterations, 16 PRs, 42 minutes, $10.08\n\nStop conditions evaluated: none triggered\nConcurrency: lock acquired\n\nOutcome: 3 PRs opened (#151, #152, #153).\n\nNext tick: scheduled by /loop\n"
+        );
+    }
+
+    #[test]
+    fn both_cost_estimates_are_shown_and_a_drift_over_20_percent_warns() {
+        let b = budget();
+        let view = |cost| StatusView {
+            skill: Skill::Work,
+            iteration: 3,
+            started_at: "t",
+            context: "Backlog: 1 unblocked".into(),
+            plan: "implement #1".into(),
+            review_counters: None,
+            budget: Some(&b),
+            max_iterations: 5,
+            minutes: 18,
+            single_pr: false,
+            stops: &[],
+            concurrency: "lock acquired".into(),
+            outcome: "ok".into(),
+            ended: false,
+            cost,
+        };
+        let close = status_block(&view(Some(TickCost {
+            engine: 0.42,
+            agent: 0.40,
+        })));
+        assert!(close.contains("\nBudget remaining: 2 iterations, 16 PRs, 42 minutes, $10.08\nCost this tick: $0.4200 engine estimate (tokens × rates; the cost stop uses it) · $0.4000 agent's own (total_cost_usd)\n\nStop conditions"), "{close}");
+        assert!(!close.contains("warning:"));
+        let far = status_block(&view(Some(TickCost {
+            engine: 0.50,
+            agent: 0.40,
+        })));
+        assert!(
+            far.contains("\nwarning: the two cost estimates differ by more than 20% (25%)"),
+            "{far}"
+        );
+        let free = TickCost {
+            engine: 0.01,
+            agent: 0.0,
+        };
+        assert_eq!(free.drift(), None);
+        assert!(free.lines()[1].contains("(the agent reports $0)"));
+        assert_eq!(
+            TickCost {
+                engine: 0.0,
+                agent: 0.0
+            }
+            .lines()
+            .len(),
+            0,
+            "nothing spent, nothing to compare"
         );
     }
 
@@ -291,6 +400,7 @@ mod tests {
             concurrency: "lock acquired".into(),
             outcome: "halted".into(),
             ended: true,
+            cost: None,
         });
         assert!(text.contains("Comments pushed: 3 · Merges attempted: 1\n"));
         assert!(text.contains("Budget remaining: 2 iterations, 42 minutes, $10.08\n"));

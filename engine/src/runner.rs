@@ -94,6 +94,13 @@ pub struct RunSpec {
     /// ([`crate::guard`]), which the kernel signals when the engine dies.
     /// `None` runs `sh -c` directly.
     pub guard: Option<PathBuf>,
+    /// Dollars left in the run when the cost ceiling is on: an agent that
+    /// can stop itself at a spend (Claude Code's `--max-budget-usd`) is
+    /// told, so it does not overshoot within the tick.
+    pub dollars_left: Option<f64>,
+    /// Redacts what a runner quotes from the work's own output (an agent's
+    /// error message) before it becomes a root cause.
+    pub redactor: crate::redact::Redactor,
 }
 
 /// How a run ended.
@@ -114,6 +121,10 @@ pub struct RunOutcome {
     pub qmd_line: Option<String>,
     /// The command could not be started.
     pub spawn_error: Option<String>,
+    /// Why the work failed when its exit status does not say (an agent
+    /// that exited 0 with an error result): the root cause, quoted from
+    /// the work and redacted. Read before the exit status.
+    pub cause: Option<String>,
 }
 
 /// What interrupted a running skill.
@@ -158,6 +169,9 @@ impl RunOutcome {
     pub fn failure(&self) -> Option<String> {
         if let Some(e) = &self.spawn_error {
             return Some(format!("skill command could not start: {e}"));
+        }
+        if let Some(cause) = &self.cause {
+            return Some(cause.clone());
         }
         if self.stalled {
             return Some("stalled: no output or progress events within the stall timeout".into());
@@ -247,11 +261,10 @@ impl SkillRunner for ProcessRunner<'_> {
         let mut command = match &spec.guard {
             Some(binary) => {
                 let mut c = Command::new(binary);
-                c.arg(crate::guard::SUBCOMMAND)
-                    .arg("--parent")
-                    .arg(std::process::id().to_string())
-                    .arg("--")
-                    .arg(&spec.command);
+                c.args(crate::guard::args(
+                    &crate::guard::Guarded::Shell(spec.command.clone()),
+                    std::process::id(),
+                ));
                 c
             }
             None => {
@@ -272,13 +285,35 @@ impl SkillRunner for ProcessRunner<'_> {
         // Its own group: terminal Ctrl-C reaches the engine only, which
         // forwards it; and the watchdog can kill the skill's whole tree.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut child = match command.spawn() {
+        let child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
                 outcome.spawn_error = Some(format!("sh -c {:?}: {e}", spec.command));
                 return outcome;
             }
         };
+        self.supervise(child, spec, exchange, echo, &mut |line, echo| {
+            let _ = writeln!(echo, "{line}");
+        })
+    }
+}
+
+impl ProcessRunner<'_> {
+    /// Watches a started child — the leader of its own process group —
+    /// until it ends: its stderr echoed and kept (bounded) for root causes
+    /// and scanned for the qmd sentinel, each stdout line handed to
+    /// `on_stdout` (with the echo sink), the stall watchdog fed by every
+    /// line and by growth of the exchange's events file, interrupts and
+    /// the stop file forwarded to the group with the drain timeout.
+    pub fn supervise(
+        &self,
+        mut child: std::process::Child,
+        spec: &RunSpec,
+        exchange: &Exchange,
+        echo: &mut dyn Write,
+        on_stdout: &mut dyn FnMut(&str, &mut dyn Write),
+    ) -> RunOutcome {
+        let mut outcome = RunOutcome::default();
         let pgid = child.id();
         if let Some(journal) = &spec.journal {
             let start = crate::liveness::ProcessProbe::start_time(&crate::liveness::OsProbe, pgid);
@@ -317,7 +352,11 @@ impl SkillRunner for ProcessRunner<'_> {
                         Line::Out(t) => (t, false),
                         Line::Err(t) => (t, true),
                     };
-                    let _ = writeln!(echo, "{text}");
+                    if is_err {
+                        let _ = writeln!(echo, "{text}");
+                    } else {
+                        on_stdout(&text, echo);
+                    }
                     if is_err {
                         if outcome.qmd_line.is_none() && text.contains(QMD_SENTINEL) {
                             outcome.qmd_line = Some(text.chars().take(STDERR_LINE_MAX).collect());
@@ -428,6 +467,8 @@ mod tests {
             crash: crate::crash::CrashPoints::none(),
             journal: None,
             guard: None,
+            dollars_left: None,
+            redactor: crate::redact::Redactor::builder().build(),
         };
         (tmp, ex, spec)
     }

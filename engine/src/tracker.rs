@@ -43,6 +43,8 @@ pub struct Pull {
     pub head_ref: String,
     pub head_sha: String,
     pub author: String,
+    /// Who merged it (`merged_by.login`), when the tracker says.
+    pub merged_by: Option<String>,
 }
 
 impl Pull {
@@ -189,6 +191,12 @@ pub trait Tracker: fmt::Debug {
     fn review_comments(&self, number: u64) -> Result<Vec<ReviewComment>, TrackerError>;
     /// Posts a comment on an issue or PR.
     fn comment(&self, number: u64, body: &str) -> Result<(), TrackerError>;
+    /// Conversation comments on an issue or PR, all pages (no replies:
+    /// `in_reply_to` is always `None`).
+    fn issue_comments(&self, number: u64) -> Result<Vec<ReviewComment>, TrackerError>;
+    /// The login the token acts as (`GET /user`): whose comments and
+    /// merges a tick made when its work reports none itself.
+    fn login(&self) -> Result<String, TrackerError>;
 }
 
 /// Connection settings for [`HttpTracker`].
@@ -301,6 +309,8 @@ struct PullJson {
     head: Head,
     #[serde(default)]
     user: Option<User>,
+    #[serde(default)]
+    merged_by: Option<User>,
 }
 
 #[derive(Deserialize)]
@@ -332,6 +342,7 @@ impl From<PullJson> for Pull {
             head_ref: p.head.name,
             head_sha: p.head.sha,
             author: p.user.map(|u| u.login).unwrap_or_default(),
+            merged_by: p.merged_by.map(|u| u.login),
         }
     }
 }
@@ -398,6 +409,24 @@ pub fn parse_review_comments(url: &str, text: &str) -> Result<Vec<ReviewComment>
             in_reply_to: c.in_reply_to_id,
         })
         .collect())
+}
+
+/// One page of `GET /repos/{repo}/issues/{number}/comments`.
+pub fn parse_issue_comments(url: &str, text: &str) -> Result<Vec<ReviewComment>, TrackerError> {
+    Ok(parse::<Vec<CommentJson>>(url, text)?
+        .into_iter()
+        .map(|c| ReviewComment {
+            id: c.id,
+            author: c.user.login,
+            body: c.body,
+            in_reply_to: None,
+        })
+        .collect())
+}
+
+/// `GET /user`: the login.
+pub fn parse_login(url: &str, text: &str) -> Result<String, TrackerError> {
+    Ok(parse::<User>(url, text)?.login)
 }
 
 struct Page {
@@ -669,6 +698,19 @@ impl Tracker for HttpTracker {
         let url = self.url(&format!("/issues/{number}/comments"));
         self.send("POST", &url, Some(&serde_json::json!({ "body": body })))?;
         Ok(())
+    }
+
+    fn issue_comments(&self, number: u64) -> Result<Vec<ReviewComment>, TrackerError> {
+        self.get_all(
+            self.url(&format!("/issues/{number}/comments?per_page=100")),
+            parse_issue_comments,
+        )
+    }
+
+    fn login(&self) -> Result<String, TrackerError> {
+        let url = format!("{}/user", self.config.base_url);
+        let page = self.send("GET", &url, None)?;
+        parse_login(&url, &page.body)
     }
 }
 

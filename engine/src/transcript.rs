@@ -430,8 +430,9 @@ struct Message {
     usage: RawUsage,
 }
 
+/// `message.usage` of an assistant entry or streamed event.
 #[derive(Deserialize)]
-struct RawUsage {
+pub(crate) struct RawUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
@@ -446,7 +447,7 @@ struct CacheCreation {
 }
 
 impl RawUsage {
-    fn totals(&self) -> TokenTotals {
+    pub(crate) fn totals(&self) -> TokenTotals {
         let (split_5m, split_1h) = self.cache_creation.as_ref().map_or((0, 0), |c| {
             (
                 c.ephemeral_5m_input_tokens.unwrap_or(0),

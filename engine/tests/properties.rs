@@ -1252,6 +1252,7 @@ mod tracker_json {
                     head_ref,
                     head_sha,
                     author,
+                    merged_by: None,
                 },
             )
     }

@@ -1,6 +1,6 @@
 //! The binaries a case runs: the engine (`sdd-loop`, or another
-//! implementation of the contract given as a command line), the fake skill
-//! and mock-qmd.
+//! implementation of the contract given as a command line), the fake skill,
+//! mock-qmd, and the fake agents (`fake-claude`, `fake-codex`).
 //!
 //! Cargo sets `CARGO_BIN_EXE_*` only for a test's own package, and these
 //! binaries belong to `sdd-loop` and `sdd-mocks`, so they are looked for
@@ -58,6 +58,8 @@ pub fn set_by_cargo_run(vars: &BTreeMap<String, String>) -> Vec<&str> {
 pub const ENGINE: (&str, &str) = ("sdd-loop", "SDD_EVALS_SDD_LOOP");
 pub const FAKE_SKILL: (&str, &str) = ("fake-skill", "SDD_EVALS_FAKE_SKILL");
 pub const MOCK_QMD: (&str, &str) = ("mock-qmd", "SDD_EVALS_MOCK_QMD");
+pub const FAKE_CLAUDE: (&str, &str) = ("fake-claude", "SDD_EVALS_FAKE_CLAUDE");
+pub const FAKE_CODEX: (&str, &str) = ("fake-codex", "SDD_EVALS_FAKE_CODEX");
 
 /// The engine under test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +75,10 @@ pub struct Binaries {
     pub engine: Engine,
     pub fake_skill: PathBuf,
     pub mock_qmd: PathBuf,
+    /// Installed as `claude` on the sandbox PATH.
+    pub fake_claude: PathBuf,
+    /// Installed as `codex` on the sandbox PATH.
+    pub fake_codex: PathBuf,
 }
 
 /// A binary that is not where it should be.
@@ -141,6 +147,8 @@ impl Binaries {
             engine,
             fake_skill: locate(FAKE_SKILL, &dir, vars)?,
             mock_qmd: locate(MOCK_QMD, &dir, vars)?,
+            fake_claude: locate(FAKE_CLAUDE, &dir, vars)?,
+            fake_codex: locate(FAKE_CODEX, &dir, vars)?,
         })
     }
 }
@@ -207,6 +215,9 @@ mod tests {
         }
         let err = Binaries::find(&exe, &BTreeMap::new(), None).unwrap_err();
         assert_eq!(err.name, "mock-qmd");
+        for name in ["fake-claude", "fake-codex"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
         let vars = BTreeMap::from([(
             "SDD_EVALS_MOCK_QMD".to_owned(),
             dir.path().join("sdd-loop").display().to_string(),

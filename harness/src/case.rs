@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use sdd_loop::history::Outcome;
 use sdd_loop::paths::Skill;
+use sdd_mocks::agent::script::{Kind as AgentKind, Stream};
 use sdd_mocks::qmd::QmdState;
 use sdd_mocks::skill::Tick;
 use sdd_mocks::tracker::{Fault, WorldChange};
@@ -62,9 +63,11 @@ pub struct Case {
     /// The wrapped skill: `work` or `review`.
     pub skill: Skill,
     /// Who does each tick's work: `wrapper` (the engine runs the fake skill,
-    /// `sdd-loop <skill> --loop`) or `session` (the harness plays the agent
-    /// of a session: `begin`, the fake skill's actions, `end`) [default:
-    /// wrapper].
+    /// `sdd-loop <skill> --loop`), `session` (the harness plays the agent
+    /// of a session: `begin`, the fake skill's actions, `end`), or `claude`
+    /// / `codex` (the engine drives `fake-claude` / `fake-codex` with
+    /// `--agent`, which perform the tick's actions and print a real
+    /// agent's stream) [default: wrapper].
     #[serde(default)]
     pub driver: Driver,
     /// Run the engine with `--loop` [default: true]. `false` runs
@@ -114,6 +117,23 @@ pub enum Driver {
     /// tick's fake-skill actions done by the harness, a transcript of the
     /// spend, then `sdd-loop <skill> end --transcript auto`.
     Session,
+    /// `sdd-loop <skill> --loop --agent claude`: the engine runs
+    /// `fake-claude` (installed as `claude`), which performs the tick's
+    /// actions and prints Claude Code's stream, as the tick's `agent:` says.
+    Claude,
+    /// `sdd-loop <skill> --loop --agent codex`: the same with `fake-codex`.
+    Codex,
+}
+
+impl Driver {
+    /// The fake agent a driver runs, if it runs one.
+    pub fn agent(self) -> Option<AgentKind> {
+        match self {
+            Driver::Claude => Some(AgentKind::Claude),
+            Driver::Codex => Some(AgentKind::Codex),
+            Driver::Wrapper | Driver::Session => None,
+        }
+    }
 }
 
 /// The sandbox before tick 1. Everything is optional.
@@ -243,6 +263,13 @@ pub struct TickSpec {
     #[serde(default)]
     #[schemars(schema_with = "schema_parts::skill_entry")]
     pub skill: Option<Tick>,
+    /// `driver: claude|codex` only: how the fake agent's stream reports the
+    /// tick's actions — its end (`success`, an error subtype, `no_result`
+    /// …), final message, errors, helper models, cost factor
+    /// (fixtures/README.md, "Fake agents"). Default: a successful run.
+    #[serde(default)]
+    #[schemars(schema_with = "schema_parts::agent_stream")]
+    pub agent: Option<Spanned<Stream>>,
     /// World events applied before the tick, in order.
     #[serde(default)]
     pub before: Vec<Event>,

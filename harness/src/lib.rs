@@ -6,13 +6,15 @@
 //!
 //! Modules, one concept each: the format ([`case`], [`check`],
 //! [`validate`], [`duration`], [`schema`], [`requirements`]), the world
-//! ([`sandbox`], [`procs`], [`spawn`], [`bins`]), the run ([`runner`],
+//! ([`sandbox`], [`procs`], [`spawn`], [`bins`]), the run ([`runner`], with
+//! the in-session driver [`session`] and the agent drivers [`agents`];
 //! [`record`]), the verdict ([`grade`], [`status_layout`], [`redact`],
 //! [`snapshot`], [`report`]), what a reviewer reads ([`timeline`],
 //! [`benchmark`], [`viewer`], [`reference`]), the documents ([`docs`]), and
 //! the command line ([`cli`], [`suite`], [`parallel`], [`scaffold`],
 //! [`coverage`]).
 
+pub mod agents;
 pub mod benchmark;
 pub mod bins;
 pub mod case;

@@ -116,7 +116,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
     let mut sandbox = Sandbox::build(
         case,
         &opts.fixtures,
-        &opts.binaries.mock_qmd,
+        &opts.binaries,
         start,
         &mut reaper,
         opts.sandbox_parent.as_deref(),
@@ -143,7 +143,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
             opts,
         };
         let (record, abort) = match case.driver {
-            Driver::Wrapper => run_tick(&t, &mut reaper)?,
+            Driver::Wrapper | Driver::Claude | Driver::Codex => run_tick(&t, &mut reaper)?,
             Driver::Session => agent.run_tick(&t, &mut reaper)?,
         };
         ticks.push(record);
@@ -473,7 +473,8 @@ pub(crate) fn verdict(
 }
 
 /// A wrapper tick: `sdd-loop <skill> --loop`, the engine running the fake
-/// skill.
+/// skill — or, for `driver: claude|codex`, driving the fake agent with
+/// `--agent` ([`crate::agents`]).
 fn run_tick(
     t: &TickRun<'_>,
     reaper: &mut Reaper,
@@ -489,10 +490,13 @@ fn run_tick(
     args.push("--answers".into());
     args.push(prepared.answers.clone().into());
     let mut env = engine_env(t, &prepared.script, reaper);
-    env.push((
-        "SDD_LOOP_SKILL_CMD".to_owned(),
-        shell_quote(&t.opts.binaries.fake_skill).into(),
-    ));
+    match t.case.driver.agent() {
+        None => env.push((
+            "SDD_LOOP_SKILL_CMD".to_owned(),
+            shell_quote(&t.opts.binaries.fake_skill).into(),
+        )),
+        Some(kind) => crate::agents::prepare(t, kind, &prepared, &mut args, &mut env)?,
+    }
     let invocation = engine_invocation(t, args, env);
     let before = history_len(t);
     let ran = spawn::run(&invocation, control(t, prepared.fifo), t.deadline, reaper)

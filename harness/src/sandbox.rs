@@ -4,6 +4,8 @@
 //! ```text
 //! [ROOT]/home/          HOME
 //! [ROOT]/bin/qmd        → mock-qmd (first on PATH)
+//! [ROOT]/bin/claude     → fake-claude
+//! [ROOT]/bin/codex      → fake-codex
 //! [ROOT]/origin.git/    the bare origin, built from the backlog
 //! [ROOT]/work/          the project: a clone of origin, CLAUDE.md, .sdd/
 //! [ROOT]/elsewhere/     another clone, for pushes "by someone else"
@@ -42,6 +44,7 @@ use sdd_mocks::qmd::{self, QmdState};
 use sdd_mocks::tracker::{BlockingMockTracker, MockTracker};
 use serde_json::Value;
 
+use crate::bins::Binaries;
 use crate::case::{Case, PidSpec};
 use crate::error::HarnessError;
 use crate::procs::Reaper;
@@ -107,7 +110,7 @@ impl Sandbox {
     pub fn build(
         case: &Case,
         fixtures: &Fixtures,
-        mock_qmd: &Path,
+        binaries: &Binaries,
         start: Timestamp,
         reaper: &mut Reaper,
         parent: Option<&Path>,
@@ -148,8 +151,14 @@ impl Sandbox {
         for d in [&home, &bin, &tmp, &root.join("ticks")] {
             std::fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
         }
-        std::os::unix::fs::symlink(mock_qmd, bin.join("qmd"))
-            .map_err(io("install mock-qmd as qmd"))?;
+        for (target, name) in [
+            (&binaries.mock_qmd, "qmd"),
+            (&binaries.fake_claude, "claude"),
+            (&binaries.fake_codex, "codex"),
+        ] {
+            std::os::unix::fs::symlink(target, bin.join(name))
+                .map_err(io(format!("install {} as {name}", target.display())))?;
+        }
         let qmd_state = root.join("qmd.state");
         qmd::state::write(&qmd_state, world_spec.qmd).map_err(io("write the qmd state"))?;
 

@@ -57,6 +57,45 @@ pub fn skill_entry(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+pub fn agent_stream(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "How the fake agent's stream reports the tick (fixtures/README.md, \"Fake agents\"); `driver: claude|codex` only",
+        "type": "object",
+        "properties": {
+            "end": {
+                "type": "string",
+                "enum": [
+                    "success", "error_during_execution", "error_max_turns", "error_max_budget_usd",
+                    "error_max_structured_output_retries", "turn_failed", "error", "no_result"
+                ]
+            },
+            "message": { "type": "string" },
+            "errors": { "type": "array", "items": { "type": "string" } },
+            "is_error": { "type": "boolean" },
+            "permission_denials": { "type": "array", "items": { "type": "string" } },
+            "num_turns": { "type": "integer", "minimum": 0 },
+            "helpers": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["model", "tokens_in", "tokens_out"],
+                    "properties": {
+                        "model": { "type": "string" },
+                        "tokens_in": { "type": "integer" },
+                        "tokens_out": { "type": "integer" },
+                        "cache_read_tokens": { "type": "integer" },
+                        "cache_write_tokens": { "type": "integer" },
+                        "cache_write_1h_tokens": { "type": "integer" }
+                    },
+                    "additionalProperties": false
+                }
+            },
+            "cost_factor": { "type": "number", "minimum": 0 }
+        },
+        "additionalProperties": false
+    })
+}
+
 pub fn world_change(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "description": "A tracker change (fixtures/README.md, \"World changes\")",

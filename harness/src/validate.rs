@@ -17,8 +17,9 @@ use std::path::{Component, Path, PathBuf};
 use sdd_loop::crash;
 use sdd_loop::gates::{self, GateName};
 use sdd_loop::stop::StopCause;
-use sdd_mocks::skill::Action;
+use sdd_mocks::agent::script::AgentTick;
 use sdd_mocks::skill::exit::is_reserved;
+use sdd_mocks::skill::{Action, ResultMode};
 use sdd_mocks::yaml::YamlError;
 use serde_saphyr::{Location, Spanned};
 
@@ -177,6 +178,8 @@ struct Checker<'a> {
     path: &'a Path,
     fixtures: &'a Fixtures,
     ticks: usize,
+    /// Where `ticks:` is, for what has no location of its own.
+    ticks_at: Location,
     driver: Driver,
     /// `world.lock.pid: live`.
     live_lock: bool,
@@ -190,7 +193,10 @@ type Checked = Result<(), YamlError>;
 
 /// Crash points inside the wrapper's run of the skill, which an in-session
 /// tick never reaches.
-const WRAPPER_ONLY_POINTS: [&str; 2] = ["after-spawn", "after-skill"];
+const WRAPPER_ONLY_POINTS: [&str; 3] = ["after-spawn", "after-agent-usage", "after-skill"];
+
+/// Crash points reached only while the engine drives an agent.
+const AGENT_ONLY_POINTS: [&str; 1] = ["after-agent-usage"];
 
 impl Checker<'_> {
     fn at(&self, location: Location, message: String, help: impl Into<String>) -> YamlError {
@@ -208,6 +214,52 @@ impl Checker<'_> {
                 "the gates are",
             )),
         }
+    }
+
+    /// `agent:` only with a fake agent, and a tick the agent can play.
+    fn agent(&self, tick: &TickSpec) -> Checked {
+        let at = tick
+            .agent
+            .as_ref()
+            .map(|a| a.referenced)
+            .or(tick.skill.as_ref().map(|s| s.exit.referenced))
+            .filter(|l| *l != Location::UNKNOWN)
+            .unwrap_or(self.ticks_at);
+        let Some(kind) = self.driver.agent() else {
+            return match &tick.agent {
+                Some(a) => Err(self.at(
+                    a.referenced,
+                    "`agent:` describes a fake agent's stream, and this case drives none".to_owned(),
+                    format!("add `driver: claude` or `driver: codex` to the case, or drop `agent:` ({FORMAT_HELP})"),
+                )),
+                None => Ok(()),
+            };
+        };
+        let mut entry = AgentTick {
+            stream: tick
+                .agent
+                .as_ref()
+                .map(|a| a.value.clone())
+                .unwrap_or_default(),
+            ..AgentTick::default()
+        };
+        if let Some(skill) = &tick.skill {
+            entry.actions = skill.actions.clone();
+            if skill.result != ResultMode::Write || skill.summary.is_some() {
+                return Err(self.at(
+                    at,
+                    "`result` and `summary` are protocol reports, and an agent speaks no protocol".to_owned(),
+                    format!("drop them: the engine reads the agent's stream and the world; the final message is `agent: {{ message: ... }}` ({FORMAT_HELP})"),
+                ));
+            }
+        }
+        entry.check(kind).map_err(|e| {
+            self.at(
+                at,
+                e,
+                format!("see \"Fake agents\" in fixtures/README.md ({FORMAT_HELP})"),
+            )
+        })
     }
 
     fn gates(&self, specs: &[GateSpec]) -> Checked {
@@ -511,6 +563,21 @@ impl Checker<'_> {
                     ),
                 ));
             }
+            Some((Kill::CrashPoint(point), _))
+                if self.driver.agent().is_none()
+                    && AGENT_ONLY_POINTS.contains(&point.value.as_str()) =>
+            {
+                return Err(self.at(
+                    point.referenced,
+                    format!(
+                        "crash point `{}` is reached only while the engine drives an agent",
+                        point.value
+                    ),
+                    format!(
+                        "use it with `driver: claude` or `driver: codex`, or pick another crash point ({FORMAT_HELP})"
+                    ),
+                ));
+            }
             Some((kill @ (Kill::Barrier | Kill::Interrupt), at)) => {
                 let name = if matches!(kill, Kill::Barrier) {
                     "barrier"
@@ -547,6 +614,7 @@ impl Checker<'_> {
                 format!("add `lock: {{ pid: live }}` to the case's `world:` ({FORMAT_HELP})"),
             ));
         }
+        self.agent(tick)?;
         if let Some(gates) = &tick.expect.gates {
             self.gates(gates)?;
         }
@@ -713,6 +781,7 @@ pub fn case(case: &Case, fixtures: &Fixtures) -> Result<(), YamlError> {
         path: &case.path,
         fixtures,
         ticks: case.ticks.value.len(),
+        ticks_at: case.ticks.referenced,
         driver: case.driver,
         live_lock: case
             .world

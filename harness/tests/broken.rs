@@ -32,6 +32,8 @@ use sdd_harness::validate;
 #[case::unknown_pointer_field("unknown-pointer-field")]
 #[case::bad_timeout("bad-timeout")]
 #[case::late_unknown_key("late-unknown-key")]
+#[case::agent_protocol_action("agent-protocol-action")]
+#[case::agent_without_agent_driver("agent-without-agent-driver")]
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");

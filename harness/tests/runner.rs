@@ -37,7 +37,8 @@ fn run(case: &Case, opts: &Options) -> CaseRun {
 
 /// Running the suite twice must give byte-identical snapshots: nothing
 /// that varies between runs (pids, paths, ports, times) may leak through.
-/// Covers a plain run, a run killed at the skill barrier and a crash.
+/// Covers a plain run, a run killed at the skill barrier and a crash, and
+/// an agent's run and an agent killed mid-stream.
 #[test]
 fn two_runs_give_byte_identical_snapshots() {
     let opts = options(None);
@@ -46,6 +47,8 @@ fn two_runs_give_byte_identical_snapshots() {
         "c5-live-lock-skips",
         "c9-resume-reattach",
         "c9-crash-late-diverged",
+        "c4-pr-budget-claude",
+        "agent-killed-mid-stream",
     ] {
         let case = load(
             &support::workspace().join(format!("evals/loop/{name}.yaml")),

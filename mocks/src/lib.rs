@@ -9,10 +9,14 @@
 //!   SHAs, and helpers to push, force-push and add worktrees;
 //! - [`qmd`] — `mock-qmd`, installed as `qmd` on the sandbox PATH;
 //! - [`skill`] — `fake-skill`, the scripted wrapped skill;
+//! - [`agent`] — `fake-claude` and `fake-codex`, scripted agent CLIs that
+//!   act like the fake skill but speak only their real counterparts'
+//!   streams;
 //! - [`yaml`] — typed YAML loading with `file:line:column` errors.
 //!
 //! Formats, environment variables and exit codes: `fixtures/README.md`.
 
+pub mod agent;
 pub mod fixture;
 pub mod git;
 mod hash;

@@ -38,6 +38,8 @@ Loop state lives under .sdd/loop/ in the project: {skill}.lock,
 const ENV_HELP: &str = "\
 Environment:
   SDD_LOOP_SKILL_CMD       the wrapped skill's command (same as --skill-cmd)
+  SDD_LOOP_AGENT           drive a real agent, claude or codex (same as --agent)
+  CODEX_HOME               where --agent codex reads config.toml for the model [default: ~/.codex]
   SDD_LOOP_REPO            tracker repository OWNER/NAME (same as --repo)
   SDD_LOOP_TRACKER_URL     tracker API base URL (same as --tracker-url)
   SDD_LOOP_TRACKER_TOKEN   bearer token for the tracker (else GITHUB_TOKEN); never printed
@@ -68,7 +70,7 @@ pub enum Command {
     /// (or, with `begin`/`end`, bracket work an agent session does itself).
     #[command(
         args_conflicts_with_subcommands = true,
-        after_help = format!("Examples:\n  sdd-loop work --loop --skill-cmd ./work-skill --max-prs 1\n  sdd-loop work --loop --resume --answer backlog-drift=continue\n  sdd-loop work begin --loop --json\n  sdd-loop work end --opened 12 --transcript auto\n\n{ENV_HELP}\n\n{}", exit::HELP_TABLE)
+        after_help = format!("Examples:\n  sdd-loop work --loop --skill-cmd ./work-skill --max-prs 1\n  sdd-loop work --loop --agent claude --agent-arg=--permission-mode --agent-arg=acceptEdits\n  sdd-loop work --loop --agent codex --agent-model gpt-5-codex --agent-arg=--full-auto\n  sdd-loop work --loop --resume --answer backlog-drift=continue\n  sdd-loop work begin --loop --json\n  sdd-loop work end --opened 12 --transcript auto\n\n{ENV_HELP}\n\n{}", exit::HELP_TABLE)
     )]
     Work(WorkCmd),
     /// Run one tick of `/sdd:review`: review open PRs, or watch one with --pr
@@ -97,9 +99,13 @@ pub enum Command {
         /// The engine's pid, to notice it died before the guard was ready.
         #[arg(long, value_name = "PID")]
         parent: Option<u32>,
-        /// The skill command, run with `sh -c`.
-        #[arg(last = true, required = true, value_name = "CMD")]
-        command: String,
+        /// Run CMD as a program and its arguments instead of `sh -c CMD`.
+        #[arg(long)]
+        exec: bool,
+        /// The skill command, run with `sh -c` (with `--exec`: the program
+        /// and its arguments).
+        #[arg(last = true, required = true, num_args = 1.., value_name = "CMD")]
+        command: Vec<std::ffi::OsString>,
     },
 }
 
@@ -146,6 +152,29 @@ pub struct TickArgs {
     /// [env: SDD_LOOP_SKILL_CMD]
     #[arg(long, value_name = "CMD")]
     pub skill_cmd: Option<String>,
+    /// Drive a real agent headless as the work, instead of a skill command:
+    /// Claude Code (`claude -p --output-format stream-json --verbose`) or
+    /// Codex (`codex exec --json`); see "Driving a real agent" in the
+    /// README [env: SDD_LOOP_AGENT]
+    #[arg(long, value_enum, value_name = "AGENT", conflicts_with = "skill_cmd")]
+    pub agent: Option<crate::agent::AgentKind>,
+    /// The agent's program [default: `claude` or `codex` from PATH]
+    #[arg(long, value_name = "PATH")]
+    pub agent_cmd: Option<PathBuf>,
+    /// An extra argument for the agent, after the engine's own (repeatable),
+    /// e.g. `--agent-arg=--permission-mode --agent-arg=acceptEdits`
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    pub agent_arg: Vec<String>,
+    /// The agent's model (`--model` for Claude Code, `-m` for Codex); Codex
+    /// is priced by it, else by `model` in its config.toml
+    #[arg(long, value_name = "MODEL")]
+    pub agent_model: Option<String>,
+    /// Replace the built-in prompt with this template; placeholders:
+    /// {{skill}}, {{iteration}}, {{repository}}, {{issues}}, {{prs}},
+    /// {{max_new_prs}}, {{chain}}, {{dry_run}}, {{request_file}},
+    /// {{request_json}}
+    #[arg(long, value_name = "FILE")]
+    pub agent_prompt: Option<PathBuf>,
     /// Answer a gate for this tick, e.g. `backlog-drift=continue` or
     /// `budget-escalation=raise max_iterations=10` (repeatable).
     #[arg(long, value_name = "GATE=ANSWER")]

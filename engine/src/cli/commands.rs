@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use super::args::{CommonArgs, EndArgs, EventArgs, HolderArgs, TickArgs};
 use super::{Env, clock_from, usage};
+use crate::agent::prompt::Template;
+use crate::agent::{AgentKind, AgentRunner, AgentSettings};
 use crate::budget::CeilingFlags;
 use crate::clock::Clock;
 use crate::config::{self, TickConfig};
@@ -19,7 +21,7 @@ use crate::liveness::OsProbe;
 use crate::lock::Identity;
 use crate::paths::{Skill, StatePaths};
 use crate::protocol::ModelUsage;
-use crate::runner::{Interrupts, NoInterrupts, ProcessRunner};
+use crate::runner::{Interrupts, NoInterrupts, ProcessRunner, SkillRunner};
 use crate::tick::{self, EndFlags, EndInput, ResultInput, TranscriptSource, WorkReport, World};
 use crate::tracker::{self, HttpTracker, Tracker, TrackerConfig, TrackerError};
 use crate::transcript::{ClaudeDirs, TranscriptChoice};
@@ -44,6 +46,12 @@ impl Tracker for NoTracker {
     fn comment(&self, _: u64, _: &str) -> Result<(), TrackerError> {
         Err(TrackerError::NotConfigured)
     }
+    fn issue_comments(&self, _: u64) -> Result<Vec<tracker::ReviewComment>, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn login(&self) -> Result<String, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
 }
 
 /// A tick's configuration and the world it runs in, from flags and env.
@@ -52,6 +60,100 @@ struct Setup {
     clock: Box<dyn Clock>,
     git: GitCli,
     tracker: Box<dyn Tracker>,
+    /// `--agent`: a real agent does the work instead of a skill command.
+    agent: Option<AgentSettings>,
+}
+
+/// `--agent` (else `SDD_LOOP_AGENT`) and its flags, or the usage error.
+fn agent_settings(
+    args: Option<&TickArgs>,
+    mode: Mode,
+    env: &mut Env<'_>,
+) -> Result<Option<AgentSettings>, u8> {
+    let var = |k: &str| env.vars.get(k).filter(|v| !v.is_empty()).cloned();
+    let from_env = match var("SDD_LOOP_AGENT") {
+        None => None,
+        Some(v) => match <AgentKind as clap::ValueEnum>::from_str(&v, true) {
+            Ok(kind) => Some(kind),
+            Err(_) => {
+                return Err(usage(
+                    env,
+                    &format!("SDD_LOOP_AGENT={v:?} is not an agent this engine drives"),
+                    "set it to claude or codex, or unset it",
+                ));
+            }
+        },
+    };
+    let Some(args) = args else {
+        return Ok(None);
+    };
+    let given_skill = args.skill_cmd.is_some();
+    // A flag beats the environment: `--skill-cmd` wins over SDD_LOOP_AGENT.
+    let kind = args.agent.or(from_env.filter(|_| !given_skill));
+    let extras = args.agent_cmd.is_some()
+        || !args.agent_arg.is_empty()
+        || args.agent_model.is_some()
+        || args.agent_prompt.is_some();
+    let Some(kind) = kind else {
+        if extras {
+            return Err(usage(
+                env,
+                "--agent-cmd, --agent-arg, --agent-model and --agent-prompt need --agent",
+                "add --agent claude or --agent codex (or set SDD_LOOP_AGENT)",
+            ));
+        }
+        return Ok(None);
+    };
+    if mode != Mode::Wrapper {
+        return Err(usage(
+            env,
+            "--agent does not apply to begin: the calling session does the work",
+            "drop --agent, or run a wrapper tick (`sdd-loop work --loop --agent claude`)",
+        ));
+    }
+    if !args.loop_mode {
+        return Err(usage(
+            env,
+            "--agent needs --loop: an agent is driven only as the work of a loop tick",
+            "run `sdd-loop work --loop --agent …`, or run the agent yourself",
+        ));
+    }
+    if var("SDD_LOOP_SKILL_CMD").is_some() && args.agent.is_none() && from_env.is_some() {
+        return Err(usage(
+            env,
+            "both SDD_LOOP_SKILL_CMD and SDD_LOOP_AGENT are set: the work is a skill command or an agent, not both",
+            "unset one, or choose on the command line with --skill-cmd or --agent",
+        ));
+    }
+    let prompt = match &args.agent_prompt {
+        None => None,
+        Some(path) => match Template::load(&env.cwd.join(path)) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let _ = writeln!(env.stderr, "error: {e}");
+                let _ = writeln!(env.stderr, "help: {}", e.help());
+                return Err(exit::DATA);
+            }
+        },
+    };
+    let codex_home = var("CODEX_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".codex")));
+    Ok(Some(AgentSettings {
+        kind,
+        command: args.agent_cmd.as_ref().map(|p| {
+            // A bare name is looked up on PATH; a path is the project's.
+            if p.components().count() > 1 {
+                env.cwd.join(p)
+            } else {
+                p.clone()
+            }
+        }),
+        args: args.agent_arg.clone(),
+        model: args.agent_model.clone(),
+        prompt,
+        codex_config: codex_home.map(|h| h.join("config.toml")),
+    }))
 }
 
 /// Which command of a tick a [`Setup`] is for.
@@ -71,10 +173,12 @@ fn setup(
     env: &mut Env<'_>,
 ) -> Result<Setup, u8> {
     let root: PathBuf = env.cwd.join(&common.project).components().collect();
+    let agent = agent_settings(args, mode, env)?;
     let vars = env.vars.clone();
     let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).cloned();
     let skill_cmd = args.and_then(|a| a.skill_cmd.clone());
     let skill_cmd = match mode {
+        Mode::Wrapper if agent.is_some() => String::new(),
         Mode::Wrapper => match skill_cmd.or_else(|| var("SDD_LOOP_SKILL_CMD")) {
             Some(c) => c,
             None => {
@@ -82,7 +186,7 @@ fn setup(
                     env,
                     "no skill command: the engine wraps a skill and needs to know how to run it",
                     &format!(
-                        "pass --skill-cmd 'CMD' or set SDD_LOOP_SKILL_CMD — or, inside an agent session, bracket the work with `sdd-loop {skill} begin --loop` and `sdd-loop {skill} end`"
+                        "pass --skill-cmd 'CMD' or set SDD_LOOP_SKILL_CMD, or drive an agent with --agent claude|codex — or, inside an agent session, bracket the work with `sdd-loop {skill} begin --loop` and `sdd-loop {skill} end`"
                     ),
                 ));
             }
@@ -239,6 +343,7 @@ fn setup(
         clock,
         git,
         tracker,
+        agent,
     })
 }
 
@@ -251,9 +356,27 @@ fn with_world(
 ) -> u8 {
     let no_interrupts = NoInterrupts;
     let interrupts: &dyn Interrupts = env.interrupts.unwrap_or(&no_interrupts);
-    let mut runner = ProcessRunner {
+    let process = ProcessRunner {
         interrupts,
         tick: Duration::from_millis(50),
+    };
+    let mut skill_runner;
+    let mut agent_runner;
+    let runner: &mut dyn SkillRunner = match &setup.agent {
+        None => {
+            skill_runner = process;
+            &mut skill_runner
+        }
+        Some(settings) => {
+            agent_runner = AgentRunner {
+                settings: settings.clone(),
+                process,
+                tracker: setup.tracker.as_ref(),
+                git: &setup.git,
+                remote: setup.cfg.remote.clone(),
+            };
+            &mut agent_runner
+        }
     };
     let mut no_prompt = NoPrompt;
     let mut line_prompt;
@@ -273,7 +396,7 @@ fn with_world(
         me,
         tracker: setup.tracker.as_ref(),
         git: &setup.git,
-        runner: &mut runner,
+        runner,
         prompt,
         interrupts,
         out: &mut *env.stdout,

@@ -164,3 +164,68 @@ fn crash_points_are_listed() {
     assert_eq!(code, 0);
     assert!(out.contains("after-history"));
 }
+
+#[test]
+fn agent_flags_are_checked_before_anything_runs() {
+    let refused = [
+        (
+            &[
+                "work",
+                "--loop",
+                "--agent-model",
+                "opus",
+                "--skill-cmd",
+                "true",
+            ][..],
+            &[][..],
+            "need --agent",
+        ),
+        (
+            &["work", "begin", "--loop", "--agent", "claude"],
+            &[],
+            "does not apply to begin",
+        ),
+        (&["work", "--agent", "claude"], &[], "--agent needs --loop"),
+        (
+            &["work", "--loop"],
+            &[("SDD_LOOP_AGENT", "gemini")],
+            "SDD_LOOP_AGENT=\"gemini\"",
+        ),
+        (
+            &["work", "--loop"],
+            &[("SDD_LOOP_AGENT", "claude"), ("SDD_LOOP_SKILL_CMD", "true")],
+            "both SDD_LOOP_SKILL_CMD and SDD_LOOP_AGENT are set",
+        ),
+        (
+            &["work", "--loop", "--agent", "claude", "--skill-cmd", "true"],
+            &[],
+            "cannot be used with",
+        ),
+    ];
+    for (args, vars, want) in refused {
+        let (code, _, err) = call(args, vars);
+        assert_eq!(code, exit::USAGE, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("prompt.md");
+    std::fs::write(&template, "Work on {{issues}} in {{repo}}\n").unwrap();
+    let (code, _, err) = call(
+        &[
+            "work",
+            "--loop",
+            "--agent",
+            "codex",
+            "--agent-prompt",
+            template.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, exit::DATA, "{err}");
+    assert!(
+        err.contains("prompt.md:1: unknown placeholder {{repo}}"),
+        "{err}"
+    );
+    assert!(err.contains("help: placeholders are {{skill}}"), "{err}");
+}

@@ -53,6 +53,7 @@ fn record(chain: Chain) -> TickRecord {
         tokens_in_this_iter: 10,
         tokens_out_this_iter: 5,
         dollars_this_iter: 0.01,
+        agent_cost_usd_this_iter: None,
         comments_pushed_this_iter: 0,
         merges_attempted_this_iter: 0,
         budget_snapshot: BudgetSnapshot {
@@ -100,6 +101,24 @@ fn engine_lines_carry_every_contract_field() {
     ] {
         assert!(k.iter().any(|x| x == field), "missing {field}");
     }
+}
+
+#[test]
+fn the_agents_own_cost_is_written_only_when_known() {
+    let has = |r: TickRecord| {
+        keys(r.into())
+            .iter()
+            .any(|k| k == "agent_cost_usd_this_iter")
+    };
+    assert!(!has(record(Chain::NotInvoked)));
+    let line: HistoryLine = TickRecord {
+        agent_cost_usd_this_iter: Some(0.42),
+        ..record(Chain::NotInvoked)
+    }
+    .into();
+    assert_eq!(line.agent_cost_usd_this_iter, Some(0.42));
+    let back: HistoryLine = serde_json::from_str(&line.to_json()).unwrap();
+    assert_eq!(back, line, "the field round-trips");
 }
 
 #[test]

@@ -82,10 +82,15 @@ pub(crate) fn add(
     {
         ctx.note(rates::unknown_model_warning(model));
     }
+    // Real agents report dated ids and aliases: say which row priced each.
+    for note in this_tick.iter().filter_map(|m| cost.family_note(m)) {
+        ctx.note(note);
+    }
     // Add this tick's spend to what was recorded, so dollars carried by a
     // checkpoint without per-model totals are never lost.
     budget.dollars_estimate = round_dollars(before + (cost.dollars - priced_before));
     delta.dollars = round_dollars(budget.dollars_estimate - before).max(0.0);
+    delta.agent_cost = result.agent_cost_usd.map(round_dollars);
     for pr in &result.prs {
         let r = pr_ref(pr.number);
         if !delta.prs.contains(&r) {
@@ -430,6 +435,10 @@ pub(crate) fn finish(
         &fired,
         &journal.gates,
     );
+    ctx.tick_cost = (result.agent_cost_usd).map(|agent| crate::report::TickCost {
+        engine: delta.dollars,
+        agent,
+    });
     let mut shown = journal.shown.clone();
     shown.outcome = outcome_line(&result, &journal.gate_outcomes, error.as_deref(), empty);
 

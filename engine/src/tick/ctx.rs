@@ -28,7 +28,7 @@ use crate::lock::{self, HeldLock, Identity};
 use crate::paths::{Skill, StatePaths};
 use crate::rates::RateTable;
 use crate::redact::Redactor;
-use crate::report::{self, FinalView, Shown, StatusView};
+use crate::report::{self, FinalView, Shown, StatusView, TickCost};
 use crate::runner::Interrupts;
 use crate::stop::Fired;
 use crate::tracker::Tracker;
@@ -119,6 +119,9 @@ pub(crate) struct Ctx<'c, 'w> {
     pub notes: Vec<String>,
     /// Gates answered by this process, redacted.
     pub gates: Vec<GateRecord>,
+    /// This tick's spend by both estimates, for the next status block,
+    /// when the work's agent reported its own.
+    pub tick_cost: Option<TickCost>,
 }
 
 impl<'c, 'w> Ctx<'c, 'w> {
@@ -148,6 +151,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
             started_mono: Instant::now(),
             notes: Vec::new(),
             gates: Vec::new(),
+            tick_cost: None,
         }
     }
 
@@ -237,6 +241,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
             concurrency: view.concurrency.clone(),
             outcome: view.outcome.clone(),
             ended: !end.fired.is_empty(),
+            cost: self.tick_cost.take(),
         });
         let block = self.inputs.redactor.apply(&block);
         let _ = write!(self.report, "\n{block}");

@@ -302,13 +302,35 @@ fn recover(
     budget: &mut Budget,
 ) -> Result<(HistoryLine, Exchange, String), Failure> {
     let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
-    let (result, source) = match exchange.read_result() {
-        Ok(r) => (r, "its result file"),
+    let (mut result, mut source) = match exchange.read_result() {
+        Ok(r) => (r, "its result file".to_owned()),
         Err(_) => {
             let (events, _) = exchange.read_events();
-            (fold_events(&events), "its progress events")
+            (fold_events(&events), "its progress events".to_owned())
         }
     };
+    if result.prs.is_empty() {
+        // An agent speaks no protocol: what it did is found by comparing
+        // the world with the snapshot its tick kept.
+        match crate::agent::recover(
+            &exchange,
+            ctx.tracker,
+            ctx.git,
+            &ctx.cfg.remote,
+            &journal.request,
+        ) {
+            None => {}
+            Some(Ok(found)) => {
+                result.prs = found.prs;
+                result.comments_pushed += found.comments;
+                result.merges_attempted += found.merges;
+                source.push_str(" and the world compared with the agent's snapshot");
+            }
+            Some(Err(e)) => source.push_str(&format!(
+                " (the PRs the agent opened could not be looked up: {e})"
+            )),
+        }
+    }
     let (result, unknown) = account::verify_prs(ctx, result)?;
     let single = journal
         .single_pr
@@ -352,6 +374,7 @@ fn recover(
         tokens_in_this_iter: delta.tokens_in,
         tokens_out_this_iter: delta.tokens_out,
         dollars_this_iter: delta.dollars,
+        agent_cost_usd_this_iter: delta.agent_cost,
         comments_pushed_this_iter: delta.comments,
         merges_attempted_this_iter: delta.merges,
         budget_snapshot: BudgetSnapshot::from(&*budget),

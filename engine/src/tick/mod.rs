@@ -467,7 +467,13 @@ fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Conclu
     match begin_tick(ctx, Driver::Wrapper)? {
         Begun::Concluded(c) => Ok(c),
         Begun::Work(opened) => {
-            let spec = run_spec(ctx);
+            // A budget that cannot be read here fails `end` with its own
+            // error; the work just runs without a spend limit of its own.
+            let budget = Budget::load(ctx.paths.budget()).ok().flatten();
+            let dollars_left = budget
+                .filter(|b| b.max_dollars > 0.0)
+                .map(|b| (b.max_dollars - b.dollars_estimate).max(0.0));
+            let spec = run_spec(ctx, dollars_left);
             // The skill's own output is passed through, redacted line by line.
             let outcome = {
                 let mut echo = RedactingWriter::new(&mut *ctx.diag, &ctx.inputs.redactor);
@@ -536,7 +542,7 @@ impl Drop for RedactingWriter<'_, '_> {
     }
 }
 
-fn run_spec(ctx: &Ctx<'_, '_>) -> RunSpec {
+fn run_spec(ctx: &Ctx<'_, '_>, dollars_left: Option<f64>) -> RunSpec {
     RunSpec {
         command: ctx.cfg.skill_cmd.clone(),
         cwd: ctx.cfg.root.clone(),
@@ -547,6 +553,8 @@ fn run_spec(ctx: &Ctx<'_, '_>) -> RunSpec {
         crash: ctx.cfg.crash.clone(),
         journal: ctx.cfg.loop_mode.then(|| ctx.paths.inflight()),
         guard: ctx.cfg.guard.clone(),
+        dollars_left,
+        redactor: ctx.inputs.redactor.clone(),
     }
 }
 
@@ -580,7 +588,7 @@ fn run_once(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concl
         dry_run: ctx.cfg.dry_run,
     };
     exchange.prepare(&request)?;
-    let spec = run_spec(ctx);
+    let spec = run_spec(ctx, None);
     let outcome = {
         let mut echo = RedactingWriter::new(&mut *ctx.diag, &ctx.inputs.redactor);
         runner.run(&spec, &exchange, &mut echo)

@@ -22,6 +22,8 @@ pub(crate) struct Delta {
     pub tokens_in: u64,
     pub tokens_out: u64,
     pub dollars: f64,
+    /// The agent's own estimate of this tick's spend, when it gave one.
+    pub agent_cost: Option<f64>,
     pub comments: u64,
     pub merges: u64,
 }
@@ -70,6 +72,7 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
         tokens_in_this_iter: r.delta.tokens_in,
         tokens_out_this_iter: r.delta.tokens_out,
         dollars_this_iter: r.delta.dollars,
+        agent_cost_usd_this_iter: r.delta.agent_cost,
         comments_pushed_this_iter: r.delta.comments,
         merges_attempted_this_iter: r.delta.merges,
         budget_snapshot: r.snapshot,

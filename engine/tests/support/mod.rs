@@ -31,6 +31,8 @@ pub struct FakeTracker {
     pub pulls: RefCell<Vec<Pull>>,
     pub comments: RefCell<BTreeMap<u64, Vec<ReviewComment>>>,
     pub posted: RefCell<Vec<(u64, String)>>,
+    /// Conversation comments by issue or PR.
+    pub issue_comments: RefCell<BTreeMap<u64, Vec<ReviewComment>>>,
     pub down: RefCell<bool>,
 }
 
@@ -89,6 +91,19 @@ impl Tracker for FakeTracker {
         self.posted.borrow_mut().push((number, body.to_owned()));
         Ok(())
     }
+    fn issue_comments(&self, number: u64) -> Result<Vec<ReviewComment>, TrackerError> {
+        self.check()?;
+        Ok(self
+            .issue_comments
+            .borrow()
+            .get(&number)
+            .cloned()
+            .unwrap_or_default())
+    }
+    fn login(&self) -> Result<String, TrackerError> {
+        self.check()?;
+        Ok("sdd-worker".into())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -122,6 +137,9 @@ impl Git for FakeGit {
     }
     fn remote_url(&self, _: &str) -> Option<String> {
         None
+    }
+    fn heads(&self, _: &str) -> Result<BTreeMap<String, String>, GitError> {
+        Ok(self.heads.borrow().clone())
     }
 }
 
@@ -263,6 +281,7 @@ pub fn pull(number: u64, state: PrState, labels: &[&str], sha: &str) -> Pull {
         head_ref: format!("feature/{number}"),
         head_sha: sha.into(),
         author: "sdd-worker".into(),
+        merged_by: None,
     }
 }
 

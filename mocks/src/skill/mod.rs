@@ -5,6 +5,7 @@
 //! engine at an exact moment — speaking the engine's protocol
 //! (`sdd_loop::protocol`).
 
+pub mod act;
 pub mod barrier;
 pub mod client;
 pub mod counter;

@@ -15,6 +15,7 @@ use sdd_loop::protocol::{
     SkillResult, WorktreeReport,
 };
 
+use super::act::Sink;
 use super::script::ResultMode;
 
 #[derive(Debug)]
@@ -152,6 +153,45 @@ impl Report {
             summary: summary.map(str::to_owned),
             ..self.result.clone()
         }
+    }
+}
+
+impl Sink for Report {
+    fn usage(&mut self, usage: &ModelUsage) -> std::io::Result<()> {
+        Report::usage(self, usage)
+    }
+    fn agents(&mut self, count: u64) -> std::io::Result<()> {
+        Report::agents(self, count)
+    }
+    fn pr(&mut self, pr: PrReport, _: &str) -> std::io::Result<()> {
+        Report::pr(self, pr)
+    }
+    fn comment(&mut self, pr: u64, _: &str) -> std::io::Result<()> {
+        Report::comment(self, pr)
+    }
+    fn merge_attempted(&mut self, pr: u64) -> std::io::Result<()> {
+        Report::merge_attempted(self, pr)
+    }
+    fn worktree(&mut self, worktree: WorktreeReport) -> std::io::Result<()> {
+        Report::worktree(self, worktree)
+    }
+    fn failure(&mut self, failure: Failure) -> std::io::Result<()> {
+        Report::failure(self, failure)
+    }
+    fn chain(&mut self, chain: ChainReport) {
+        Report::chain(self, chain);
+    }
+    fn review_round(&mut self, pr: u64, rounds: u64) {
+        Report::review_round(self, pr, rounds);
+    }
+    fn report_pr(&mut self, pr: PrReport) -> std::io::Result<()> {
+        Report::pr(self, pr)
+    }
+    fn progress(&mut self, message: &str) -> std::io::Result<()> {
+        Report::progress(self, message)
+    }
+    fn tool(&mut self, _: &str) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -12,20 +12,14 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use sdd_loop::history::PrState;
-use sdd_loop::protocol::{
-    EX_QMD_UNREACHABLE, Failure, PrReport, QMD_SENTINEL, SkillRequest, WorktreeReport,
-};
+use sdd_loop::protocol::{EX_QMD_UNREACHABLE, QMD_SENTINEL, SkillRequest};
 
-use super::barrier;
-use super::client::{Merge, TrackerClient, TrackerError};
+use super::act::{ActError, Actor};
 use super::counter;
 use super::exit;
 use super::report::{self, Report};
-use super::script::{Action, Chosen, QmdCall, Script, Tick};
-use crate::git::{self, Git, GitError};
+use super::script::{Chosen, Script, Tick};
 
 /// What the binary gathers from its environment.
 #[derive(Debug, Clone, Default)]
@@ -51,215 +45,11 @@ pub struct SkillEnv {
     pub pid: u32,
 }
 
-#[derive(Debug, thiserror::Error)]
-enum ActError {
-    #[error("{0}")]
-    Tracker(#[from] TrackerError),
-    #[error("{0}")]
-    Git(#[from] GitError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    /// qmd failed; the captured error.
-    #[error("{0}")]
-    Qmd(String),
-}
-
 fn diag(err: &mut dyn Write, text: &str) {
     for line in text.lines() {
         let _ = writeln!(err, "[fake-skill] {line}");
     }
     let _ = err.flush();
-}
-
-struct Ctx<'a> {
-    env: &'a SkillEnv,
-    request: SkillRequest,
-    report: Report,
-    git: Git,
-    tracker: Option<TrackerClient>,
-}
-
-impl Ctx<'_> {
-    fn tracker(&mut self) -> Result<&TrackerClient, TrackerError> {
-        if self.tracker.is_none() {
-            let url = self
-                .env
-                .tracker_url
-                .as_deref()
-                .ok_or(TrackerError::NotConfigured(
-                    "set SDD_LOOP_TRACKER_URL to the tracker's base URL",
-                ))?;
-            let repo = self
-                .env
-                .repo
-                .as_deref()
-                .or(self.request.repository.as_deref())
-                .ok_or(TrackerError::NotConfigured(
-                    "set SDD_LOOP_REPO, or put `repository` in the request",
-                ))?;
-            self.tracker = Some(TrackerClient::new(url, repo, self.env.token.clone()));
-        }
-        Ok(self.tracker.as_ref().expect("set just above"))
-    }
-
-    fn path(&self, path: &str) -> PathBuf {
-        self.env.cwd.join(path)
-    }
-
-    fn act(&mut self, action: &Action, err: &mut dyn Write) -> Result<(), ActError> {
-        let cwd = self.env.cwd.clone();
-        match action {
-            Action::Qmd(call) => qmd(call, &cwd)?,
-            Action::OpenPr {
-                branch,
-                title,
-                base,
-                body,
-                commits,
-            } => {
-                let sha = git::push_commits(&self.git, &cwd, branch, base, *commits, title)?;
-                let number = self.tracker()?.create_pull(title, branch, base, body)?;
-                self.report.pr(PrReport {
-                    number,
-                    branch: branch.clone(),
-                    head_sha_at_start: None,
-                    head_sha_at_end: Some(sha),
-                    state: PrState::Open,
-                    opened: true,
-                })?;
-            }
-            Action::Push {
-                pr,
-                commits,
-                message,
-            } => {
-                let (branch, base, start) = self.tracker()?.pull(*pr)?;
-                let message = message
-                    .clone()
-                    .unwrap_or_else(|| format!("Address review on #{pr}"));
-                let sha = git::push_commits(&self.git, &cwd, &branch, &base, *commits, &message)?;
-                self.report.pr(PrReport {
-                    number: *pr,
-                    branch,
-                    head_sha_at_start: start,
-                    head_sha_at_end: Some(sha),
-                    state: PrState::Open,
-                    opened: false,
-                })?;
-            }
-            Action::ForcePush { pr, message } => {
-                let (branch, _, start) = self.tracker()?.pull(*pr)?;
-                let message = message.clone().unwrap_or_else(|| format!("Rebase #{pr}"));
-                let sha = git::rewrite_branch(&self.git, &cwd, &branch, &message)?;
-                self.report.pr(PrReport {
-                    number: *pr,
-                    branch,
-                    head_sha_at_start: start,
-                    head_sha_at_end: Some(sha),
-                    state: PrState::Open,
-                    opened: false,
-                })?;
-            }
-            Action::Comment { on, body } => {
-                self.tracker()?.comment(*on, body)?;
-                self.report.comment(*on)?;
-            }
-            Action::Reply { pr, to, body } => {
-                self.tracker()?.reply(*pr, *to, body)?;
-                self.report.comment(*pr)?;
-            }
-            Action::Merge { pr } => {
-                self.report.merge_attempted(*pr)?;
-                match self.tracker()?.merge(*pr)? {
-                    Merge::Merged { sha } => {
-                        let (branch, _, _) = self.tracker()?.pull(*pr)?;
-                        self.report.pr(PrReport {
-                            number: *pr,
-                            branch,
-                            head_sha_at_start: None,
-                            head_sha_at_end: Some(sha),
-                            state: PrState::Merged,
-                            opened: false,
-                        })?;
-                    }
-                    Merge::Refused { message } => self.report.failure(Failure {
-                        target: format!("#{pr}"),
-                        root_cause: format!("merge refused: {message}"),
-                    })?,
-                }
-            }
-            Action::AddLabels { on, labels } => self.tracker()?.add_labels(*on, labels)?,
-            Action::OpenIssue {
-                title,
-                body,
-                labels,
-            } => self.tracker()?.open_issue(title, body, labels)?,
-            Action::RemoveLabel { on, label } => self.tracker()?.remove_label(*on, label)?,
-            Action::Usage(usage) => self.report.usage(usage)?,
-            Action::Agents(count) => self.report.agents(*count)?,
-            Action::Worktree {
-                path,
-                branch,
-                start,
-            } => {
-                let path = self.path(path);
-                let start = start.as_deref().unwrap_or("HEAD");
-                let head_sha = git::worktree_add(&self.git, &cwd, &path, branch, start)?;
-                let path = path.canonicalize().unwrap_or(path);
-                self.report.worktree(WorktreeReport {
-                    path: path.display().to_string(),
-                    branch: branch.clone(),
-                    head_sha,
-                })?;
-            }
-            Action::Failure(failure) => self.report.failure(failure.clone())?,
-            Action::Chain(chain) => self.report.chain(chain.clone()),
-            Action::ReviewRound { pr, rounds } => self.report.review_round(*pr, *rounds),
-            Action::ReportPr(pr) => self.report.pr(pr.clone())?,
-            Action::Progress(message) => self.report.progress(message)?,
-            Action::Stderr(line) => {
-                writeln!(err, "{line}")?;
-                err.flush()?;
-            }
-            Action::Barrier(path) => {
-                err.flush()?;
-                barrier::signal_ready(&self.path(path), self.env.pid)?;
-                barrier::block_until_killed_or_interrupted()?;
-                writeln!(err, "interrupted at the barrier: draining")?;
-                err.flush()?;
-            }
-            Action::Hang => {
-                err.flush()?;
-                barrier::block_until_killed();
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Runs `qmd` from PATH; the captured error when it fails.
-fn qmd(call: &QmdCall, cwd: &Path) -> Result<(), ActError> {
-    let args = call.args();
-    let shown = format!("qmd {}", args.join(" "));
-    let output = Command::new("qmd")
-        .args(&args)
-        .current_dir(cwd)
-        .output()
-        .map_err(|e| ActError::Qmd(format!("{shown}: cannot run qmd: {e}")))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let captured = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" | ");
-    Err(ActError::Qmd(format!(
-        "{shown} failed ({}): {captured}",
-        output.status
-    )))
 }
 
 fn load_request(env: &SkillEnv) -> Result<SkillRequest, String> {
@@ -356,16 +146,17 @@ pub fn run(env: &SkillEnv, err: &mut dyn Write) -> u8 {
             return exit::IO;
         }
     };
-    let mut ctx = Ctx {
-        env,
-        request,
-        report,
-        git: Git::default(),
-        tracker: None,
-    };
+    let mut report = report;
+    let mut actor = Actor::new(
+        env.cwd.clone(),
+        env.pid,
+        env.tracker_url.clone(),
+        env.repo.clone().or(request.repository.clone()),
+        env.token.clone(),
+    );
     let mut code = u8::try_from(tick.exit.value).unwrap_or(u8::MAX);
     for action in &tick.actions {
-        match ctx.act(action, err) {
+        match actor.act(action, &mut report, err) {
             Ok(()) => {}
             Err(ActError::Qmd(captured)) => {
                 let _ = writeln!(err, "{QMD_SENTINEL}: {captured}");
@@ -383,7 +174,7 @@ pub fn run(env: &SkillEnv, err: &mut dyn Write) -> u8 {
             }
         }
     }
-    let result = ctx.report.result(tick.summary.as_deref());
+    let result = report.result(tick.summary.as_deref());
     if let Err(e) = report::write_result(&result_path, tick.result, &result) {
         diag(
             err,

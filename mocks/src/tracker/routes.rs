@@ -228,7 +228,7 @@ fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
             }
         }
         ("PUT", ["pulls", n, "merge"]) => {
-            let sha = world.merge_pull(number(n)?)?;
+            let sha = world.merge_pull_as(number(n)?, &viewer)?;
             Ok(ApiResponse::json(
                 200,
                 json!({ "sha": sha, "merged": true, "message": "Pull Request successfully merged" }),

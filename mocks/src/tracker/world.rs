@@ -108,6 +108,8 @@ struct Pull {
     merged: bool,
     merged_at: Option<Timestamp>,
     merge_sha: Option<String>,
+    /// Who merged it, when it was merged through the API or a world change.
+    merged_by: Option<String>,
     labels: Vec<String>,
     head_sha: Option<String>,
     review_comments: Vec<ReviewComment>,
@@ -231,6 +233,7 @@ impl World {
                     merged: p.merged.value,
                     merged_at: p.merged_at,
                     merge_sha: None,
+                    merged_by: None,
                     labels: p.labels.clone(),
                     head_sha: p.head_sha.clone(),
                     review_comments,
@@ -414,6 +417,7 @@ impl World {
             "merged": pull.merged,
             "merged_at": pull.merged_at.map(|t| t.to_string()),
             "merge_commit_sha": pull.merge_sha,
+            "merged_by": pull.merged_by.as_ref().map(|l| json!({ "login": l })),
             "labels": Self::labels_json(&pull.labels),
             "user": { "login": pull.author },
             "head": {
@@ -738,6 +742,7 @@ impl World {
             merged: false,
             merged_at: None,
             merge_sha: None,
+            merged_by: None,
             labels: Vec::new(),
             head_sha: None,
             review_comments: Vec::new(),
@@ -749,9 +754,15 @@ impl World {
         Ok(view)
     }
 
-    /// Merges an open pull request; the merge SHA (the head: the mock does
-    /// not write a merge commit to origin).
+    /// Merges an open pull request "elsewhere", as a human (`octocat`)
+    /// would; the merge SHA.
     pub fn merge_pull(&mut self, number: u64) -> Result<String, WorldError> {
+        self.merge_pull_as(number, &octocat())
+    }
+
+    /// Merges an open pull request as `by`; the merge SHA (the head: the
+    /// mock does not write a merge commit to origin).
+    pub fn merge_pull_as(&mut self, number: u64, by: &str) -> Result<String, WorldError> {
         let now = self.clock.now();
         let pull = self.pull(number)?;
         if pull.state != State::Open {
@@ -763,6 +774,7 @@ impl World {
         pull.merged = true;
         pull.merged_at = Some(now);
         pull.merge_sha = Some(sha.clone());
+        pull.merged_by = Some(by.to_owned());
         Ok(sha)
     }
 

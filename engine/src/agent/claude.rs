@@ -1,0 +1,546 @@
+//! Claude Code run headless: `claude -p --output-format stream-json
+//! --verbose`, the prompt on stdin (large `-p` arguments are reported to
+//! stall), and its JSON Lines stream read line by line
+//! (`agent-formats.md`).
+//!
+//! [`ClaudeStream`] reads what matters and nothing else:
+//! - `assistant` events carry `message.id`, `message.model` and
+//!   `message.usage`; a streamed step repeats its usage on every content
+//!   block, sometimes with a partial count first, so each `message.id` is
+//!   counted once — as the growth of its largest reading — and that
+//!   growth is journaled at once as a usage event, so a SIGKILL of the
+//!   engine mid-agent loses no spend;
+//! - the final `result` event is authoritative for the tick's usage: its
+//!   `modelUsage` per model id (priced by `canonicalModel` when present;
+//!   helper models appear only here), whose `inputTokens` EXCLUDE cache
+//!   tokens — converted to our `tokens_in`-includes-cache convention; a
+//!   model whose streamed steps add up to more than the result says keeps
+//!   the larger count (never under-count), and without a result the
+//!   streamed steps are the usage;
+//! - the run failed when it exited non-zero, or its result is an error
+//!   subtype, `is_error`, has permission denials or zero turns, or there
+//!   is no result at all (all reported in the wild with exit 0 or
+//!   `success`). The root cause quotes the agent's own `errors[]` or
+//!   `result` text, else its last stderr line.
+//!
+//! Lines that are not JSON (a CLI's warnings) are echoed and skipped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+
+use serde_json::Value;
+
+use super::{LineRead, StreamReader, Verdict, first_line, how_it_ended};
+use crate::protocol::{ModelUsage, SkillEvent};
+use crate::runner::RunOutcome;
+use crate::transcript::{RawUsage, TokenTotals};
+
+/// Tool names Claude Code dispatches a subagent with.
+const SUBAGENT_TOOLS: &[&str] = &["Task", "Agent"];
+
+/// The command line after the program: headless, streaming, the model
+/// and spend limit when given, then the user's extra arguments. The
+/// prompt goes on stdin.
+pub fn argv(model: Option<&str>, dollars_left: Option<f64>, extra: &[String]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["-p", "--output-format", "stream-json", "--verbose"]
+        .map(OsString::from)
+        .into();
+    if let Some(m) = model {
+        args.extend(["--model".into(), m.into()]);
+    }
+    if let Some(left) = dollars_left {
+        args.extend(["--max-budget-usd".into(), budget_arg(left).into()]);
+    }
+    args.extend(extra.iter().map(OsString::from));
+    args
+}
+
+/// Dollars left, rounded down to the cent so the agent stops before the
+/// run's ceiling, and at least a cent (a limit of 0 would be refused or
+/// stop the agent before its first step; the entry stop has already
+/// ended a run with nothing left).
+pub fn budget_arg(left: f64) -> String {
+    let cents = (left * 100.0).floor().max(1.0);
+    format!("{:.2}", cents / 100.0)
+}
+
+/// One streamed step (`message.id`) as read so far.
+#[derive(Debug, Clone)]
+struct Step {
+    model: String,
+    /// The largest reading of each count.
+    seen: TokenTotals,
+}
+
+/// Reads one Claude Code stream.
+#[derive(Debug, Default)]
+pub struct ClaudeStream {
+    init_model: Option<String>,
+    steps: BTreeMap<String, Step>,
+    subagents: BTreeSet<String>,
+    result: Option<Value>,
+    noise: u64,
+}
+
+fn max_totals(a: &TokenTotals, b: &TokenTotals) -> TokenTotals {
+    TokenTotals {
+        input: a.input.max(b.input),
+        output: a.output.max(b.output),
+        cache_creation: a.cache_creation.max(b.cache_creation),
+        cache_creation_1h: a.cache_creation_1h.max(b.cache_creation_1h),
+        cache_read: a.cache_read.max(b.cache_read),
+    }
+}
+
+fn minus(a: &TokenTotals, b: &TokenTotals) -> TokenTotals {
+    TokenTotals {
+        input: a.input - b.input,
+        output: a.output - b.output,
+        cache_creation: a.cache_creation - b.cache_creation,
+        cache_creation_1h: a.cache_creation_1h - b.cache_creation_1h,
+        cache_read: a.cache_read - b.cache_read,
+    }
+}
+
+fn add(a: &mut TokenTotals, b: &TokenTotals) {
+    a.input += b.input;
+    a.output += b.output;
+    a.cache_creation += b.cache_creation;
+    a.cache_creation_1h += b.cache_creation_1h;
+    a.cache_read += b.cache_read;
+}
+
+fn usage_event(u: ModelUsage) -> SkillEvent {
+    SkillEvent::Usage {
+        model: u.model,
+        tokens_in: u.tokens_in,
+        tokens_out: u.tokens_out,
+        cache_read_tokens: u.cache_read_tokens,
+        cache_write_tokens: u.cache_write_tokens,
+        cache_write_1h_tokens: u.cache_write_1h_tokens,
+    }
+}
+
+fn count(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+impl ClaudeStream {
+    fn assistant(&mut self, event: &Value, read: &mut LineRead) {
+        let Some(message) = event.get("message") else {
+            return;
+        };
+        for block in message
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    if let Some(t) = block.get("text").and_then(Value::as_str) {
+                        read.echo.extend(t.lines().map(str::to_owned));
+                    }
+                }
+                Some("tool_use") => {
+                    let name = block.get("name").and_then(Value::as_str).unwrap_or("?");
+                    read.echo.push(format!("→ {name}"));
+                    if SUBAGENT_TOOLS.contains(&name)
+                        && let Some(id) = block.get("id").and_then(Value::as_str)
+                    {
+                        self.subagents.insert(id.to_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (Some(id), Some(usage)) = (
+            message.get("id").and_then(Value::as_str),
+            message.get("usage"),
+        ) else {
+            return;
+        };
+        let model = message
+            .get("model")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned)
+            .or_else(|| self.init_model.clone())
+            .unwrap_or_else(|| "unknown".to_owned());
+        // Claude Code's `<synthetic>` messages carry no tokens; were one to
+        // carry some, they are counted (as an unknown model), never dropped.
+        let Ok(raw) = serde_json::from_value::<RawUsage>(usage.clone()) else {
+            return;
+        };
+        let reading = raw.totals();
+        let step = self.steps.entry(id.to_owned()).or_insert_with(|| Step {
+            model: model.clone(),
+            seen: TokenTotals::default(),
+        });
+        let larger = max_totals(&step.seen, &reading);
+        let growth = minus(&larger, &step.seen);
+        step.seen = larger;
+        if growth != TokenTotals::default() {
+            read.events.push(usage_event(growth.to_usage(&step.model)));
+        }
+    }
+
+    /// The streamed steps, summed per model.
+    fn streamed(&self) -> BTreeMap<String, TokenTotals> {
+        let mut out: BTreeMap<String, TokenTotals> = BTreeMap::new();
+        for step in self.steps.values() {
+            add(out.entry(step.model.clone()).or_default(), &step.seen);
+        }
+        out
+    }
+
+    /// The result's `modelUsage`, per priced model.
+    fn reported(result: &Value) -> BTreeMap<String, TokenTotals> {
+        let mut out: BTreeMap<String, TokenTotals> = BTreeMap::new();
+        for (key, u) in result
+            .get("modelUsage")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let model = u
+                .get("canonicalModel")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty())
+                .unwrap_or(key);
+            add(
+                out.entry(model.to_owned()).or_default(),
+                &TokenTotals {
+                    input: count(u, "inputTokens"),
+                    output: count(u, "outputTokens"),
+                    cache_creation: count(u, "cacheCreationInputTokens"),
+                    cache_creation_1h: 0,
+                    cache_read: count(u, "cacheReadInputTokens"),
+                },
+            );
+        }
+        out
+    }
+}
+
+impl StreamReader for ClaudeStream {
+    fn line(&mut self, line: &str) -> LineRead {
+        let mut read = LineRead::default();
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            if !line.trim().is_empty() {
+                self.noise += 1;
+                read.echo.push(line.to_owned());
+            }
+            return read;
+        };
+        match event.get("type").and_then(Value::as_str) {
+            Some("system") if event.get("subtype").and_then(Value::as_str) == Some("init") => {
+                self.init_model = event
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                read.echo.push(format!(
+                    "claude: session {} on {}",
+                    event
+                        .get("session_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?"),
+                    self.init_model.as_deref().unwrap_or("?")
+                ));
+            }
+            Some("assistant") => self.assistant(&event, &mut read),
+            Some("result") => {
+                read.echo.push(format!(
+                    "claude: result {} after {} turn(s), total_cost_usd {}",
+                    event.get("subtype").and_then(Value::as_str).unwrap_or("?"),
+                    count(&event, "num_turns"),
+                    event
+                        .get("total_cost_usd")
+                        .and_then(Value::as_f64)
+                        .map_or("?".to_owned(), |c| format!("{c}"))
+                ));
+                self.result = Some(event);
+            }
+            _ => {}
+        }
+        read
+    }
+
+    fn finish(&mut self, run: &RunOutcome) -> Verdict {
+        let streamed = self.streamed();
+        let mut verdict = Verdict {
+            agents: self.subagents.len() as u64,
+            ..Verdict::default()
+        };
+        if self.noise > 0 {
+            verdict.notes.push(format!(
+                "{} line(s) of the stream were not JSON (skipped)",
+                self.noise
+            ));
+        }
+        let totals = match &self.result {
+            None => streamed.clone(),
+            Some(result) => {
+                let mut reported = Self::reported(result);
+                for (model, s) in &streamed {
+                    let r = reported.entry(model.clone()).or_default();
+                    // The result does not split cache writes by lifetime;
+                    // the streamed steps do.
+                    r.cache_creation_1h = s.cache_creation_1h.min(r.cache_creation);
+                    if max_totals(r, s) != *r {
+                        verdict.notes.push(format!(
+                            "{model}: the streamed steps count more tokens than the result's modelUsage; the larger count is kept"
+                        ));
+                        *r = max_totals(r, s);
+                    }
+                }
+                reported
+            }
+        };
+        verdict.usage = totals
+            .iter()
+            .filter(|(_, t)| **t != TokenTotals::default())
+            .map(|(m, t)| t.to_usage(m))
+            .collect();
+        let Some(result) = &self.result else {
+            let mut why = vec!["the stream ended without a result event".to_owned()];
+            why.extend(how_it_ended(run));
+            why.push(format!(
+                "usage counted from {} streamed step(s); spend after the last one is missing",
+                self.steps.len()
+            ));
+            verdict.failure = Some(format!(
+                "claude: {}{}",
+                why.join("; "),
+                run.last_stderr()
+                    .map(|l| format!(": {l}"))
+                    .unwrap_or_default()
+            ));
+            return verdict;
+        };
+        verdict.agent_cost = result.get("total_cost_usd").and_then(Value::as_f64);
+        let text = result.get("result").and_then(Value::as_str);
+        verdict.summary = text.and_then(first_line);
+        let subtype = result
+            .get("subtype")
+            .and_then(Value::as_str)
+            .unwrap_or("(no subtype)");
+        let mut why = Vec::new();
+        if subtype != "success" {
+            why.push(format!("result {subtype}"));
+        }
+        if result.get("is_error").and_then(Value::as_bool) == Some(true) && subtype == "success" {
+            why.push("is_error".to_owned());
+        }
+        let denied: Vec<&str> = result
+            .get("permission_denials")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|d| d.get("tool_name").and_then(Value::as_str).unwrap_or("?"))
+            .collect();
+        if !denied.is_empty() {
+            why.push(format!("permission denied: {}", denied.join(", ")));
+        }
+        if result.get("num_turns").and_then(Value::as_u64) == Some(0) {
+            why.push("0 turns".to_owned());
+        }
+        why.extend(how_it_ended(run));
+        if why.is_empty() {
+            return verdict;
+        }
+        let errors: Vec<&str> = result
+            .get("errors")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let quote = if !errors.is_empty() {
+            Some(errors.join("; "))
+        } else if let Some(t) = text.filter(|t| !t.trim().is_empty()) {
+            Some(t.trim().to_owned())
+        } else {
+            run.last_stderr().map(str::to_owned)
+        };
+        verdict.failure = Some(format!(
+            "claude: {}{}",
+            why.join(", "),
+            quote.map(|q| format!(": {q}")).unwrap_or_default()
+        ));
+        verdict
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(lines: &[&str]) -> (ClaudeStream, Vec<SkillEvent>) {
+        let mut s = ClaudeStream::default();
+        let mut events = Vec::new();
+        for l in lines {
+            events.extend(s.line(l).events);
+        }
+        (s, events)
+    }
+
+    fn ok() -> RunOutcome {
+        RunOutcome {
+            exit_code: Some(0),
+            ..RunOutcome::default()
+        }
+    }
+
+    const INIT: &str = r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929","session_id":"s1","cwd":"/w","tools":["Bash"]}"#;
+    // One step streamed as two blocks, the first with a partial count.
+    const STEP_A1: &str = r#"{"type":"assistant","message":{"id":"msg_a","model":"claude-sonnet-4-5-20250929","content":[{"type":"thinking","thinking":"…"}],"usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":1000,"cache_creation":{"ephemeral_5m_input_tokens":150,"ephemeral_1h_input_tokens":50},"output_tokens":1}}}"#;
+    const STEP_A2: &str = r#"{"type":"assistant","message":{"id":"msg_a","model":"claude-sonnet-4-5-20250929","content":[{"type":"tool_use","id":"tu_1","name":"Task","input":{}}],"usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":1000,"cache_creation":{"ephemeral_5m_input_tokens":150,"ephemeral_1h_input_tokens":50},"output_tokens":40}}}"#;
+    const STEP_B: &str = r#"{"type":"assistant","message":{"id":"msg_b","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"Done."}],"usage":{"input_tokens":5,"cache_read_input_tokens":1200,"output_tokens":60}}}"#;
+    const USER: &str = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"tu_1","content":"ok"}]}}"#;
+
+    #[test]
+    fn each_message_id_is_journaled_once_as_its_growth() {
+        let (_, events) = feed(&[INIT, "Warning: not json", STEP_A1, STEP_A2, USER, STEP_B]);
+        let usage: Vec<(u64, u64, u64, u64, u64)> = events
+            .iter()
+            .map(|e| match e {
+                SkillEvent::Usage {
+                    tokens_in,
+                    tokens_out,
+                    cache_read_tokens,
+                    cache_write_tokens,
+                    cache_write_1h_tokens,
+                    ..
+                } => (
+                    *tokens_in,
+                    *tokens_out,
+                    *cache_read_tokens,
+                    *cache_write_tokens,
+                    *cache_write_1h_tokens,
+                ),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            usage,
+            vec![
+                (1210, 1, 1000, 200, 50),
+                (0, 39, 0, 0, 0),
+                (1205, 60, 1200, 0, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_result_is_authoritative_with_canonical_models_and_helpers() {
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Opened #3.\nDetails follow.","total_cost_usd":0.0123,"permission_denials":[],"modelUsage":{"claude-sonnet-4-5[1m]":{"inputTokens":15,"outputTokens":100,"cacheReadInputTokens":2200,"cacheCreationInputTokens":200,"costUSD":0.01,"canonicalModel":"claude-sonnet-4-5-20250929"},"claude-haiku-4-5":{"inputTokens":300,"outputTokens":20,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.0003}}}"#;
+        let (mut s, _) = feed(&[INIT, STEP_A1, STEP_A2, STEP_B, result]);
+        let v = s.finish(&ok());
+        assert_eq!(v.failure, None);
+        assert_eq!(v.agent_cost, Some(0.0123));
+        assert_eq!(v.agents, 1, "one Task tool use");
+        assert_eq!(v.summary.as_deref(), Some("Opened #3."));
+        assert_eq!(
+            v.usage,
+            vec![
+                ModelUsage {
+                    model: "claude-haiku-4-5".into(),
+                    tokens_in: 300,
+                    tokens_out: 20,
+                    ..ModelUsage::default()
+                },
+                ModelUsage {
+                    model: "claude-sonnet-4-5-20250929".into(),
+                    tokens_in: 15 + 2200 + 200,
+                    tokens_out: 100,
+                    cache_read_tokens: 2200,
+                    cache_write_tokens: 200,
+                    cache_write_1h_tokens: 50,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_result_the_streamed_steps_are_the_usage_and_it_failed() {
+        let (mut s, _) = feed(&[INIT, STEP_A1, STEP_A2]);
+        let v = s.finish(&RunOutcome {
+            signal: Some(9),
+            stalled: true,
+            ..RunOutcome::default()
+        });
+        assert_eq!(v.usage[0].tokens_out, 40);
+        let f = v.failure.unwrap();
+        assert!(
+            f.starts_with("claude: the stream ended without a result event; stalled"),
+            "{f}"
+        );
+        assert!(f.contains("usage counted from 1 streamed step(s)"), "{f}");
+    }
+
+    #[test]
+    fn error_results_fail_with_the_agents_own_words() {
+        let cases = [
+            (
+                r#"{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":30,"errors":["Reached maximum number of turns (30)"],"modelUsage":{}}"#,
+                0,
+                "claude: result error_max_turns: Reached maximum number of turns (30)",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"API Error: 529 overloaded","modelUsage":{}}"#,
+                0,
+                "claude: is_error: API Error: 529 overloaded",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"I could not edit files.","permission_denials":[{"tool_name":"Edit","tool_use_id":"t"},{"tool_name":"Bash","tool_use_id":"u"}],"modelUsage":{}}"#,
+                0,
+                "claude: permission denied: Edit, Bash: I could not edit files.",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":false,"num_turns":0,"result":"","modelUsage":{}}"#,
+                0,
+                "claude: 0 turns",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"fine","modelUsage":{}}"#,
+                1,
+                "claude: exited 1: fine",
+            ),
+        ];
+        for (result, exit, want) in cases {
+            let (mut s, _) = feed(&[result]);
+            let v = s.finish(&RunOutcome {
+                exit_code: Some(exit),
+                ..RunOutcome::default()
+            });
+            assert_eq!(v.failure.as_deref(), Some(want));
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_headless_streaming_with_the_spend_limit() {
+        let args = argv(
+            Some("opus"),
+            Some(24.996),
+            &["--permission-mode".into(), "acceptEdits".into()],
+        );
+        assert_eq!(
+            args,
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--model",
+                "opus",
+                "--max-budget-usd",
+                "24.99",
+                "--permission-mode",
+                "acceptEdits"
+            ]
+            .map(OsString::from)
+        );
+        assert_eq!(budget_arg(0.004), "0.01");
+    }
+}

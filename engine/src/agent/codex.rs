@@ -1,0 +1,396 @@
+//! Codex run headless: `codex exec --json -`, the prompt on stdin, and its
+//! JSON Lines stream read line by line (`agent-formats.md`).
+//!
+//! [`CodexStream`] reads `thread.started`, `turn.completed{usage}`,
+//! `turn.failed{error}`, top-level `error` and the `item.*` events (agent
+//! messages and commands are echoed). Codex's usage differs from
+//! Anthropic's on two points that decide the bill:
+//! - `turn.completed` usage is CUMULATIVE for the thread, so each one is
+//!   journaled as its growth over the previous one, and the last one is
+//!   the tick's usage;
+//! - `cached_input_tokens` is a SUBSET of `input_tokens` (so is
+//!   `cache_write_input_tokens` where newer builds report it, and
+//!   `reasoning_output_tokens` of `output_tokens`): `tokens_in` is
+//!   `input_tokens` as given, with the cached part priced at the cache
+//!   rate.
+//!
+//! The stream names no model: the tick's model is `--agent-model`, else
+//! `model` in Codex's `config.toml` ([`config_model`]), recorded on every
+//! usage event; without either it is [`UNKNOWN_MODEL`], priced at the
+//! table's highest rates. Codex reports no cost of its own.
+//!
+//! The run failed when it exited non-zero, a `turn.failed` or `error`
+//! event arrived (they come with exit 0 too), or no `turn.completed`
+//! arrived at all; the root cause quotes the event's message.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{LineRead, StreamReader, Verdict, first_line, how_it_ended};
+use crate::protocol::{ModelUsage, SkillEvent};
+use crate::runner::RunOutcome;
+
+/// The model recorded when neither `--agent-model` nor Codex's
+/// configuration names one.
+pub const UNKNOWN_MODEL: &str = "codex-model-not-configured";
+
+/// The command line after the program: `exec --json`, the model when
+/// given, the user's extra arguments, then `-` (the prompt on stdin).
+pub fn argv(model: Option<&str>, extra: &[String]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["exec".into(), "--json".into()];
+    if let Some(m) = model {
+        args.extend(["-m".into(), m.into()]);
+    }
+    args.extend(extra.iter().map(OsString::from));
+    args.push("-".into());
+    args
+}
+
+/// `model = "…"` at the top level of a Codex `config.toml` (before any
+/// `[table]`), if the file exists and says so. Only this one key is read,
+/// so a small line reader does; a value that is not a plain string is
+/// ignored.
+pub fn config_model(config_toml: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(config_toml).ok()?;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            return None;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if key.trim() != "model" {
+            continue;
+        }
+        let value = value.trim();
+        let value = value.split_once(" #").map_or(value, |(v, _)| v).trim();
+        for quote in ['"', '\''] {
+            if let Some(inner) = value
+                .strip_prefix(quote)
+                .and_then(|v| v.strip_suffix(quote))
+                .filter(|v| !v.is_empty())
+            {
+                return Some(inner.to_owned());
+            }
+        }
+        return None;
+    }
+    None
+}
+
+/// Cumulative counts of a thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    input: u64,
+    cached: u64,
+    cache_write: u64,
+    output: u64,
+}
+
+impl Counts {
+    fn of(usage: &Value) -> Self {
+        let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+        Self {
+            input: n("input_tokens"),
+            cached: n("cached_input_tokens"),
+            cache_write: n("cache_write_input_tokens"),
+            output: n("output_tokens"),
+        }
+    }
+
+    fn max(self, o: Self) -> Self {
+        Self {
+            input: self.input.max(o.input),
+            cached: self.cached.max(o.cached),
+            cache_write: self.cache_write.max(o.cache_write),
+            output: self.output.max(o.output),
+        }
+    }
+
+    fn minus(self, o: Self) -> Self {
+        Self {
+            input: self.input - o.input,
+            cached: self.cached - o.cached,
+            cache_write: self.cache_write - o.cache_write,
+            output: self.output - o.output,
+        }
+    }
+
+    fn usage(self, model: &str) -> ModelUsage {
+        ModelUsage {
+            model: model.to_owned(),
+            tokens_in: self.input,
+            tokens_out: self.output,
+            cache_read_tokens: self.cached,
+            cache_write_tokens: self.cache_write,
+            cache_write_1h_tokens: 0,
+        }
+    }
+}
+
+/// Reads one Codex stream.
+#[derive(Debug)]
+pub struct CodexStream {
+    model: String,
+    thread: Option<String>,
+    /// The largest cumulative reading so far.
+    total: Counts,
+    turns: u64,
+    failures: Vec<String>,
+    last_message: Option<String>,
+    noise: u64,
+}
+
+impl CodexStream {
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            thread: None,
+            total: Counts::default(),
+            turns: 0,
+            failures: Vec::new(),
+            last_message: None,
+            noise: 0,
+        }
+    }
+}
+
+fn message(v: &Value) -> String {
+    v.get("message")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| v.to_string())
+}
+
+impl StreamReader for CodexStream {
+    fn line(&mut self, line: &str) -> LineRead {
+        let mut read = LineRead::default();
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            if !line.trim().is_empty() {
+                self.noise += 1;
+                read.echo.push(line.to_owned());
+            }
+            return read;
+        };
+        match event.get("type").and_then(Value::as_str) {
+            Some("thread.started") => {
+                self.thread = event
+                    .get("thread_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                read.echo.push(format!(
+                    "codex: thread {} on {}",
+                    self.thread.as_deref().unwrap_or("?"),
+                    self.model
+                ));
+            }
+            Some("turn.completed") => {
+                self.turns += 1;
+                let reading = event.get("usage").map(Counts::of).unwrap_or_default();
+                let larger = self.total.max(reading);
+                let growth = larger.minus(self.total);
+                self.total = larger;
+                if growth != Counts::default() {
+                    let u = growth.usage(&self.model);
+                    read.events.push(SkillEvent::Usage {
+                        model: u.model,
+                        tokens_in: u.tokens_in,
+                        tokens_out: u.tokens_out,
+                        cache_read_tokens: u.cache_read_tokens,
+                        cache_write_tokens: u.cache_write_tokens,
+                        cache_write_1h_tokens: 0,
+                    });
+                }
+            }
+            Some("turn.failed") => {
+                let m = event.get("error").map(message).unwrap_or_default();
+                read.echo.push(format!("codex: turn failed: {m}"));
+                self.failures.push(format!("turn.failed: {m}"));
+            }
+            Some("error") => {
+                let m = message(&event);
+                read.echo.push(format!("codex: error: {m}"));
+                self.failures.push(format!("error: {m}"));
+            }
+            Some("item.completed") => {
+                let item = event.get("item").cloned().unwrap_or_default();
+                match item.get("type").and_then(Value::as_str) {
+                    Some("agent_message") => {
+                        if let Some(t) = item.get("text").and_then(Value::as_str) {
+                            read.echo.extend(t.lines().map(str::to_owned));
+                            self.last_message = Some(t.to_owned());
+                        }
+                    }
+                    Some("command_execution") => {
+                        if let Some(c) = item.get("command").and_then(Value::as_str) {
+                            read.echo.push(format!("$ {c}"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        read
+    }
+
+    fn finish(&mut self, run: &RunOutcome) -> Verdict {
+        let mut verdict = Verdict::default();
+        if self.total != Counts::default() {
+            verdict.usage = vec![self.total.usage(&self.model)];
+        }
+        if self.noise > 0 {
+            verdict.notes.push(format!(
+                "{} line(s) of the stream were not JSON (skipped)",
+                self.noise
+            ));
+        }
+        if self.model == UNKNOWN_MODEL {
+            verdict.notes.push(
+                "Codex's model is not known: pass --agent-model MODEL or set `model` in Codex's config.toml, so its tokens are priced at its own rates".to_owned(),
+            );
+        }
+        verdict.summary = self.last_message.as_deref().and_then(first_line);
+        let mut why = self.failures.clone();
+        if self.turns == 0 && self.failures.is_empty() {
+            why.push("the stream ended without turn.completed".to_owned());
+        }
+        why.extend(how_it_ended(run));
+        if !why.is_empty() {
+            let quote = if self.failures.is_empty() {
+                run.last_stderr()
+                    .map(|l| format!(": {l}"))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            verdict.failure = Some(format!("codex: {}{quote}", why.join("; ")));
+        }
+        verdict
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> RunOutcome {
+        RunOutcome {
+            exit_code: Some(0),
+            ..RunOutcome::default()
+        }
+    }
+
+    #[test]
+    fn cumulative_turn_usage_is_journaled_as_growth_and_cached_is_a_subset() {
+        let mut s = CodexStream::new("gpt-5-codex");
+        let mut events = Vec::new();
+        for l in [
+            r#"{"type":"thread.started","thread_id":"th_1"}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"item.completed","item":{"id":"i0","type":"command_execution","command":"git push","status":"completed"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":600,"output_tokens":100}}"#,
+            "Reading prompt from stdin...",
+            r#"{"type":"turn.completed","usage":{"input_tokens":2500,"cached_input_tokens":1800,"output_tokens":300,"reasoning_output_tokens":120}}"#,
+            r#"{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"Opened #3."}}"#,
+        ] {
+            events.extend(s.line(l).events);
+        }
+        assert_eq!(
+            events,
+            vec![
+                SkillEvent::Usage {
+                    model: "gpt-5-codex".into(),
+                    tokens_in: 1000,
+                    tokens_out: 100,
+                    cache_read_tokens: 600,
+                    cache_write_tokens: 0,
+                    cache_write_1h_tokens: 0
+                },
+                SkillEvent::Usage {
+                    model: "gpt-5-codex".into(),
+                    tokens_in: 1500,
+                    tokens_out: 200,
+                    cache_read_tokens: 1200,
+                    cache_write_tokens: 0,
+                    cache_write_1h_tokens: 0
+                },
+            ]
+        );
+        let v = s.finish(&ok());
+        assert_eq!(v.failure, None);
+        assert_eq!(v.agent_cost, None, "Codex reports no cost");
+        assert_eq!(v.summary.as_deref(), Some("Opened #3."));
+        assert_eq!(
+            v.usage,
+            vec![ModelUsage {
+                model: "gpt-5-codex".into(),
+                tokens_in: 2500,
+                tokens_out: 300,
+                cache_read_tokens: 1800,
+                ..ModelUsage::default()
+            }]
+        );
+    }
+
+    #[test]
+    fn failed_turns_and_errors_fail_even_with_exit_0() {
+        let mut s = CodexStream::new("gpt-5-codex");
+        s.line(
+            r#"{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}"#,
+        );
+        assert_eq!(
+            s.finish(&ok()).failure.as_deref(),
+            Some("codex: turn.failed: stream disconnected before completion")
+        );
+        let mut s = CodexStream::new("gpt-5-codex");
+        s.line(r#"{"type":"error","message":"unexpected status 401 Unauthorized"}"#);
+        assert_eq!(
+            s.finish(&ok()).failure.as_deref(),
+            Some("codex: error: unexpected status 401 Unauthorized")
+        );
+        let mut s = CodexStream::new(UNKNOWN_MODEL);
+        let v = s.finish(&RunOutcome {
+            exit_code: Some(1),
+            stderr_tail: vec!["Error: not logged in".into()],
+            ..RunOutcome::default()
+        });
+        assert_eq!(
+            v.failure.as_deref(),
+            Some("codex: the stream ended without turn.completed; exited 1: Error: not logged in")
+        );
+        assert!(v.notes.iter().any(|n| n.contains("--agent-model")));
+    }
+
+    #[test]
+    fn the_model_comes_from_the_top_level_of_config_toml() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        assert_eq!(config_model(&path), None);
+        std::fs::write(
+            &path,
+            "# Codex\napproval_policy = \"never\"\nmodel = \"gpt-5.1-codex\"  # the default\n[profiles.fast]\nmodel = \"o4-mini\"\n",
+        )
+        .unwrap();
+        assert_eq!(config_model(&path).as_deref(), Some("gpt-5.1-codex"));
+        std::fs::write(&path, "[profiles.fast]\nmodel = \"o4-mini\"\n").unwrap();
+        assert_eq!(
+            config_model(&path),
+            None,
+            "a table's model is not the default"
+        );
+        std::fs::write(&path, "model = 'o3'\n").unwrap();
+        assert_eq!(config_model(&path).as_deref(), Some("o3"));
+    }
+
+    #[test]
+    fn the_command_line_reads_the_prompt_from_stdin() {
+        assert_eq!(
+            argv(Some("gpt-5-codex"), &["--full-auto".into()]),
+            ["exec", "--json", "-m", "gpt-5-codex", "--full-auto", "-"].map(OsString::from)
+        );
+    }
+}

@@ -1,0 +1,378 @@
+//! Real agents as the work of a wrapper tick (DESIGN §11): `--agent claude`
+//! runs Claude Code headless, `--agent codex` runs Codex headless, in place
+//! of a skill command. Agents never speak our protocol, so the adapter —
+//! [`AgentRunner`], one more [`SkillRunner`] — learns everything from the
+//! agent's event stream and from the world, and writes the [`SkillResult`]
+//! the engine's `end` half already reads:
+//!
+//! 1. the prompt is built from the request ([`prompt`]);
+//! 2. the world is snapshot before the agent runs ([`world::snapshot`]),
+//!    and kept in the exchange directory for recovery;
+//! 3. the agent runs in its own process group, watched like a skill (stall
+//!    watchdog, interrupt drain, bounded stderr), with `CLAUDECODE` and
+//!    `CLAUDE_CODE_ENTRYPOINT` removed from its environment (Claude Code
+//!    refuses to start inside another session) and the prompt on stdin;
+//! 4. every stdout line is read as it arrives ([`claude`], [`codex`]):
+//!    usage is appended to the iteration's `events.jsonl` at once, one
+//!    count per API step, so a SIGKILL of the engine mid-agent loses no
+//!    spend — the next tick recovers it as it recovers a skill's events;
+//! 5. after the agent exits: the usage (the stream's final word), the
+//!    agent's own cost estimate, the PRs, comments and merges found by
+//!    comparing the world with the snapshot ([`world::discover`]), and the
+//!    failure, if any — a root cause quoted from the agent, redacted and
+//!    truncated — become `result.json` and [`RunOutcome::cause`].
+
+pub mod claude;
+pub mod codex;
+pub mod prompt;
+pub mod world;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use crate::exchange::Exchange;
+use crate::files;
+use crate::git::Git;
+use crate::protocol::{ModelUsage, PROTOCOL_VERSION, SkillEvent, SkillRequest, SkillResult};
+use crate::redact::Redactor;
+use crate::runner::{ProcessRunner, RunOutcome, RunSpec, SkillRunner};
+use crate::tracker::Tracker;
+
+/// Which agent CLI does the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentKind {
+    /// Claude Code: `claude -p --output-format stream-json --verbose`.
+    Claude,
+    /// Codex: `codex exec --json`.
+    Codex,
+}
+
+impl AgentKind {
+    /// The program looked up on PATH when `--agent-cmd` is not given.
+    pub fn program(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "claude",
+            AgentKind::Codex => "codex",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.program())
+    }
+}
+
+/// Removed from the agent's environment: Claude Code refuses to start
+/// when it finds itself inside another Claude Code session, which is
+/// exactly where a loop started from a session would launch it.
+pub const ENV_REMOVED: &[&str] = &["CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"];
+
+/// Longest root cause quoted from an agent.
+pub const ROOT_CAUSE_MAX: usize = 400;
+
+/// How to run the agent, gathered by the CLI.
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    pub kind: AgentKind,
+    /// `--agent-cmd PATH` [default: the kind's program, from PATH].
+    pub command: Option<PathBuf>,
+    /// `--agent-arg ARG`, in order, after the adapter's own flags.
+    pub args: Vec<String>,
+    /// `--agent-model MODEL`.
+    pub model: Option<String>,
+    /// `--agent-prompt FILE`, loaded and checked; `None`: the built-in
+    /// template of the tick's skill.
+    pub prompt: Option<prompt::Template>,
+    /// Codex's `config.toml` (`$CODEX_HOME/config.toml`, else
+    /// `~/.codex/config.toml`), read for its `model` when `--agent-model`
+    /// is not given.
+    pub codex_config: Option<PathBuf>,
+}
+
+impl AgentSettings {
+    pub fn new(kind: AgentKind) -> Self {
+        Self {
+            kind,
+            command: None,
+            args: Vec::new(),
+            model: None,
+            prompt: None,
+            codex_config: None,
+        }
+    }
+}
+
+/// What one stdout line of an agent adds.
+#[derive(Debug, Default, PartialEq)]
+pub struct LineRead {
+    /// Usage to journal now.
+    pub events: Vec<SkillEvent>,
+    /// Lines for the engine's stderr.
+    pub echo: Vec<String>,
+}
+
+/// What an agent's whole stream said, once it exited.
+#[derive(Debug, Default, PartialEq)]
+pub struct Verdict {
+    pub usage: Vec<ModelUsage>,
+    /// The agent's own estimate of its spend (Claude's `total_cost_usd`).
+    pub agent_cost: Option<f64>,
+    /// Subagents it dispatched.
+    pub agents: u64,
+    /// Why the run failed (not yet redacted or truncated).
+    pub failure: Option<String>,
+    /// The first line of its final message.
+    pub summary: Option<String>,
+    /// What the engine's stderr should say about the stream.
+    pub notes: Vec<String>,
+}
+
+/// Reads one agent's stream.
+pub trait StreamReader: std::fmt::Debug {
+    /// One stdout line, as it arrives.
+    fn line(&mut self, line: &str) -> LineRead;
+    /// Everything read, once the agent has exited.
+    fn finish(&mut self, run: &RunOutcome) -> Verdict;
+}
+
+/// The first non-empty line of `text`, trimmed and bounded.
+pub(crate) fn first_line(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(bounded(line, 160))
+}
+
+fn bounded(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let mut cut: String = text.chars().take(max).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+/// How the process ended, when that alone is a failure.
+pub(crate) fn how_it_ended(run: &RunOutcome) -> Option<String> {
+    if run.stalled {
+        return Some("stalled: no output within the stall timeout, killed".to_owned());
+    }
+    match (run.exit_code, run.signal) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(format!("exited {code}")),
+        (None, Some(sig)) => Some(format!("killed by signal {sig}")),
+        (None, None) => Some("ended without a status".to_owned()),
+    }
+}
+
+/// A root cause as it may be recorded: redacted, then bounded.
+pub fn quote(redactor: &Redactor, text: &str) -> String {
+    bounded(&redactor.apply(text), ROOT_CAUSE_MAX)
+}
+
+/// The PRs, comments and merges an agent tick killed mid-work left in the
+/// world, from the snapshot it kept — `None` when the tick was no agent's.
+pub fn recover(
+    exchange: &Exchange,
+    tracker: &dyn Tracker,
+    git: &dyn Git,
+    remote: &str,
+    request: &SkillRequest,
+) -> Option<Result<world::Found, String>> {
+    let before = world::Before::load(exchange)?;
+    Some(world::discover(&before, tracker, git, remote, request))
+}
+
+/// Runs an agent as the tick's work.
+#[derive(Debug)]
+pub struct AgentRunner<'a> {
+    pub settings: AgentSettings,
+    /// Watches the agent's process as it watches a skill's.
+    pub process: ProcessRunner<'a>,
+    pub tracker: &'a dyn Tracker,
+    pub git: &'a dyn Git,
+    /// The git remote whose heads are compared (`--remote`).
+    pub remote: String,
+}
+
+fn failed(cause: String) -> RunOutcome {
+    RunOutcome {
+        cause: Some(cause),
+        ..RunOutcome::default()
+    }
+}
+
+impl AgentRunner<'_> {
+    fn command(&self, spec: &RunSpec) -> (PathBuf, Vec<OsString>, Box<dyn StreamReader>) {
+        let s = &self.settings;
+        let program = s
+            .command
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(s.kind.program()));
+        match s.kind {
+            AgentKind::Claude => (
+                program,
+                claude::argv(s.model.as_deref(), spec.dollars_left, &s.args),
+                Box::new(claude::ClaudeStream::default()),
+            ),
+            AgentKind::Codex => {
+                let model = s
+                    .model
+                    .clone()
+                    .or_else(|| s.codex_config.as_deref().and_then(codex::config_model))
+                    .unwrap_or_else(|| codex::UNKNOWN_MODEL.to_owned());
+                (
+                    program,
+                    codex::argv(s.model.as_deref(), &s.args),
+                    Box::new(codex::CodexStream::new(model)),
+                )
+            }
+        }
+    }
+}
+
+impl SkillRunner for AgentRunner<'_> {
+    fn run(&mut self, spec: &RunSpec, exchange: &Exchange, echo: &mut dyn Write) -> RunOutcome {
+        let kind = self.settings.kind;
+        let request: SkillRequest = match files::read_bytes(&exchange.request_path())
+            .map_err(|e| e.to_string())
+            .and_then(|b| {
+                let b = b.ok_or_else(|| "the request file is missing".to_owned())?;
+                serde_json::from_slice(&b).map_err(|e| e.to_string())
+            }) {
+            Ok(r) => r,
+            Err(e) => return failed(format!("{kind}: not started — {e}")),
+        };
+        let template = self
+            .settings
+            .prompt
+            .clone()
+            .unwrap_or_else(|| prompt::Template::built_in(request.skill));
+        let prompt = template.render(&request, &exchange.request_path());
+        let before = match world::snapshot(self.tracker, self.git, &self.remote, &request) {
+            Ok(b) => b,
+            Err(e) => {
+                return failed(quote(
+                    &spec.redactor,
+                    &format!(
+                        "{kind}: not started — the tracker and remote must be readable to find the PRs it opens: {e}"
+                    ),
+                ));
+            }
+        };
+        if let Err(e) = before.save(exchange) {
+            return failed(format!("{kind}: not started — {e}"));
+        }
+        let (program, args, mut stream) = self.command(spec);
+        let mut command = match &spec.guard {
+            // Under the guard, as a skill: the kernel tells the agent when
+            // the engine dies (crate::guard).
+            Some(binary) => {
+                let mut argv = vec![program.clone().into_os_string()];
+                argv.extend(args.iter().cloned());
+                let mut c = Command::new(binary);
+                c.args(crate::guard::args(
+                    &crate::guard::Guarded::Exec(argv),
+                    std::process::id(),
+                ));
+                c
+            }
+            None => {
+                let mut c = Command::new(&program);
+                c.args(&args);
+                c
+            }
+        };
+        command
+            .current_dir(&spec.cwd)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for name in ENV_REMOVED {
+            command.env_remove(name);
+        }
+        // Its own group, as a skill's: the watchdog and the interrupt reach
+        // the agent and everything it started.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = match command.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return failed(format!(
+                    "{kind}: could not start {}: {e} — install it, or pass --agent-cmd PATH",
+                    program.display()
+                ));
+            }
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            // A thread, so an agent that reads its prompt late never blocks
+            // the watchdog; dropping the pipe ends the prompt.
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(prompt.as_bytes());
+            });
+        }
+        let events = exchange.events_path();
+        let mut journal_error: Option<String> = None;
+        let mut outcome = self
+            .process
+            .supervise(child, spec, exchange, echo, &mut |line, echo| {
+                let read = stream.line(line);
+                for event in &read.events {
+                    let text = serde_json::to_string(event).expect("events serialise");
+                    match files::append_line(&events, &text, false) {
+                        Ok(_) => spec.crash.hit("after-agent-usage"),
+                        Err(e) => {
+                            journal_error.get_or_insert_with(|| e.to_string());
+                        }
+                    }
+                }
+                for l in read.echo {
+                    let _ = writeln!(echo, "{l}");
+                }
+            });
+        let verdict = stream.finish(&outcome);
+        for n in &verdict.notes {
+            let _ = writeln!(echo, "note: {kind}: {n}");
+        }
+        let mut causes: Vec<String> = verdict.failure.into_iter().collect();
+        let found = match world::discover(&before, self.tracker, self.git, &self.remote, &request) {
+            Ok(found) => found,
+            Err(e) => {
+                causes.push(format!(
+                    "could not find this tick's PRs on the tracker: {e}"
+                ));
+                world::Found::default()
+            }
+        };
+        for n in &found.notes {
+            let _ = writeln!(echo, "note: {n}");
+        }
+        if let Some(e) = journal_error {
+            causes.push(format!("could not journal the streamed usage: {e}"));
+        }
+        let result = SkillResult {
+            protocol: PROTOCOL_VERSION,
+            prs: found.prs,
+            usage: verdict.usage,
+            agents_dispatched: verdict.agents,
+            comments_pushed: found.comments,
+            merges_attempted: found.merges,
+            summary: verdict
+                .summary
+                .map(|s| format!("{kind}: {}", spec.redactor.apply(&s))),
+            agent_cost_usd: verdict.agent_cost,
+            ..SkillResult::default()
+        };
+        let mut json = serde_json::to_vec_pretty(&result).expect("results serialise");
+        json.push(b'\n');
+        if let Err(e) = files::write_atomic(&exchange.result_path(), &json) {
+            causes.push(format!("could not write the result: {e}"));
+        }
+        if !causes.is_empty() {
+            outcome.cause = Some(quote(&spec.redactor, &causes.join("; ")));
+        }
+        outcome
+    }
+}
