@@ -107,6 +107,42 @@ pub fn check_regular_or_missing(path: &Path) -> Result<(), FileError> {
     }
 }
 
+/// What the engine writes into a `.sdd/` it creates: its state stays out
+/// of git without the project's own `.gitignore` having to say so.
+pub const STATE_GITIGNORE: &str = "# Written by sdd-loop when it created .sdd/: loop state (history, budget,\n# lock, journal) can quote issue text and answers; keep it out of git.\n*\n";
+
+/// [`ensure_private_dir`] for the loop's state directory (`.sdd/loop`):
+/// when this call creates its parent `.sdd/`, it also writes
+/// `.sdd/.gitignore` ([`STATE_GITIGNORE`]), so a fresh repository's
+/// `git status` does not offer the state for a commit. A `.sdd/` that
+/// already existed is the project's: left as it is.
+pub fn ensure_state_dir(loop_dir: &Path) -> Result<(), FileError> {
+    let sdd = loop_dir.parent().filter(|p| !p.as_os_str().is_empty());
+    let created = match sdd {
+        Some(sdd) => kind(sdd)?.is_none(),
+        None => false,
+    };
+    ensure_private_dir(loop_dir)?;
+    if let Some(sdd) = sdd.filter(|_| created) {
+        let path = sdd.join(".gitignore");
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(FILE_MODE)
+            .open(&path)
+        {
+            Ok(mut file) => {
+                file.write_all(STATE_GITIGNORE.as_bytes())
+                    .map_err(|e| FileError::io("write", &path, e))?;
+            }
+            // A racing tick created `.sdd/` too and wrote it first.
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(err) => return Err(FileError::io("create", &path, err)),
+        }
+    }
+    Ok(())
+}
+
 /// Creates `dir` (and missing parents) so that `dir` itself is a real
 /// directory with mode `0700`. An existing directory is tightened to `0700`;
 /// a symlink at `dir` is refused.
@@ -374,6 +410,30 @@ mod tests {
         let dir = tmp.path().join(".sdd/loop");
         ensure_private_dir(&dir).unwrap();
         assert_eq!(mode(&dir), 0o700);
+    }
+
+    #[test]
+    fn a_state_dir_the_engine_creates_ignores_itself() {
+        let tmp = tempfile::tempdir().unwrap();
+        ensure_state_dir(&tmp.path().join(".sdd/loop")).unwrap();
+        let ignore = fs::read_to_string(tmp.path().join(".sdd/.gitignore")).unwrap();
+        assert_eq!(ignore.lines().last(), Some("*"));
+        // A second tick finds it there and leaves it be.
+        fs::write(tmp.path().join(".sdd/.gitignore"), "edited\n").unwrap();
+        ensure_state_dir(&tmp.path().join(".sdd/loop")).unwrap();
+        assert_eq!(
+            fs::read_to_string(tmp.path().join(".sdd/.gitignore")).unwrap(),
+            "edited\n"
+        );
+    }
+
+    #[test]
+    fn a_project_s_own_sdd_dir_gets_no_gitignore() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir(tmp.path().join(".sdd")).unwrap();
+        ensure_state_dir(&tmp.path().join(".sdd/loop")).unwrap();
+        assert!(tmp.path().join(".sdd/loop").is_dir());
+        assert!(!tmp.path().join(".sdd/.gitignore").exists());
     }
 
     #[test]

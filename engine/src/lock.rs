@@ -385,7 +385,7 @@ pub fn acquire(
     started_at: &str,
     mut mode: LockMode<'_>,
 ) -> Result<Result<(HeldLock, Acquisition), Denied>, LockError> {
-    files::ensure_private_dir(&paths.dir)?;
+    files::ensure_state_dir(&paths.dir)?;
     let acquirer = Acquirer {
         paths,
         probe,

@@ -177,18 +177,21 @@ fn setup(
     let vars = env.vars.clone();
     let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).cloned();
     let skill_cmd = args.and_then(|a| a.skill_cmd.clone());
+    // Settings a first run may lack are gathered, not reported one per
+    // attempt: each missing one is an error line, all in one answer.
+    let mut missing: Vec<(String, String)> = Vec::new();
     let skill_cmd = match mode {
         Mode::Wrapper if agent.is_some() => String::new(),
         Mode::Wrapper => match skill_cmd.or_else(|| var("SDD_LOOP_SKILL_CMD")) {
             Some(c) => c,
             None => {
-                return Err(usage(
-                    env,
-                    "no skill command: the engine wraps a skill and needs to know how to run it",
-                    &format!(
+                missing.push((
+                    "no skill command: the engine wraps a skill and needs to know how to run it".to_owned(),
+                    format!(
                         "pass --skill-cmd 'CMD' or set SDD_LOOP_SKILL_CMD, or drive an agent with --agent claude|codex — or, inside an agent session, bracket the work with `sdd-loop {skill} begin --loop` and `sdd-loop {skill} end`"
                     ),
                 ));
+                String::new()
             }
         },
         Mode::Begin | Mode::End => {
@@ -258,6 +261,33 @@ fn setup(
         .or_else(|| var("SDD_LOOP_TRACKER_URL"))
         .unwrap_or_else(|| config::DEFAULT_TRACKER_URL.to_owned());
     let token = var("SDD_LOOP_TRACKER_TOKEN").or_else(|| var("GITHUB_TOKEN"));
+    let loop_tick = mode != Mode::End && args.is_some_and(|a| a.loop_mode);
+    if loop_tick && repository.is_none() {
+        missing.push((
+            "no tracker repository configured: a loop tick reads its backlog from the tracker".to_owned(),
+            "pass --repo OWNER/NAME (or set SDD_LOOP_REPO), or run inside a clone whose origin is on the tracker".to_owned(),
+        ));
+    }
+    if !missing.is_empty() {
+        for (message, help) in &missing {
+            let _ = writeln!(env.stderr, "error: {message}");
+            let _ = writeln!(env.stderr, "help: {help}");
+        }
+        if loop_tick && token.is_none() {
+            let _ = writeln!(
+                env.stderr,
+                "note: no tracker token either (SDD_LOOP_TRACKER_TOKEN, else GITHUB_TOKEN): the tracker is asked anonymously, which a private repository refuses"
+            );
+        }
+        if missing.len() > 1 {
+            let _ = writeln!(
+                env.stderr,
+                "{} settings are missing; nothing was changed",
+                missing.len()
+            );
+        }
+        return Err(exit::USAGE);
+    }
     let seconds = |flag: Option<u64>, name: &str, env_name: &str, default: u64| match flag
         .map(Ok)
         .or_else(|| var(env_name).map(|v| v.trim().parse::<u64>()))

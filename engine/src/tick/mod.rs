@@ -392,7 +392,7 @@ fn summarise(
 /// `begin`: the lock, state, entry checks, gates — then the journal and
 /// request (or the tick's record when it ends there).
 fn begin_tick(ctx: &mut Ctx<'_, '_>, driver: Driver) -> Result<Begun, Failure> {
-    files::ensure_private_dir(&ctx.paths.dir)?;
+    files::ensure_state_dir(&ctx.paths.dir)?;
     for path in [
         ctx.paths.budget().to_path_buf(),
         ctx.paths.history(),
