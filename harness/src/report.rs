@@ -79,12 +79,18 @@ fn snapshot_grade(case: &Case, rendered: &snapshot::Rendered) -> Grade {
 }
 
 /// Grades a finished run (and compares its snapshots, unless skipped).
+/// Evidence quotes what the engine printed and recorded: its credentials
+/// are redacted, whatever the engine did.
 pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult {
     let mut expectations = grade::grade(case, &run.record);
     if snapshots == Snapshots::Compare {
         for rendered in snapshot::render(case.id(), &run.record, &run.redactor) {
             expectations.push(snapshot_grade(case, &rendered));
         }
+    }
+    for g in &mut expectations {
+        g.text = run.redactor.credentials(&g.text);
+        g.evidence = run.redactor.credentials(&g.evidence);
     }
     let (tokens_in, tokens_out) = run.record.tokens();
     CaseResult {
@@ -102,8 +108,10 @@ pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult 
     }
 }
 
-/// A case that could not be loaded or run at all.
+/// A case that could not be loaded or run at all (the message, which may
+/// quote the case or the engine, loses its credentials).
 pub fn broken(id: &str, file: &Path, message: &str) -> CaseResult {
+    let message = crate::redact::credentials().apply(message);
     CaseResult {
         id: id.to_owned(),
         name: String::new(),
