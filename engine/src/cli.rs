@@ -58,7 +58,9 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, env: &mut E
                 }
                 _ => exit::USAGE,
             };
-            let rendered = err.render().to_string();
+            // clap quotes the value it refused, which may be a secret
+            // typed in the wrong place (`--answer GATE=<token>`).
+            let rendered = env_redactor(&env.vars).apply(&err.render().to_string());
             let sink: &mut dyn Write = if code == exit::TICK_DONE {
                 env.stdout
             } else {
@@ -71,10 +73,29 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, env: &mut E
     run(cli, env)
 }
 
+/// Prints a usage error, redacted: it quotes the flag it refuses.
 pub(crate) fn usage(env: &mut Env<'_>, message: &str, help: &str) -> u8 {
-    let _ = writeln!(env.stderr, "error: {message}");
-    let _ = writeln!(env.stderr, "help: {help}");
+    let redactor = env_redactor(&env.vars);
+    let _ = writeln!(env.stderr, "error: {}", redactor.redact(message));
+    let _ = writeln!(env.stderr, "help: {}", redactor.redact(help));
     exit::USAGE
+}
+
+/// The tracker token (`SDD_LOOP_TRACKER_TOKEN`, else `GITHUB_TOKEN`).
+pub(crate) fn tracker_token(vars: &BTreeMap<String, String>) -> Option<String> {
+    ["SDD_LOOP_TRACKER_TOKEN", "GITHUB_TOKEN"]
+        .iter()
+        .find_map(|k| vars.get(*k).filter(|v| !v.is_empty()).cloned())
+}
+
+/// The redactor for what is printed before a tick has read CLAUDE.md:
+/// credential shapes, the tracker token and secret-named variables.
+pub(crate) fn env_redactor(vars: &BTreeMap<String, String>) -> crate::redact::Redactor {
+    let mut builder = crate::redact::Redactor::builder().env(vars);
+    if let Some(token) = tracker_token(vars) {
+        builder = builder.secret("tracker-token", &token);
+    }
+    builder.build()
 }
 
 /// Runs a parsed command.

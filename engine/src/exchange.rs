@@ -165,9 +165,17 @@ pub fn fold_events(events: &[SkillEvent]) -> SkillResult {
                     opened: *opened,
                 }),
             },
-            SkillEvent::AgentDispatched { count } => result.agents_dispatched += count,
-            SkillEvent::CommentPushed { count, .. } => result.comments_pushed += count,
-            SkillEvent::MergeAttempted { .. } => result.merges_attempted += 1,
+            // Counts are the skill's word: absurd ones saturate, never
+            // overflow.
+            SkillEvent::AgentDispatched { count } => {
+                result.agents_dispatched = result.agents_dispatched.saturating_add(*count);
+            }
+            SkillEvent::CommentPushed { count, .. } => {
+                result.comments_pushed = result.comments_pushed.saturating_add(*count);
+            }
+            SkillEvent::MergeAttempted { .. } => {
+                result.merges_attempted = result.merges_attempted.saturating_add(1);
+            }
             SkillEvent::Worktree {
                 path,
                 branch,

@@ -7,7 +7,10 @@
 //! - its stdout and stderr are passed through (to the engine's stderr, so
 //!   stdout stays the loop's report); stderr is scanned line by line for the
 //!   `qmd-unreachable` sentinel and its tail is kept, bounded, for the
-//!   root cause of a failure;
+//!   root cause of a failure — redacted as it is read ([`RunSpec::redactor`]),
+//!   before a line is cut to length, so neither a private key's body line
+//!   (a secret only in the context of the lines before it) nor a token
+//!   cut in two at the length limit reaches a root cause;
 //! - a stall watchdog kills the group when neither output nor progress
 //!   events have arrived for the stall timeout;
 //! - on SIGINT/SIGTERM to the engine, or when the stop-request file
@@ -98,8 +101,9 @@ pub struct RunSpec {
     /// can stop itself at a spend (Claude Code's `--max-budget-usd`) is
     /// told, so it does not overshoot within the tick.
     pub dollars_left: Option<f64>,
-    /// Redacts what a runner quotes from the work's own output (an agent's
-    /// error message) before it becomes a root cause.
+    /// What the kept stderr lines (tail, qmd line) and whatever a runner
+    /// quotes from the work's own output (an agent's error message) are
+    /// redacted with before they become a root cause.
     pub redactor: crate::redact::Redactor,
 }
 
@@ -333,6 +337,7 @@ impl ProcessRunner<'_> {
         drop(tx);
 
         let mut tail: VecDeque<String> = VecDeque::new();
+        let mut stderr_lines = spec.redactor.lines();
         let mut last_progress = Instant::now();
         let mut events_len = exchange.events_len();
         let mut interrupt_at: Option<Instant> = None;
@@ -358,10 +363,15 @@ impl ProcessRunner<'_> {
                         on_stdout(&text, echo);
                     }
                     if is_err {
+                        let kept: String = stderr_lines
+                            .line(&text)
+                            .chars()
+                            .take(STDERR_LINE_MAX)
+                            .collect();
                         if outcome.qmd_line.is_none() && text.contains(QMD_SENTINEL) {
-                            outcome.qmd_line = Some(text.chars().take(STDERR_LINE_MAX).collect());
+                            outcome.qmd_line = Some(kept.clone());
                         }
-                        tail.push_back(text.chars().take(STDERR_LINE_MAX).collect());
+                        tail.push_back(kept);
                         if tail.len() > STDERR_TAIL_LINES {
                             tail.pop_front();
                         }
@@ -468,7 +478,7 @@ mod tests {
             journal: None,
             guard: None,
             dollars_left: None,
-            redactor: crate::redact::Redactor::builder().build(),
+            redactor: crate::redact::Redactor::default(),
         };
         (tmp, ex, spec)
     }
@@ -493,6 +503,33 @@ mod tests {
         assert_eq!(outcome.stderr_tail, vec!["x".to_owned()]);
         assert!(ex.read_result().is_ok());
         assert_eq!(outcome.failure(), None);
+    }
+
+    // A skill that died while printing a private key left the key's last
+    // body line — which looks like nothing on its own — as the root cause
+    // of its failure, verbatim; and a token at the length limit was cut in
+    // two, half of it kept. The tail is now redacted as it is read.
+    #[test]
+    fn the_stderr_tail_is_redacted_in_context_before_it_is_cut() {
+        let (_tmp, ex, mut spec) = setup();
+        spec.command = "printf '%s\\n' '-----BEGIN PRIVATE KEY-----' 'MIIEvAIBADANBgkqhkiG9w0BAQEFAASC' >&2; exit 1".into();
+        let (o, echo) = run(&spec, &ex, &NoInterrupts);
+        assert_eq!(
+            o.failure().as_deref(),
+            Some("skill exited 1: [REDACTED:private-key]")
+        );
+        assert!(
+            echo.contains("MIIEvAIBADAN"),
+            "the echo is redacted by the tick"
+        );
+
+        let token = format!("ghp_{}", "A".repeat(36));
+        let padding = "x".repeat(STDERR_LINE_MAX - 10);
+        spec.command = format!("echo '{padding}{token}' >&2; exit 1");
+        let (o, _) = run(&spec, &ex, &NoInterrupts);
+        let kept = o.last_stderr().unwrap();
+        assert!(kept.ends_with("[REDACTED:"), "{}", &kept[kept.len() - 20..]);
+        assert!(!kept.contains("ghp_"));
     }
 
     #[test]

@@ -142,6 +142,26 @@ impl fmt::Display for TimeLimit {
 }
 
 /// `10`, `0.25`: seconds as a person would write them.
+/// Most characters of an error body that is not JSON shown in an error.
+pub const BODY_EXCERPT_CHARS: usize = 200;
+
+/// The start of an error body that is not JSON (a proxy's HTML page), cut
+/// after a whole word: a credential the page quotes is shown whole, to be
+/// redacted like any other, or not at all — never cut in two, where the
+/// half kept would no longer look like a credential.
+fn excerpt(text: &str) -> String {
+    let Some((end, _)) = text.char_indices().nth(BODY_EXCERPT_CHARS) else {
+        return text.to_owned();
+    };
+    let head = &text[..end];
+    let whole = if text[end..].starts_with(char::is_whitespace) {
+        head
+    } else {
+        head.rfind(char::is_whitespace).map_or("", |at| &head[..at])
+    };
+    format!("{}…", whole.trim_end())
+}
+
 fn secs(d: Duration) -> String {
     d.as_secs_f64().to_string()
 }
@@ -547,7 +567,7 @@ impl HttpTracker {
         let message = serde_json::from_str::<Value>(&text)
             .ok()
             .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_owned))
-            .unwrap_or_else(|| text.chars().take(200).collect());
+            .unwrap_or_else(|| excerpt(&text));
         if status == 429 || status >= 500 {
             return Err(Failure::Status {
                 status,

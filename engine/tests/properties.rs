@@ -7,8 +7,11 @@
 //!
 //! Two invariants throughout: arbitrary input gives an error value, never a
 //! panic; and what the engine writes, it reads back unchanged (valid values
-//! are generated, serialised, parsed and compared). The journal, exchange
-//! and transcript parsers are left out here while their formats change.
+//! are generated, serialised, parsed and compared). Also the
+//! interrupted-iteration journal, the exchange's events file, and Claude
+//! Code transcripts (each response counted once, every other line a
+//! counted skip). The scenario harness's case files have their own
+//! properties (`harness/tests/properties.rs`).
 //!
 //! Each property runs 256 cases by default; failures shrink to a minimal
 //! input and are saved in `properties.proptest-regressions`, replayed first
@@ -411,7 +414,7 @@ mod history_lines {
         proptest::sample::select(vec![PrState::Open, PrState::Merged, PrState::Closed])
     }
 
-    fn tracked_pr() -> impl Strategy<Value = TrackedPr> {
+    pub fn tracked_pr() -> impl Strategy<Value = TrackedPr> {
         (
             1u64..100_000,
             branch(),
@@ -432,7 +435,7 @@ mod history_lines {
             )
     }
 
-    fn worktree() -> impl Strategy<Value = ActiveWorktree> {
+    pub fn worktree() -> impl Strategy<Value = ActiveWorktree> {
         (text(), branch(), sha(), extra()).prop_map(|(path, branch, head_sha, extra)| {
             ActiveWorktree {
                 path,
@@ -443,7 +446,7 @@ mod history_lines {
         })
     }
 
-    fn gate() -> impl Strategy<Value = GateRecord> {
+    pub fn gate() -> impl Strategy<Value = GateRecord> {
         (word(), text(), text(), timestamp(), extra()).prop_map(
             |(name, question, answer, at, extra)| GateRecord {
                 name,
@@ -1366,6 +1369,497 @@ mod tracker_json {
     }
 }
 
+// ---------------------------------------------------------------------
+// The interrupted-iteration journal.
+
+mod journal_file {
+    use super::history_lines::{gate, tracked_pr, worktree};
+    use super::*;
+    use sdd_loop::journal::{Driver, Journal, SkillProcess};
+    use sdd_loop::paths::Skill;
+    use sdd_loop::protocol::{Criteria, IssueAssignment, PrAssignment, SkillRequest};
+    use sdd_loop::report::Shown;
+    use std::path::PathBuf;
+
+    fn request() -> impl Strategy<Value = SkillRequest> {
+        let issue = (1u64..100_000, text(), any::<bool>()).prop_map(|(number, title, clear)| {
+            IssueAssignment {
+                number,
+                title,
+                criteria: if clear {
+                    Criteria::Clear
+                } else {
+                    Criteria::BestInterpretation
+                },
+            }
+        });
+        let pr = (
+            1u64..100_000,
+            branch(),
+            proptest::option::of(sha()),
+            any::<bool>(),
+        )
+            .prop_map(|(number, branch, head_sha, merge_allowed)| PrAssignment {
+                number,
+                branch,
+                head_sha,
+                merge_allowed,
+            });
+        (
+            any::<bool>(),
+            count(),
+            proptest::option::of("[a-z]{1,8}/[a-z]{1,8}"),
+            proptest::collection::vec(issue, 0..3),
+            proptest::collection::vec(pr, 0..3),
+            proptest::option::of(count()),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(work, iteration, repository, issues, prs, max_new_prs, no_chain, dry_run)| {
+                    SkillRequest {
+                        protocol: 1,
+                        skill: if work { Skill::Work } else { Skill::Review },
+                        iteration,
+                        repository,
+                        issues,
+                        prs,
+                        max_new_prs,
+                        no_chain,
+                        dry_run,
+                    }
+                },
+            )
+    }
+
+    fn shown() -> impl Strategy<Value = Shown> {
+        (text(), text(), text(), text()).prop_map(|(context, plan, concurrency, outcome)| Shown {
+            context,
+            plan,
+            concurrency,
+            outcome,
+        })
+    }
+
+    pub fn journal() -> impl Strategy<Value = Journal> {
+        let process = (
+            any::<u32>(),
+            proptest::option::of(any::<u64>()),
+            timestamp(),
+            timestamp(),
+            count(),
+        );
+        let work = (
+            request(),
+            proptest::collection::vec(tracked_pr(), 0..3),
+            proptest::option::of(proptest::collection::vec(1u64..100_000, 0..4)),
+            proptest::collection::vec(gate(), 0..3),
+            any::<bool>(),
+            proptest::collection::vec(worktree(), 0..2),
+        );
+        let rest = (
+            shown(),
+            proptest::collection::vec(text(), 0..3),
+            proptest::option::of(1u64..100_000),
+            proptest::option::of(text().prop_map(PathBuf::from)),
+            proptest::option::of(text().prop_map(PathBuf::from)),
+            proptest::option::of(
+                (any::<u32>(), proptest::option::of(any::<u64>()))
+                    .prop_map(|(pgid, start)| SkillProcess { pgid, start }),
+            ),
+        );
+        (count(), process, work, rest).prop_map(
+            |(
+                iteration,
+                (pid, process_start, started_at, run_started_at, seconds_at_start),
+                (request, tracked_prs, backlog_snapshot, gates, session, worktrees),
+                (shown, gate_outcomes, single_pr, budget_file, claude_md, skill_process),
+            )| Journal {
+                iteration,
+                pid,
+                process_start,
+                started_at,
+                run_started_at,
+                seconds_at_start,
+                request,
+                tracked_prs,
+                backlog_snapshot,
+                gates,
+                driver: if session {
+                    Driver::Session
+                } else {
+                    Driver::Wrapper
+                },
+                worktrees,
+                shown,
+                gate_outcomes,
+                single_pr,
+                budget_file,
+                claude_md,
+                skill_process,
+            },
+        )
+    }
+
+    fn write(dir: &tempfile::TempDir, bytes: &[u8]) -> std::path::PathBuf {
+        let path = dir.path().join("work.inflight.json");
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn a_journal_round_trips(journal in journal()) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("work.inflight.json");
+            journal.save(&path).unwrap();
+            prop_assert_eq!(Journal::load(&path).unwrap(), Some(journal));
+        }
+
+        #[test]
+        fn any_bytes_are_a_journal_or_an_error(bytes in messy_bytes(), value in json_value()) {
+            let dir = tempfile::tempdir().unwrap();
+            let _ = Journal::load(&write(&dir, &bytes));
+            let _ = Journal::load(&write(&dir, value.to_string().as_bytes()));
+        }
+
+        /// A journal with one field changed to anything, or dropped: still
+        /// a journal, or an error naming the file.
+        #[test]
+        fn a_damaged_journal_is_a_journal_or_an_error(
+            journal in journal(),
+            at in any::<proptest::sample::Index>(),
+            value in proptest::option::of(json_value()),
+        ) {
+            let mut object = serde_json::to_value(&journal).unwrap();
+            let map = object.as_object_mut().unwrap();
+            let key = map.keys().nth(at.index(map.len())).unwrap().clone();
+            match value {
+                Some(v) => map[&key] = v,
+                None => {
+                    map.remove(&key);
+                }
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let path = write(&dir, object.to_string().as_bytes());
+            if let Err(e) = Journal::load(&path) {
+                prop_assert!(e.to_string().contains("work.inflight.json"), "{}", e);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// The exchange: the skill's progress events file.
+
+mod exchange_events {
+    use super::*;
+    use sdd_loop::exchange::{Exchange, fold_events};
+    use sdd_loop::protocol::SkillEvent;
+
+    fn event() -> impl Strategy<Value = SkillEvent> {
+        use super::history_lines::pr_state;
+        prop_oneof![
+            (word(), count(), count()).prop_map(|(model, tokens_in, tokens_out)| {
+                SkillEvent::Usage {
+                    model,
+                    tokens_in,
+                    tokens_out,
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
+                    cache_write_1h_tokens: 0,
+                }
+            }),
+            (
+                1u64..10_000,
+                branch(),
+                proptest::option::of(sha()),
+                pr_state(),
+                any::<bool>()
+            )
+                .prop_map(|(number, branch, head_sha, state, opened)| SkillEvent::Pr {
+                    number,
+                    branch,
+                    head_sha,
+                    state,
+                    opened,
+                }),
+            count().prop_map(|count| SkillEvent::AgentDispatched { count }),
+            (1u64..10_000, count()).prop_map(|(pr, count)| SkillEvent::CommentPushed { pr, count }),
+            (1u64..10_000).prop_map(|pr| SkillEvent::MergeAttempted { pr }),
+            (pr_ref(), text())
+                .prop_map(|(target, root_cause)| SkillEvent::Failure { target, root_cause }),
+            text().prop_map(|message| SkillEvent::Progress { message }),
+        ]
+    }
+
+    fn exchange(dir: &tempfile::TempDir) -> Exchange {
+        let exchange = Exchange {
+            dir: dir.path().join("1"),
+        };
+        std::fs::create_dir_all(&exchange.dir).unwrap();
+        exchange
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn events_round_trip_and_torn_lines_are_counted(
+            events in proptest::collection::vec(event(), 0..12),
+            torn in proptest::collection::vec(("[a-z{\":,]{1,20}", any::<proptest::sample::Index>()), 0..3),
+        ) {
+            let mut lines: Vec<String> =
+                events.iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+            let mut skipped = 0;
+            for (junk, at) in &torn {
+                if serde_json::from_str::<SkillEvent>(junk).is_err() && !junk.trim().is_empty() {
+                    lines.insert(at.index(lines.len() + 1), junk.clone());
+                    skipped += 1;
+                }
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let exchange = exchange(&dir);
+            std::fs::write(exchange.events_path(), lines.join("\n")).unwrap();
+            let (read, bad) = exchange.read_events();
+            prop_assert_eq!(&read, &events);
+            prop_assert_eq!(bad, skipped);
+            let folded = fold_events(&read);
+            prop_assert_eq!(folded.protocol, 1);
+        }
+
+        #[test]
+        fn any_events_file_folds_without_a_panic(bytes in messy_bytes()) {
+            let dir = tempfile::tempdir().unwrap();
+            let exchange = exchange(&dir);
+            std::fs::write(exchange.events_path(), &bytes).unwrap();
+            let (events, _) = exchange.read_events();
+            let _ = fold_events(&events);
+            let _ = exchange.read_result();
+        }
+
+        /// Counts add up without overflowing, however large the skill says
+        /// they are.
+        #[test]
+        fn folded_counts_saturate(counts in proptest::collection::vec(any::<u64>(), 0..6)) {
+            let events: Vec<SkillEvent> = counts
+                .iter()
+                .flat_map(|&count| {
+                    [
+                        SkillEvent::AgentDispatched { count },
+                        SkillEvent::CommentPushed { pr: 1, count },
+                    ]
+                })
+                .collect();
+            let folded = fold_events(&events);
+            let sum = counts.iter().fold(0u64, |a, c| a.saturating_add(*c));
+            prop_assert_eq!(folded.agents_dispatched, sum);
+            prop_assert_eq!(folded.comments_pushed, sum);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// Claude Code transcripts.
+
+mod transcripts {
+    use super::*;
+    use jiff::{SignedDuration, Timestamp};
+    use sdd_loop::transcript::{self, TokenTotals, Window, read_spend};
+    use serde_json::json;
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    const FROM: &str = "2026-11-03T10:00:00Z";
+    /// The window is one hour; responses start up to an hour either side.
+    const WINDOW_SECS: i64 = 3600;
+
+    fn window() -> Window {
+        let from: Timestamp = FROM.parse().unwrap();
+        Window {
+            from,
+            to: from + SignedDuration::from_secs(WINDOW_SECS),
+        }
+    }
+
+    fn at(offset: i64) -> String {
+        (window().from + SignedDuration::from_secs(offset)).to_string()
+    }
+
+    /// One API response as Claude Code writes it: one entry per streamed
+    /// content block, each a usage snapshot, the last one final.
+    #[derive(Debug, Clone)]
+    struct Response {
+        model: String,
+        request_id: Option<String>,
+        /// Seconds from the window's start to the first entry.
+        offset: i64,
+        /// (input, output, cache writes, cache reads) per entry.
+        entries: Vec<(u64, u64, u64, u64)>,
+    }
+
+    fn tokens() -> impl Strategy<Value = u64> {
+        0u64..1_000_000
+    }
+
+    fn response() -> impl Strategy<Value = Response> {
+        (
+            "claude-[a-z]{3,8}-[0-9]",
+            proptest::option::of("req_[A-Za-z0-9]{8}"),
+            -WINDOW_SECS..2 * WINDOW_SECS,
+            proptest::collection::vec((tokens(), tokens(), tokens(), tokens()), 1..4),
+        )
+            .prop_map(|(model, request_id, offset, entries)| Response {
+                model,
+                request_id,
+                offset,
+                entries,
+            })
+    }
+
+    fn entry(id: usize, r: &Response, k: usize) -> String {
+        let (input, output, writes, reads) = r.entries[k];
+        let mut v = json!({
+            "type": "assistant",
+            "timestamp": at(r.offset + k as i64),
+            "message": {
+                "id": format!("msg_{id}"),
+                "model": r.model,
+                "role": "assistant",
+                "content": [{"type": "text", "text": "…"}],
+                "usage": {
+                    "input_tokens": input,
+                    "output_tokens": output,
+                    "cache_creation_input_tokens": writes,
+                    "cache_read_input_tokens": reads,
+                },
+            },
+        });
+        if let Some(req) = &r.request_id {
+            v["requestId"] = json!(req);
+        }
+        v.to_string()
+    }
+
+    /// Lines around the responses: other entry types, junk, blanks.
+    fn noise() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(json!({"type": "user", "timestamp": FROM, "message": {"role": "user", "content": "go"}}).to_string()),
+            Just(json!({"type": "summary", "summary": "…"}).to_string()),
+            Just(json!({"type": "assistant", "timestamp": FROM, "message": {"id": "msg_x", "model": transcript::SYNTHETIC_MODEL, "usage": {"input_tokens": 5}}}).to_string()),
+            Just(json!({"type": "assistant", "timestamp": FROM}).to_string()),
+            Just("{\"type\": \"assist".to_owned()),
+            Just("   ".to_owned()),
+            json_value().prop_map(|v| v.to_string()),
+            "\\PC{1,40}",
+        ]
+    }
+
+    fn non_blank_lines(bytes: &[u8]) -> u64 {
+        bytes
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.trim_ascii().is_empty())
+            .count() as u64
+    }
+
+    fn write(dir: &tempfile::TempDir, bytes: &[u8]) -> std::path::PathBuf {
+        let path = dir.path().join("session.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// Each response counts once, with its final usage, when it first
+        /// appears inside the window; every other line is a counted skip.
+        #[test]
+        fn spend_is_the_final_usage_of_each_response_in_the_window(
+            responses in proptest::collection::vec(response(), 0..8),
+            noise in proptest::collection::vec((noise(), any::<proptest::sample::Index>()), 0..6),
+        ) {
+            let mut lines: Vec<String> = Vec::new();
+            let mut want: BTreeMap<String, TokenTotals> = BTreeMap::new();
+            let (mut counted, mut streamed, mut outside) = (0, 0, 0);
+            for (id, r) in responses.iter().enumerate() {
+                lines.extend((0..r.entries.len()).map(|k| entry(id, r, k)));
+                if (0..=WINDOW_SECS).contains(&r.offset) {
+                    let &(input, output, writes, reads) = r.entries.last().unwrap();
+                    let t = want.entry(r.model.clone()).or_default();
+                    t.input += input;
+                    t.output += output;
+                    t.cache_creation += writes;
+                    t.cache_read += reads;
+                    counted += 1;
+                    streamed += r.entries.len() as u64 - 1;
+                } else {
+                    outside += r.entries.len() as u64;
+                }
+            }
+            for (line, at) in &noise {
+                lines.insert(at.index(lines.len() + 1), line.clone());
+            }
+            let bytes = lines.join("\n").into_bytes();
+            let dir = tempfile::tempdir().unwrap();
+            let spend = read_spend(&write(&dir, &bytes), window()).unwrap();
+            prop_assert_eq!(&spend.by_model, &want);
+            prop_assert_eq!(spend.responses, counted);
+            prop_assert_eq!(spend.skipped.streamed, streamed);
+            prop_assert!(spend.skipped.outside_window >= outside);
+            let s = spend.skipped;
+            prop_assert_eq!(
+                spend.responses + s.malformed + s.foreign + s.other_entries + s.incomplete
+                    + s.synthetic + s.outside_window + s.streamed + s.replayed,
+                non_blank_lines(&bytes),
+            );
+        }
+
+        /// Nothing in a transcript is fatal: whatever it holds is read,
+        /// every non-blank line counted once.
+        #[test]
+        fn any_transcript_is_read_and_every_line_accounted_for(
+            bytes in messy_bytes(),
+            lines in proptest::collection::vec(noise(), 0..8),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            for bytes in [bytes, lines.join("\n").into_bytes()] {
+                let spend = read_spend(&write(&dir, &bytes), window()).unwrap();
+                let s = spend.skipped;
+                prop_assert_eq!(
+                    spend.responses + s.malformed + s.foreign + s.other_entries + s.incomplete
+                        + s.synthetic + s.outside_window + s.streamed + s.replayed,
+                    non_blank_lines(&bytes),
+                );
+            }
+        }
+
+        /// The folder name, read unit by unit of the path's UTF-16 (as
+        /// the JavaScript that makes it sees the path): ASCII letters and
+        /// digits kept in place, every other unit a `-`.
+        #[test]
+        fn a_project_slug_keeps_letters_and_digits_in_place(path in "/\\PC{0,40}") {
+            let slug = transcript::project_slug(Path::new(&path));
+            let want: String = path
+                .encode_utf16()
+                .map(|unit| match u8::try_from(unit) {
+                    Ok(b) if b.is_ascii_alphanumeric() => char::from(b),
+                    _ => '-',
+                })
+                .collect();
+            prop_assert_eq!(slug, want);
+        }
+    }
+
+    /// An unreadable transcript is an error value naming the file.
+    #[test]
+    fn a_missing_transcript_is_an_error_naming_it() {
+        let err = read_spend(Path::new("/nonexistent/s.jsonl"), window()).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/s.jsonl"), "{err}");
+    }
+}
+
 /// Deep nesting must end in an error, not a stack overflow, in every
 /// parser an outsider can feed.
 #[test]
@@ -1378,6 +1872,18 @@ fn deeply_nested_input_is_an_error() {
     assert!(LockRecord::from_slice(json.as_bytes()).is_err());
     assert!(serde_json::from_str::<sdd_loop::protocol::SkillResult>(&json).is_err());
     assert!(tracker::parse_issues("u", &json).is_err());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("work.inflight.json");
+    std::fs::write(&path, &json).unwrap();
+    assert!(sdd_loop::journal::Journal::load(&path).is_err());
+    let transcript = dir.path().join("session.jsonl");
+    std::fs::write(&transcript, &json).unwrap();
+    let window = sdd_loop::transcript::Window {
+        from: jiff::Timestamp::UNIX_EPOCH,
+        to: jiff::Timestamp::MAX,
+    };
+    let spend = sdd_loop::transcript::read_spend(&transcript, window).unwrap();
+    assert_eq!(spend.skipped.malformed, 1);
     for open in ["[", "{a: ", "- "] {
         let yaml = format!("- gate: {}", open.repeat(100_000));
         assert!(

@@ -1168,6 +1168,42 @@ fn an_orphaned_skill_is_stopped_before_its_iteration_is_recovered() {
     );
 }
 
+// A skill reporting counts near u64::MAX on two ticks (or two usage rows
+// in one) overflowed the counters: a panic in a debug build, a silent wrap
+// in a release one. They saturate.
+#[test]
+fn absurd_counts_from_the_skill_saturate() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let absurd = || SkillResult {
+        protocol: 1,
+        usage: ["claude-haiku-4-7", "claude-sonnet-4-7"]
+            .map(|model| ModelUsage {
+                model: model.into(),
+                tokens_in: u64::MAX,
+                tokens_out: u64::MAX,
+                ..ModelUsage::default()
+            })
+            .to_vec(),
+        agents_dispatched: u64::MAX,
+        comments_pushed: u64::MAX,
+        merges_attempted: u64::MAX,
+        ..Default::default()
+    };
+    s.runner.steps = vec![Step::ok(absurd()), Step::ok(absurd())];
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_dollars = Some(0.0);
+    for _ in 0..2 {
+        let r = s.tick(&cfg);
+        assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    }
+    let b = s.budget(Skill::Work);
+    assert_eq!(
+        (b.tokens_in, b.agents_dispatched, b.comments_pushed),
+        (u64::MAX, u64::MAX, u64::MAX)
+    );
+    assert_eq!(s.last(Skill::Work).tokens_in_this_iter, Some(u64::MAX));
+}
+
 // ---------------------------------------------------------- exit codes
 
 #[test]

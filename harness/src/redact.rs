@@ -13,7 +13,11 @@
 //!
 //! Credentials are redacted too, as the engine redacts them (its
 //! credential shapes, and the sandbox's tracker token), so a planted secret
-//! never reaches a snapshot.
+//! never reaches a snapshot — nor a grade: grades quote what the engine
+//! printed and recorded, and the engine may be another implementation
+//! that redacts nothing (`--engine`). Grades lose only the credentials
+//! ([`Redactor::credentials`]); their paths stay real, so the evidence of a
+//! failure points at files one can open.
 //!
 //! Times are *not* redacted: the engine's clock is frozen at the case's
 //! `SDD_LOOP_NOW` for the whole tick, the fake skill and the git world pin
@@ -33,6 +37,14 @@ pub struct Redactor {
     /// Credentials never reach a snapshot or a grade: the engine's own
     /// redaction (credential shapes) plus the sandbox's tracker token.
     secrets: sdd_loop::redact::Redactor,
+}
+
+/// The credentials the harness removes from everything it writes: the
+/// engine's built-in credential shapes and the sandbox's tracker token.
+pub fn credentials() -> sdd_loop::redact::Redactor {
+    sdd_loop::redact::Redactor::builder()
+        .secret("tracker-token", crate::sandbox::TRACKER_TOKEN)
+        .build()
 }
 
 fn literal(text: &str) -> Regex {
@@ -76,10 +88,15 @@ impl Redactor {
             Regex::new(r"\bpid (\d+)").expect("valid pattern"),
             "pid [PID]".to_owned(),
         ));
-        let secrets = sdd_loop::redact::Redactor::builder()
-            .secret("tracker-token", crate::sandbox::TRACKER_TOKEN)
-            .build();
-        Self { rules, secrets }
+        Self {
+            rules,
+            secrets: credentials(),
+        }
+    }
+
+    /// `text` without credentials, everything else as it was.
+    pub fn credentials(&self, text: &str) -> String {
+        self.secrets.apply(text)
     }
 
     /// Redacts text.

@@ -172,6 +172,8 @@ fn snapshot_grade(
 }
 
 /// Grades a finished run (and compares its snapshots, unless skipped).
+/// Evidence quotes what the engine printed and recorded: its credentials
+/// are redacted, whatever the engine did.
 pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult {
     let mut expectations = grade::grade(case, &run.record);
     let mut views = Vec::new();
@@ -188,6 +190,10 @@ pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult 
             text: rendered.text,
             state,
         });
+    }
+    for g in &mut expectations {
+        g.text = run.redactor.credentials(&g.text);
+        g.evidence = run.redactor.credentials(&g.evidence);
     }
     let (tokens_in, tokens_out) = run.record.tokens();
     CaseResult {
@@ -209,8 +215,10 @@ pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult 
     }
 }
 
-/// A case the harness could not run at all.
+/// A case that could not be loaded or run at all (the message, which may
+/// quote the case or the engine, loses its credentials).
 pub fn broken(case: &Case, message: &str) -> CaseResult {
+    let message = crate::redact::credentials().apply(message);
     CaseResult {
         id: case.id().to_owned(),
         name: case.name.clone(),

@@ -126,7 +126,7 @@ pub fn fault(_: &mut SchemaGenerator) -> Schema {
                         "type": "object",
                         "minProperties": 1,
                         "maxProperties": 1,
-                        "propertyNames": { "enum": ["status", "rate_limited", "delay_ms"] }
+                        "propertyNames": { "enum": ["status", "rate_limited", "delay_ms", "error_body"] }
                     }
                 ]
             },

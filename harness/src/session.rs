@@ -204,8 +204,11 @@ impl Agent {
             reaper,
         )
         .map_err(io("run the session's work (the fake skill)"))?;
-        log.stderr.push_str(&work.stdout);
-        log.stderr.push_str(&work.stderr);
+        // The agent's own output, logged beside the engine's (it feeds the
+        // verdict and `stderr.txt`): the engine never saw it to redact it.
+        let credentials = crate::redact::credentials();
+        log.stderr.push_str(&credentials.apply(&work.stdout));
+        log.stderr.push_str(&credentials.apply(&work.stderr));
         log.wall += work.wall;
         match &work.ended {
             Ended::KilledAtBarrier => return Ok(TickEnd::KilledAtBarrier),

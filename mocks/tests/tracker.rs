@@ -377,8 +377,13 @@ fn each_fault_kind() {
     assert_eq!(slow.json()["number"], 500, "a delay still answers");
     t.remove_fault(id);
 
+    let page = "<html><body>401: token rejected</body></html>";
+    t.inject(Fault::error_body("GET", "**/issues", 401, page).times(1));
+    let rejected = c.get("/repos/acme/app/issues");
+    assert_eq!((rejected.status, rejected.text.as_str()), (401, page));
+
     let statuses: Vec<u16> = t.requests().iter().map(|r| r.status).collect();
-    assert_eq!(statuses, vec![503, 200, 429, 429, 200, 200]);
+    assert_eq!(statuses, vec![503, 200, 429, 429, 200, 200, 401]);
 }
 
 #[test]

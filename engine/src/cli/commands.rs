@@ -260,7 +260,7 @@ fn setup(
         .clone()
         .or_else(|| var("SDD_LOOP_TRACKER_URL"))
         .unwrap_or_else(|| config::DEFAULT_TRACKER_URL.to_owned());
-    let token = var("SDD_LOOP_TRACKER_TOKEN").or_else(|| var("GITHUB_TOKEN"));
+    let token = super::tracker_token(&vars);
     let loop_tick = mode != Mode::End && args.is_some_and(|a| a.loop_mode);
     if loop_tick && repository.is_none() {
         missing.push((
@@ -620,24 +620,17 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
 pub(super) fn event_command(skill: Skill, args: EventArgs, env: &mut Env<'_>) -> u8 {
     let root: PathBuf = env.cwd.join(&args.project).components().collect();
     let paths = StatePaths::new(&root, skill, None);
-    let vars = &env.vars;
-    let token = vars
-        .get("SDD_LOOP_TRACKER_TOKEN")
-        .or_else(|| vars.get("GITHUB_TOKEN"))
-        .cloned()
-        .unwrap_or_default();
-    let redactor = crate::redact::Redactor::builder()
-        .env(vars)
-        .secret("tracker-token", &token)
-        .build();
+    let redactor = super::env_redactor(&env.vars);
     match tick::append_event(&paths, &args.event, &redactor) {
         Ok(iteration) => {
             let _ = writeln!(env.stdout, "event recorded for iteration {iteration}");
             exit::TICK_DONE
         }
+        // A refused event is quoted by the JSON error (an unknown variant,
+        // a value of the wrong type): redacted like the event itself.
         Err(f) => {
-            let _ = writeln!(env.stderr, "error: {}", f.message);
-            let _ = writeln!(env.stderr, "help: {}", f.help);
+            let _ = writeln!(env.stderr, "error: {}", redactor.redact(&f.message));
+            let _ = writeln!(env.stderr, "help: {}", redactor.redact(&f.help));
             f.code
         }
     }

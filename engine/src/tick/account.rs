@@ -69,8 +69,10 @@ pub(crate) fn add(
     let mut delta = Delta::default();
     for u in &result.usage {
         budget.add_model_tokens(&u.model, &u.tokens());
-        delta.tokens_in += u.tokens_in;
-        delta.tokens_out += u.tokens_out;
+        // Counts are the work's word: absurd ones saturate rather than
+        // overflow (a panic in a debug build, a wrap in a release one).
+        delta.tokens_in = delta.tokens_in.saturating_add(u.tokens_in);
+        delta.tokens_out = delta.tokens_out.saturating_add(u.tokens_out);
     }
     let cost = ctx.inputs.rates.cost(&budget.tokens_by_model);
     budget.rate_table_source = cost.rate_table_source();
@@ -101,9 +103,15 @@ pub(crate) fn add(
             None => budget.prs_touched.insert(r),
         };
     }
-    budget.agents_dispatched += result.agents_dispatched;
-    budget.comments_pushed += result.comments_pushed;
-    budget.merges_attempted += result.merges_attempted;
+    budget.agents_dispatched = budget
+        .agents_dispatched
+        .saturating_add(result.agents_dispatched);
+    budget.comments_pushed = budget
+        .comments_pushed
+        .saturating_add(result.comments_pushed);
+    budget.merges_attempted = budget
+        .merges_attempted
+        .saturating_add(result.merges_attempted);
     delta.agents = result.agents_dispatched;
     delta.comments = result.comments_pushed;
     delta.merges = result.merges_attempted;
@@ -294,7 +302,7 @@ pub(crate) fn finish(
     let started = clock::parse(&journal.started_at).unwrap_or(ctx.started);
     let (result, unknown) = verify_prs(ctx, result)?;
     let delta = add(ctx, &mut budget, &result, journal.single_pr);
-    budget.iterations_used += 1;
+    budget.iterations_used = budget.iterations_used.saturating_add(1);
     if let Some(n) = journal.single_pr {
         // Single-PR mode: the watched PR is the only one ever touched.
         budget.prs_touched.insert(pr_ref(n));
@@ -322,7 +330,7 @@ pub(crate) fn finish(
 
     // qmd counter (#11).
     if work.qmd.is_some() {
-        budget.qmd_failures_consecutive += 1;
+        budget.qmd_failures_consecutive = budget.qmd_failures_consecutive.saturating_add(1);
     } else if error.is_none() {
         budget.qmd_failures_consecutive = 0;
     }

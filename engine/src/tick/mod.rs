@@ -257,8 +257,8 @@ fn report_failure(
     phase: Phase,
     f: Failure,
 ) -> TickResult {
-    // An error can quote what a tracker or a skill said: redacted like
-    // everything else printed.
+    // An error can quote what a tracker or a skill said, and a gate's
+    // question a root cause: redacted like everything else printed.
     let redactor = Inputs::base_redactor(cfg);
     let f = Failure {
         message: redactor.apply(&f.message),
@@ -281,7 +281,7 @@ fn report_failure(
     }
     if let Some(q) = &f.unanswered {
         summary["gate"] = json!(q.gate.name());
-        summary["question"] = json!(q.text);
+        summary["question"] = json!(redactor.apply(&q.text));
         summary["options"] = json!(q.options());
         summary["answer_with"] = json!(format!("--answer {}=<{}>", q.gate, q.options().join("|")));
         if phase == Phase::Begin {

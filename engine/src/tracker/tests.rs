@@ -293,6 +293,34 @@ fn auth_failure_is_not_retried_and_helps() {
     assert!(err.help().contains("GITHUB_TOKEN"));
 }
 
+// A proxy's HTML error page was shown cut at 200 characters, wherever
+// that fell: a token it quoted across the cut kept its first half, which
+// no longer looked like a token and so escaped redaction.
+#[test]
+fn an_error_page_is_cut_after_a_whole_word() {
+    let rt = rt();
+    let server = rt.block_on(MockServer::builder().start());
+    let token = format!("ghp_{}", "Q".repeat(36));
+    let page = format!("<p>{} {token} was refused</p>", "w".repeat(180));
+    rt.block_on(
+        Mock::given(path("/repos/acme/app/pulls"))
+            .respond_with(ResponseTemplate::new(403).set_body_string(page))
+            .mount(&server),
+    );
+    let (t, _) = tracker(&server, None);
+    let err = t.open_pulls().unwrap_err().to_string();
+    assert!(
+        err.ends_with(&format!("HTTP 403: <p>{}…", "w".repeat(180))),
+        "{err}"
+    );
+    assert_eq!(excerpt("short page"), "short page");
+    assert_eq!(
+        excerpt(&"é".repeat(300)),
+        "…",
+        "one word too long shows none of it"
+    );
+}
+
 #[test]
 fn malformed_body_is_a_clear_error() {
     let rt = rt();

@@ -1,5 +1,6 @@
 //! Injected tracker faults (DESIGN §8: 5xx, 429 + Retry-After, slow,
-//! malformed), matched per route and programmable while the server runs.
+//! malformed, an error page of any body), matched per route and
+//! programmable while the server runs.
 //!
 //! A [`Fault`] names a route ([`RouteMatcher`]: method and path pattern),
 //! what goes wrong ([`FaultKind`]) and for how many matching requests
@@ -13,6 +14,7 @@
 //! - { path: "**/pulls/*/merge", fault: { rate_limited: { retry_after: 60 } } }
 //! - { method: GET, path: "**/pulls", fault: { delay_ms: 1500 } }
 //! - { method: GET, path: "**/pulls/*", fault: malformed, times: 1 }
+//! - { path: "**/issues", fault: { error_body: { status: 401, body: "<html>…</html>" } } }
 //! ```
 
 use std::time::Duration;
@@ -33,6 +35,10 @@ pub enum FaultKind {
     DelayMs(u64),
     /// 200 with a body that is not valid JSON.
     Malformed,
+    /// Answer with this status and this body, verbatim: an error page
+    /// that quotes what it was sent (a proxy echoing the request's
+    /// `Authorization` header, say), JSON or not.
+    ErrorBody { status: u16, body: String },
 }
 
 /// One injected fault.
@@ -76,6 +82,17 @@ impl Fault {
 
     pub fn malformed(method: &str, path: &str) -> Self {
         Self::new(method, path, FaultKind::Malformed)
+    }
+
+    pub fn error_body(method: &str, path: &str, status: u16, body: impl Into<String>) -> Self {
+        Self::new(
+            method,
+            path,
+            FaultKind::ErrorBody {
+                status,
+                body: body.into(),
+            },
+        )
     }
 
     /// Only the next `n` matching requests.

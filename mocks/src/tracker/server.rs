@@ -235,6 +235,11 @@ impl Respond for Responder {
                 headers: Vec::new(),
                 body: Body::Raw("{\"message\": \"truncated".to_owned()),
             },
+            Some(FaultKind::ErrorBody { status, body }) => ApiResponse {
+                status,
+                headers: Vec::new(),
+                body: Body::Raw(body),
+            },
         };
         state.journal.push(RecordedRequest {
             method: api.method.clone(),
