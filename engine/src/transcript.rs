@@ -101,7 +101,9 @@ pub struct TokenTotals {
 }
 
 impl TokenTotals {
-    fn add(&mut self, other: &TokenTotals) {
+    /// Saturating: a transcript or an agent's stream may claim counts
+    /// near `u64::MAX`, and two of them must not overflow.
+    pub(crate) fn add(&mut self, other: &TokenTotals) {
         self.input = self.input.saturating_add(other.input);
         self.output = self.output.saturating_add(other.output);
         self.cache_creation = self.cache_creation.saturating_add(other.cache_creation);

@@ -102,14 +102,6 @@ fn minus(a: &TokenTotals, b: &TokenTotals) -> TokenTotals {
     }
 }
 
-fn add(a: &mut TokenTotals, b: &TokenTotals) {
-    a.input += b.input;
-    a.output += b.output;
-    a.cache_creation += b.cache_creation;
-    a.cache_creation_1h += b.cache_creation_1h;
-    a.cache_read += b.cache_read;
-}
-
 fn usage_event(u: ModelUsage) -> SkillEvent {
     SkillEvent::Usage {
         model: u.model,
@@ -189,7 +181,7 @@ impl ClaudeStream {
     fn streamed(&self) -> BTreeMap<String, TokenTotals> {
         let mut out: BTreeMap<String, TokenTotals> = BTreeMap::new();
         for step in self.steps.values() {
-            add(out.entry(step.model.clone()).or_default(), &step.seen);
+            out.entry(step.model.clone()).or_default().add(&step.seen);
         }
         out
     }
@@ -208,16 +200,13 @@ impl ClaudeStream {
                 .and_then(Value::as_str)
                 .filter(|m| !m.is_empty())
                 .unwrap_or(key);
-            add(
-                out.entry(model.to_owned()).or_default(),
-                &TokenTotals {
-                    input: count(u, "inputTokens"),
-                    output: count(u, "outputTokens"),
-                    cache_creation: count(u, "cacheCreationInputTokens"),
-                    cache_creation_1h: 0,
-                    cache_read: count(u, "cacheReadInputTokens"),
-                },
-            );
+            out.entry(model.to_owned()).or_default().add(&TokenTotals {
+                input: count(u, "inputTokens"),
+                output: count(u, "outputTokens"),
+                cache_creation: count(u, "cacheCreationInputTokens"),
+                cache_creation_1h: 0,
+                cache_read: count(u, "cacheReadInputTokens"),
+            });
         }
         out
     }
@@ -516,6 +505,32 @@ mod tests {
             });
             assert_eq!(v.failure.as_deref(), Some(want));
         }
+    }
+
+    /// Regression: two steps of one model, or two `modelUsage` keys of one
+    /// canonical model, near `u64::MAX` overflowed the sum (a panic in a
+    /// debug build, a wrapped — tiny — count in a release one).
+    #[test]
+    fn counts_near_u64_max_saturate_instead_of_overflowing() {
+        let step = |id: &str| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"{id}","model":"m","usage":{{"cache_read_input_tokens":{}}}}}}}"#,
+                u64::MAX - 1
+            )
+        };
+        let (mut s, _) = feed(&[&step("msg_a"), &step("msg_b")]);
+        let v = s.finish(&ok());
+        assert_eq!(v.usage[0].cache_read_tokens, u64::MAX);
+        assert_eq!(v.usage[0].tokens_in, u64::MAX);
+
+        let result = format!(
+            r#"{{"type":"result","subtype":"success","is_error":false,"num_turns":1,"modelUsage":{{"m[1m]":{{"cacheCreationInputTokens":{max},"canonicalModel":"m"}},"m":{{"cacheCreationInputTokens":{max}}}}}}}"#,
+            max = u64::MAX
+        );
+        let (mut s, _) = feed(&[&result]);
+        let v = s.finish(&ok());
+        assert_eq!(v.failure, None);
+        assert_eq!(v.usage[0].cache_write_tokens, u64::MAX);
     }
 
     #[test]

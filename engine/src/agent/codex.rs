@@ -65,14 +65,16 @@ pub fn config_model(config_toml: &Path) -> Option<String> {
         if key.trim() != "model" {
             continue;
         }
-        let value = value.trim();
-        let value = value.split_once(" #").map_or(value, |(v, _)| v).trim();
+        let value = value.trim_start();
         for quote in ['"', '\''] {
-            if let Some(inner) = value
-                .strip_prefix(quote)
-                .and_then(|v| v.strip_suffix(quote))
-                .filter(|v| !v.is_empty())
-            {
+            let Some((inner, after)) = value.strip_prefix(quote).and_then(|v| v.split_once(quote))
+            else {
+                continue;
+            };
+            // A comment may follow the value with or without spaces
+            // before its `#`; a `#` inside the quotes is the name's.
+            let after = after.trim_start();
+            if !inner.is_empty() && (after.is_empty() || after.starts_with('#')) {
                 return Some(inner.to_owned());
             }
         }
@@ -384,6 +386,27 @@ mod tests {
         );
         std::fs::write(&path, "model = 'o3'\n").unwrap();
         assert_eq!(config_model(&path).as_deref(), Some("o3"));
+        std::fs::write(&path, "model = \"gpt-5\" junk\n").unwrap();
+        assert_eq!(config_model(&path), None, "not a plain string");
+    }
+
+    /// Regression: a comment after the value was recognised only after a
+    /// space (`"x" # c`): `"x"\t# c` and `"x"# c`, both valid TOML, lost
+    /// the model (the tick was priced as an unknown model), and a ` #`
+    /// inside the quotes lost it too.
+    #[test]
+    fn a_comment_after_the_model_needs_no_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        for (text, want) in [
+            ("model = \"gpt-5\"\t# tab", "gpt-5"),
+            ("model = \"gpt-5\"# none", "gpt-5"),
+            ("model=\"gpt-5\"  #", "gpt-5"),
+            ("model = 'local #2'", "local #2"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            assert_eq!(config_model(&path).as_deref(), Some(want), "{text:?}");
+        }
     }
 
     #[test]
