@@ -8,10 +8,15 @@
 //! Two invariants throughout: arbitrary input gives an error value, never a
 //! panic; and what the engine writes, it reads back unchanged (valid values
 //! are generated, serialised, parsed and compared). Also the
-//! interrupted-iteration journal, the exchange's events file, and Claude
+//! interrupted-iteration journal, the exchange's events file, Claude
 //! Code transcripts (each response counted once, every other line a
-//! counted skip). The scenario harness's case files have their own
-//! properties (`harness/tests/properties.rs`).
+//! counted skip), and the agent adapters' inputs: Claude Code's and
+//! Codex's streams (each step counted once, Codex's cumulative usage read
+//! as growth, the verdict failing what did not succeed, counts that
+//! saturate), Codex's `config.toml`, and prompt templates (every
+//! placeholder filled, a text without one kept as is). The scenario
+//! harness's case files have their own properties
+//! (`harness/tests/properties.rs`).
 //!
 //! Each property runs 256 cases by default; failures shrink to a minimal
 //! input and are saved in `properties.proptest-regressions`, replayed first
@@ -1381,7 +1386,7 @@ mod journal_file {
     use sdd_loop::report::Shown;
     use std::path::PathBuf;
 
-    fn request() -> impl Strategy<Value = SkillRequest> {
+    pub fn request() -> impl Strategy<Value = SkillRequest> {
         let issue = (1u64..100_000, text(), any::<bool>()).prop_map(|(number, title, clear)| {
             IssueAssignment {
                 number,
@@ -1860,10 +1865,1382 @@ mod transcripts {
     }
 }
 
+// ---------------------------------------------------------------------
+// Agent streams: Claude Code's `stream-json`, Codex's `exec --json`, and
+// Codex's `config.toml` (`agent-formats.md`).
+
+mod agent_streams {
+    use super::*;
+    use sdd_loop::agent::claude::ClaudeStream;
+    use sdd_loop::agent::codex::{self, CodexStream};
+    use sdd_loop::agent::{StreamReader, Verdict};
+    use sdd_loop::protocol::{ModelUsage, SkillEvent};
+    use sdd_loop::runner::RunOutcome;
+    use serde_json::{Value, json};
+    use std::collections::BTreeMap;
+
+    /// Token counts, near `u64::MAX` one time in four: sums of them must
+    /// saturate, never overflow.
+    fn tokens() -> impl Strategy<Value = u64> {
+        prop_oneof![3 => 0u64..1_000_000, 1 => (u64::MAX - 1_000_000)..=u64::MAX]
+    }
+
+    fn percent(n: u64, pct: u64) -> u64 {
+        u64::try_from(u128::from(n) * u128::from(pct) / 100).expect("at most n")
+    }
+
+    fn clamp(n: u128) -> u64 {
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+
+    /// Exact sums (no u64 can overflow a u128 here), clamped only when
+    /// compared: what a saturating reader must report.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    struct Sum {
+        input: u128,
+        output: u128,
+        cache_write: u128,
+        cache_write_1h: u128,
+        cache_read: u128,
+    }
+
+    impl Sum {
+        fn clamped(self) -> Self {
+            let c = |n| u128::from(clamp(n));
+            Self {
+                input: c(self.input),
+                output: c(self.output),
+                cache_write: c(self.cache_write),
+                cache_write_1h: c(self.cache_write_1h),
+                cache_read: c(self.cache_read),
+            }
+        }
+
+        fn add(&mut self, o: Self) {
+            self.input += o.input;
+            self.output += o.output;
+            self.cache_write += o.cache_write;
+            self.cache_write_1h += o.cache_write_1h;
+            self.cache_read += o.cache_read;
+        }
+
+        fn max(self, o: Self) -> Self {
+            Self {
+                input: self.input.max(o.input),
+                output: self.output.max(o.output),
+                cache_write: self.cache_write.max(o.cache_write),
+                cache_write_1h: self.cache_write_1h.max(o.cache_write_1h),
+                cache_read: self.cache_read.max(o.cache_read),
+            }
+        }
+
+        /// Anthropic's counts as our usage record: `tokens_in` includes
+        /// the cache reads and writes.
+        fn anthropic(self, model: &str) -> ModelUsage {
+            ModelUsage {
+                model: model.to_owned(),
+                tokens_in: clamp(self.input + self.cache_write + self.cache_read),
+                tokens_out: clamp(self.output),
+                cache_read_tokens: clamp(self.cache_read),
+                cache_write_tokens: clamp(self.cache_write),
+                cache_write_1h_tokens: clamp(self.cache_write_1h),
+            }
+        }
+    }
+
+    /// Usage records per model, in model order, zero ones left out: the
+    /// shape of a verdict's usage.
+    fn records(by_model: BTreeMap<String, ModelUsage>) -> Vec<ModelUsage> {
+        by_model
+            .into_values()
+            .filter(|u| {
+                *u != ModelUsage {
+                    model: u.model.clone(),
+                    ..ModelUsage::default()
+                }
+            })
+            .collect()
+    }
+
+    /// The usage events journaled while reading, summed per model
+    /// (saturating), and whether every event was usage.
+    fn summed(events: &[SkillEvent]) -> (BTreeMap<String, ModelUsage>, bool) {
+        let mut sums: BTreeMap<String, [u128; 5]> = BTreeMap::new();
+        let mut only_usage = true;
+        for e in events {
+            let SkillEvent::Usage {
+                model,
+                tokens_in,
+                tokens_out,
+                cache_read_tokens,
+                cache_write_tokens,
+                cache_write_1h_tokens,
+            } = e
+            else {
+                only_usage = false;
+                continue;
+            };
+            let s = sums.entry(model.clone()).or_default();
+            for (acc, n) in s.iter_mut().zip([
+                tokens_in,
+                tokens_out,
+                cache_read_tokens,
+                cache_write_tokens,
+                cache_write_1h_tokens,
+            ]) {
+                *acc += u128::from(*n);
+            }
+        }
+        let by_model = sums
+            .into_iter()
+            .map(|(model, [i, o, r, w, h])| {
+                let u = ModelUsage {
+                    model: model.clone(),
+                    tokens_in: clamp(i),
+                    tokens_out: clamp(o),
+                    cache_read_tokens: clamp(r),
+                    cache_write_tokens: clamp(w),
+                    cache_write_1h_tokens: clamp(h),
+                };
+                (model, u)
+            })
+            .collect();
+        (by_model, only_usage)
+    }
+
+    fn at_most(a: &ModelUsage, b: &ModelUsage) -> bool {
+        a.tokens_in <= b.tokens_in
+            && a.tokens_out <= b.tokens_out
+            && a.cache_read_tokens <= b.cache_read_tokens
+            && a.cache_write_tokens <= b.cache_write_tokens
+            && a.cache_write_1h_tokens <= b.cache_write_1h_tokens
+    }
+
+    /// How the agent's process ended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Exit {
+        Clean,
+        Code(i32),
+        Signal(i32),
+        Stalled,
+    }
+
+    fn exit() -> impl Strategy<Value = Exit> {
+        prop_oneof![
+            4 => Just(Exit::Clean),
+            1 => (1i32..=255).prop_map(Exit::Code),
+            1 => (1i32..=31).prop_map(Exit::Signal),
+            1 => Just(Exit::Stalled),
+        ]
+    }
+
+    impl Exit {
+        fn outcome(self, stderr: &str) -> RunOutcome {
+            let (exit_code, signal, stalled) = match self {
+                Exit::Clean => (Some(0), None, false),
+                Exit::Code(c) => (Some(c), None, false),
+                Exit::Signal(s) => (None, Some(s), false),
+                Exit::Stalled => (None, Some(9), true),
+            };
+            RunOutcome {
+                exit_code,
+                signal,
+                stalled,
+                stderr_tail: vec![stderr.to_owned()],
+                ..RunOutcome::default()
+            }
+        }
+    }
+
+    /// Lines a CLI prints beside its stream: warnings, blanks. `true`
+    /// for a line that is not JSON and not blank (a counted skip).
+    fn chatter() -> impl Strategy<Value = (String, bool)> {
+        prop_oneof![
+            "Warning: [a-z ]{0,30}".prop_map(|l| (l, true)),
+            Just(("Reading prompt from stdin...".to_owned(), true)),
+            Just((String::new(), false)),
+            Just(("   ".to_owned(), false)),
+        ]
+    }
+
+    /// Chatter, each line with where it goes.
+    type Noise = Vec<((String, bool), proptest::sample::Index)>;
+
+    fn noise(line: impl Strategy<Value = (String, bool)>) -> impl Strategy<Value = Noise> {
+        proptest::collection::vec((line, any::<proptest::sample::Index>()), 0..5)
+    }
+
+    fn interleave(lines: &mut Vec<String>, noise: &Noise) {
+        for ((line, _), at) in noise {
+            lines.insert(at.index(lines.len() + 1), line.clone());
+        }
+    }
+
+    /// The note a reader must give for the noise's non-JSON lines.
+    fn not_json_note(noise: &Noise) -> Option<String> {
+        let n = noise.iter().filter(|((_, counted), _)| *counted).count();
+        (n > 0).then(|| format!("{n} line(s) of the stream were not JSON (skipped)"))
+    }
+
+    fn skipped_note(v: &Verdict) -> Option<String> {
+        v.notes
+            .iter()
+            .find(|n| n.ends_with("line(s) of the stream were not JSON (skipped)"))
+            .cloned()
+    }
+
+    // -----------------------------------------------------------------
+    // Claude Code.
+
+    /// One reading of a step's usage, as Anthropic reports it: `input`
+    /// EXCLUDES the cache.
+    #[derive(Debug, Clone, Copy, Default)]
+    struct Reading {
+        input: u64,
+        output: u64,
+        cache_write: u64,
+        cache_write_1h: u64,
+        cache_read: u64,
+    }
+
+    impl Reading {
+        fn scaled(&self, pct: u64) -> Self {
+            Self {
+                input: percent(self.input, pct),
+                output: percent(self.output, pct),
+                cache_write: percent(self.cache_write, pct),
+                cache_write_1h: percent(self.cache_write_1h, pct),
+                cache_read: percent(self.cache_read, pct),
+            }
+        }
+
+        fn sum(&self) -> Sum {
+            Sum {
+                input: self.input.into(),
+                output: self.output.into(),
+                cache_write: self.cache_write.into(),
+                cache_write_1h: self.cache_write_1h.into(),
+                cache_read: self.cache_read.into(),
+            }
+        }
+
+        /// `message.usage`; with `split`, cache writes also by lifetime.
+        fn usage(&self, split: bool) -> Value {
+            let mut u = json!({
+                "input_tokens": self.input,
+                "cache_creation_input_tokens": self.cache_write,
+                "cache_read_input_tokens": self.cache_read,
+                "output_tokens": self.output,
+                "service_tier": "standard",
+            });
+            if split {
+                u["cache_creation"] = json!({
+                    "ephemeral_5m_input_tokens": self.cache_write - self.cache_write_1h,
+                    "ephemeral_1h_input_tokens": self.cache_write_1h,
+                });
+            }
+            u
+        }
+    }
+
+    fn reading() -> impl Strategy<Value = Reading> {
+        (tokens(), tokens(), tokens(), 0u64..=100, tokens()).prop_map(
+            |(input, output, cache_write, pct_1h, cache_read)| Reading {
+                input,
+                output,
+                cache_write,
+                cache_write_1h: percent(cache_write, pct_1h),
+                cache_read,
+            },
+        )
+    }
+
+    /// One API step (`message.id`) streamed as one `assistant` event per
+    /// content block, the earlier ones with partial counts.
+    #[derive(Debug, Clone)]
+    struct Step {
+        /// `None`: no `model` field (the init event's model applies).
+        model: Option<String>,
+        split: bool,
+        /// Earlier readings, as ascending percentages of the last one.
+        partial: Vec<u64>,
+        last: Reading,
+        /// Content blocks, one per event, cycled.
+        blocks: Vec<u8>,
+    }
+
+    fn claude_model() -> impl Strategy<Value = String> {
+        "claude-(opus|sonnet|haiku)-4-[0-9]"
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        (
+            proptest::option::of(prop_oneof![4 => claude_model(), 1 => Just(String::new())]),
+            any::<bool>(),
+            proptest::collection::vec(0u64..=100, 0..3).prop_map(|mut v| {
+                v.sort_unstable();
+                v
+            }),
+            reading(),
+            proptest::collection::vec(0u8..5, 1..4),
+        )
+            .prop_map(|(model, split, partial, mut last, blocks)| {
+                if !split {
+                    last.cache_write_1h = 0;
+                }
+                Step {
+                    model,
+                    split,
+                    partial,
+                    last,
+                    blocks,
+                }
+            })
+    }
+
+    impl Step {
+        fn events(&self) -> usize {
+            self.partial.len() + 1
+        }
+
+        fn dispatches(&self) -> usize {
+            (0..self.events())
+                .filter(|k| matches!(self.blocks[k % self.blocks.len()], 1 | 2))
+                .count()
+        }
+
+        fn line(&self, i: usize, k: usize) -> String {
+            let reading = self
+                .partial
+                .get(k)
+                .map_or(self.last, |pct| self.last.scaled(*pct));
+            let tool = format!("toolu_{i}_{k}");
+            let block = match self.blocks[k % self.blocks.len()] {
+                0 => json!({"type": "text", "text": "Reading the issue.\nThen the code."}),
+                1 => {
+                    json!({"type": "tool_use", "id": tool, "name": "Task", "input": {"prompt": "…"}})
+                }
+                2 => json!({"type": "tool_use", "id": tool, "name": "Agent", "input": {}}),
+                3 => {
+                    json!({"type": "tool_use", "id": tool, "name": "Bash", "input": {"command": "git push"}})
+                }
+                _ => json!({"type": "thinking", "thinking": "…", "signature": "c2ln"}),
+            };
+            let mut message = json!({
+                "id": format!("msg_{i:03}"), "type": "message", "role": "assistant",
+                "content": [block], "stop_reason": null, "usage": reading.usage(self.split),
+            });
+            if let Some(m) = &self.model {
+                message["model"] = json!(m);
+            }
+            json!({"type": "assistant", "message": message, "parent_tool_use_id": null, "session_id": "s1"})
+                .to_string()
+        }
+    }
+
+    /// What the `result` event says of the run.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Said {
+        Success,
+        Subtype(&'static str),
+        IsError,
+        Denied,
+        ZeroTurns,
+    }
+
+    fn said() -> impl Strategy<Value = Said> {
+        prop_oneof![
+            4 => Just(Said::Success),
+            1 => proptest::sample::select(vec![
+                "error_during_execution",
+                "error_max_turns",
+                "error_max_budget_usd",
+                "error_max_structured_output_retries",
+            ])
+            .prop_map(Said::Subtype),
+            1 => Just(Said::IsError),
+            1 => Just(Said::Denied),
+            1 => Just(Said::ZeroTurns),
+        ]
+    }
+
+    /// How a model's entry in `modelUsage` is keyed.
+    #[derive(Debug, Clone, Copy)]
+    enum Key {
+        Plain,
+        /// `model[1m]` with `canonicalModel`.
+        Alias,
+        /// Split across an alias and the plain id: the two add up.
+        Both,
+        /// `canonicalModel: ""`: the key is the model.
+        EmptyCanonical,
+    }
+
+    /// The final `result` event.
+    #[derive(Debug, Clone)]
+    struct Reported {
+        /// Per streamed model, cycled: the result's count as a percentage
+        /// of the streamed one (100: it agrees; less: it under-reports),
+        /// plus what the stream never showed, and how it is keyed.
+        per_model: Vec<(u64, Reading, Key)>,
+        /// Models that appear only in the result (helpers).
+        helpers: BTreeMap<String, Reading>,
+        said: Said,
+        turns: u64,
+        cost: f64,
+    }
+
+    fn reported() -> impl Strategy<Value = Reported> {
+        let key =
+            proptest::sample::select(vec![Key::Plain, Key::Alias, Key::Both, Key::EmptyCanonical]);
+        (
+            proptest::collection::vec(
+                (
+                    prop_oneof![3 => Just(100u64), 1 => 0u64..100],
+                    prop_oneof![Just(Reading::default()), reading()],
+                    key,
+                ),
+                1..4,
+            ),
+            proptest::collection::btree_map("helper-[a-z]{3,6}", reading(), 0..3),
+            said(),
+            1u64..50,
+            dollars(),
+        )
+            .prop_map(|(per_model, helpers, said, turns, cost)| Reported {
+                per_model,
+                helpers,
+                said,
+                turns,
+                cost,
+            })
+    }
+
+    fn model_usage(r: &Reading, canonical: Option<&str>) -> Value {
+        let mut v = json!({
+            "inputTokens": r.input, "outputTokens": r.output,
+            "cacheReadInputTokens": r.cache_read, "cacheCreationInputTokens": r.cache_write,
+            "webSearchRequests": 0, "costUSD": 0.5, "contextWindow": 200_000,
+        });
+        if let Some(c) = canonical {
+            v["canonicalModel"] = json!(c);
+        }
+        v
+    }
+
+    impl Reported {
+        /// The event, and what its `modelUsage` adds up to per model.
+        fn event(&self, streamed: &BTreeMap<String, Sum>) -> (String, BTreeMap<String, Sum>) {
+            let mut entries = serde_json::Map::new();
+            let mut totals: BTreeMap<String, Sum> = BTreeMap::new();
+            let mut put = |key: String, canonical: Option<&str>, model: &str, r: Reading| {
+                entries.insert(key, model_usage(&r, canonical));
+                // `modelUsage` does not split cache writes by lifetime.
+                let r = Reading {
+                    cache_write_1h: 0,
+                    ..r
+                };
+                totals.entry(model.to_owned()).or_default().add(r.sum());
+            };
+            for (j, (model, s)) in streamed.iter().enumerate() {
+                let (pct, extra, key) = self.per_model[j % self.per_model.len()];
+                let s = s.clamped();
+                let part = |n: u128, e: u64| clamp(n * u128::from(pct) / 100 + u128::from(e));
+                let r = Reading {
+                    input: part(s.input, extra.input),
+                    output: part(s.output, extra.output),
+                    cache_write: part(s.cache_write, extra.cache_write),
+                    cache_write_1h: 0,
+                    cache_read: part(s.cache_read, extra.cache_read),
+                };
+                let alias = format!("{model}[1m]");
+                match key {
+                    Key::Plain => put(model.clone(), None, model, r),
+                    Key::Alias => put(alias, Some(model), model, r),
+                    Key::EmptyCanonical => put(model.clone(), Some(""), model, r),
+                    Key::Both => {
+                        let half = r.scaled(50);
+                        let rest = Reading {
+                            input: r.input - half.input,
+                            output: r.output - half.output,
+                            cache_write: r.cache_write - half.cache_write,
+                            cache_write_1h: 0,
+                            cache_read: r.cache_read - half.cache_read,
+                        };
+                        put(alias, Some(model), model, half);
+                        put(model.clone(), None, model, rest);
+                    }
+                }
+            }
+            for (model, r) in &self.helpers {
+                put(model.clone(), None, model, *r);
+            }
+            let subtype = match self.said {
+                Said::Subtype(s) => s,
+                _ => "success",
+            };
+            let mut event = json!({
+                "type": "result", "subtype": subtype,
+                "is_error": matches!(self.said, Said::Subtype(_) | Said::IsError),
+                "duration_ms": 1200, "num_turns": if self.said == Said::ZeroTurns { 0 } else { self.turns },
+                "session_id": "s1", "total_cost_usd": self.cost,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+                "modelUsage": entries,
+                "permission_denials": if self.said == Said::Denied {
+                    json!([{"tool_name": "Edit", "tool_use_id": "toolu_d", "tool_input": {}}])
+                } else {
+                    json!([])
+                },
+            });
+            if subtype == "success" {
+                event["result"] = json!("Opened #3.\nDetails follow.");
+            } else {
+                event["errors"] = json!(["Reached the limit"]);
+            }
+            (event.to_string(), totals)
+        }
+    }
+
+    /// Lines of a Claude Code stream that carry no usage.
+    fn claude_noise() -> impl Strategy<Value = (String, bool)> {
+        let events = prop_oneof![
+            Just(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "ok"}]}})),
+            Just(json!({"type": "system", "subtype": "compact_boundary", "compact_metadata": {"trigger": "auto", "pre_tokens": 123_456}})),
+            Just(json!({"type": "system", "subtype": "status", "status": "compacting"})),
+            Just(json!({"type": "system", "subtype": "hook_response", "hook_name": "SessionStart"})),
+            Just(json!({"type": "stream_event", "event": {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "Hel"}}})),
+            Just(json!({"type": "tool_progress", "tool_use_id": "toolu_x", "elapsed_time_seconds": 3})),
+            Just(json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "no id, no usage"}]}})),
+        ]
+        .prop_map(|v| (v.to_string(), false));
+        prop_oneof![3 => events, 1 => chatter()]
+    }
+
+    /// A whole run: the init event, the steps, the noise, the result.
+    #[derive(Debug, Clone)]
+    struct ClaudeRun {
+        init: Option<String>,
+        steps: Vec<Step>,
+        result: Option<Reported>,
+        noise: Noise,
+        exit: Exit,
+    }
+
+    fn claude_run() -> impl Strategy<Value = ClaudeRun> {
+        (
+            proptest::option::of(claude_model()),
+            proptest::collection::vec(step(), 0..6),
+            proptest::option::weighted(0.8, reported()),
+            noise(claude_noise()),
+            exit(),
+        )
+            .prop_map(|(init, steps, result, noise, exit)| ClaudeRun {
+                init,
+                steps,
+                result,
+                noise,
+                exit,
+            })
+    }
+
+    /// What reading a run must give.
+    struct ClaudeWant {
+        lines: Vec<String>,
+        /// The streamed steps' last readings, summed per model.
+        streamed: BTreeMap<String, Sum>,
+        /// The result's `modelUsage`, summed per priced model.
+        reported: Option<BTreeMap<String, Sum>>,
+        dispatches: u64,
+    }
+
+    impl ClaudeRun {
+        fn want(&self) -> ClaudeWant {
+            let mut lines = Vec::new();
+            if let Some(m) = &self.init {
+                lines.push(
+                    json!({"type": "system", "subtype": "init", "model": m, "session_id": "s1",
+                           "cwd": "/w", "tools": ["Bash", "Task"], "claude_code_version": "2.0.0"})
+                    .to_string(),
+                );
+            }
+            let mut streamed: BTreeMap<String, Sum> = BTreeMap::new();
+            let mut dispatches = 0;
+            for (i, step) in self.steps.iter().enumerate() {
+                lines.extend((0..step.events()).map(|k| step.line(i, k)));
+                let model = step
+                    .model
+                    .clone()
+                    .filter(|m| !m.is_empty())
+                    .or_else(|| self.init.clone())
+                    .unwrap_or_else(|| "unknown".to_owned());
+                streamed.entry(model).or_default().add(step.last.sum());
+                dispatches += step.dispatches() as u64;
+            }
+            let reported = self.result.as_ref().map(|r| {
+                let (line, totals) = r.event(&streamed);
+                lines.push(line);
+                totals
+            });
+            // Noise goes after the init event: an init later in the
+            // stream would change the model of the steps before it.
+            let skip = usize::from(self.init.is_some());
+            let mut rest = lines.split_off(skip);
+            interleave(&mut rest, &self.noise);
+            lines.extend(rest);
+            ClaudeWant {
+                lines,
+                streamed,
+                reported,
+                dispatches,
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------
+    // Codex.
+
+    /// One turn: what it adds to the thread's counts, and its items.
+    #[derive(Debug, Clone)]
+    struct Turn {
+        input: u64,
+        cached_pct: u64,
+        write_pct: u64,
+        output: u64,
+        reasoning_pct: u64,
+        items: Vec<u8>,
+    }
+
+    fn turn() -> impl Strategy<Value = Turn> {
+        (
+            tokens(),
+            0u64..=100,
+            0u64..=30,
+            tokens(),
+            0u64..=100,
+            proptest::collection::vec(0u8..5, 0..4),
+        )
+            .prop_map(
+                |(input, cached_pct, write_pct, output, reasoning_pct, items)| Turn {
+                    input,
+                    cached_pct,
+                    write_pct,
+                    output,
+                    reasoning_pct,
+                    items,
+                },
+            )
+    }
+
+    #[derive(Debug, Clone)]
+    enum Failing {
+        TurnFailed(String),
+        Error(String),
+    }
+
+    #[derive(Debug, Clone)]
+    struct CodexRun {
+        model: String,
+        thread: bool,
+        /// Newer builds report cache writes and reasoning tokens.
+        newer: bool,
+        turns: Vec<Turn>,
+        failing: Option<Failing>,
+        noise: Noise,
+        exit: Exit,
+    }
+
+    fn codex_run() -> impl Strategy<Value = CodexRun> {
+        (
+            prop_oneof![
+                4 => "gpt-5(\\.1)?-codex|o4-mini|o3",
+                1 => Just(codex::UNKNOWN_MODEL.to_owned()),
+            ],
+            any::<bool>(),
+            any::<bool>(),
+            proptest::collection::vec(turn(), 0..5),
+            proptest::option::weighted(
+                0.25,
+                prop_oneof![
+                    "[a-z ]{1,30}".prop_map(Failing::TurnFailed),
+                    "[a-z ]{1,30}".prop_map(Failing::Error),
+                ],
+            ),
+            noise(chatter()),
+            exit(),
+        )
+            .prop_map(
+                |(model, thread, newer, turns, failing, noise, exit)| CodexRun {
+                    model,
+                    thread,
+                    newer,
+                    turns,
+                    failing,
+                    noise,
+                    exit,
+                },
+            )
+    }
+
+    impl CodexRun {
+        /// The stream's lines, and the thread's counts after the last
+        /// turn as our usage record (`None`: nothing was spent).
+        fn lines(&self) -> (Vec<String>, Option<ModelUsage>) {
+            let mut lines = Vec::new();
+            if self.thread {
+                lines.push(json!({"type": "thread.started", "thread_id": "th_1"}).to_string());
+            }
+            let (mut input, mut cached, mut write, mut output, mut reasoning) =
+                (0u128, 0u128, 0u128, 0u128, 0u128);
+            for (t, turn) in self.turns.iter().enumerate() {
+                lines.push(json!({"type": "turn.started"}).to_string());
+                for (k, kind) in turn.items.iter().enumerate() {
+                    let id = format!("item_{t}_{k}");
+                    let item = match kind {
+                        0 => {
+                            json!({"id": id, "type": "agent_message", "text": "Opened #3.\nDone."})
+                        }
+                        1 => {
+                            let started = json!({"id": id, "type": "command_execution", "command": "git push", "status": "in_progress", "aggregated_output": "", "exit_code": null});
+                            lines
+                                .push(json!({"type": "item.started", "item": started}).to_string());
+                            json!({"id": id, "type": "command_execution", "command": "git push", "status": "completed", "aggregated_output": "ok", "exit_code": 0})
+                        }
+                        2 => json!({"id": id, "type": "reasoning", "text": "**Planning**"}),
+                        3 => {
+                            json!({"id": id, "type": "file_change", "changes": [{"path": "a.rs", "kind": "update"}], "status": "completed"})
+                        }
+                        _ => {
+                            json!({"id": id, "type": "todo_list", "items": [{"text": "push", "completed": false}]})
+                        }
+                    };
+                    lines.push(json!({"type": "item.completed", "item": item}).to_string());
+                }
+                input += u128::from(turn.input);
+                cached += u128::from(percent(turn.input, turn.cached_pct));
+                write += u128::from(percent(turn.input, turn.write_pct));
+                output += u128::from(turn.output);
+                reasoning += u128::from(percent(turn.output, turn.reasoning_pct));
+                let mut usage = json!({
+                    "input_tokens": clamp(input),
+                    "cached_input_tokens": clamp(cached),
+                    "output_tokens": clamp(output),
+                });
+                if self.newer {
+                    usage["cache_write_input_tokens"] = json!(clamp(write));
+                    usage["reasoning_output_tokens"] = json!(clamp(reasoning));
+                }
+                lines.push(json!({"type": "turn.completed", "usage": usage}).to_string());
+            }
+            match &self.failing {
+                Some(Failing::TurnFailed(m)) => {
+                    lines.push(json!({"type": "turn.failed", "error": {"message": m}}).to_string());
+                }
+                Some(Failing::Error(m)) => {
+                    lines.push(json!({"type": "error", "message": m}).to_string());
+                }
+                None => {}
+            }
+            let usage = ModelUsage {
+                model: self.model.clone(),
+                tokens_in: clamp(input),
+                tokens_out: clamp(output),
+                cache_read_tokens: clamp(cached),
+                cache_write_tokens: if self.newer { clamp(write) } else { 0 },
+                cache_write_1h_tokens: 0,
+            };
+            let spent = usage
+                != ModelUsage {
+                    model: self.model.clone(),
+                    ..ModelUsage::default()
+                };
+            interleave(&mut lines, &self.noise);
+            (lines, spent.then_some(usage))
+        }
+    }
+
+    // -----------------------------------------------------------------
+    // Arbitrary and mangled lines, for both readers.
+
+    /// Real events of both agents, before mangling.
+    fn real_event() -> impl Strategy<Value = Value> {
+        let reading_json = (reading(), any::<bool>()).prop_map(|(r, split)| r.usage(split));
+        prop_oneof![
+            claude_model().prop_map(|m| json!({"type": "system", "subtype": "init", "model": m, "session_id": "s1"})),
+            ("msg_[0-2]", claude_model(), reading_json, proptest::sample::select(vec!["Task", "Agent", "Bash"]))
+                .prop_map(|(id, m, usage, tool)| json!({
+                    "type": "assistant",
+                    "message": {"id": id, "model": m, "usage": usage,
+                                "content": [{"type": "tool_use", "id": "toolu_1", "name": tool, "input": {}},
+                                            {"type": "text", "text": "a\nb"}]},
+                })),
+            (
+                said(),
+                proptest::collection::btree_map(
+                    "claude-[a-z]{1,3}(\\[1m\\])?",
+                    (reading(), proptest::option::of(claude_model())),
+                    0..3,
+                ),
+                text(),
+                tokens(),
+            )
+                .prop_map(|(said, usage, message, turns)| {
+                    let model_usage: serde_json::Map<String, Value> = usage
+                        .iter()
+                        .map(|(k, (r, c))| (k.clone(), model_usage(r, c.as_deref())))
+                        .collect();
+                    json!({
+                        "type": "result", "subtype": match said { Said::Subtype(s) => s, _ => "success" },
+                        "is_error": said == Said::IsError, "num_turns": turns, "result": message,
+                        "errors": [message], "total_cost_usd": 1.5, "modelUsage": model_usage,
+                        "permission_denials": [{"tool_name": "Edit"}, {}],
+                    })
+                }),
+            text().prop_map(|t| json!({"type": "thread.started", "thread_id": t})),
+            (tokens(), tokens(), tokens(), tokens()).prop_map(|(i, c, o, w)| json!({
+                "type": "turn.completed",
+                "usage": {"input_tokens": i, "cached_input_tokens": c, "output_tokens": o,
+                          "cache_write_input_tokens": w, "reasoning_output_tokens": o},
+            })),
+            text().prop_map(|m| json!({"type": "turn.failed", "error": {"message": m}})),
+            text().prop_map(|m| json!({"type": "error", "message": m})),
+            (text(), proptest::sample::select(vec!["agent_message", "command_execution", "reasoning"]))
+                .prop_map(|(t, kind)| json!({"type": "item.completed",
+                                            "item": {"id": "i", "type": kind, "text": t, "command": t}})),
+        ]
+    }
+
+    /// What replaces a field: wrong types, huge and negative numbers,
+    /// floats, weird strings, nothing.
+    fn replacement() -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![
+            1 => Just(None),
+            1 => ((u64::MAX - 3)..=u64::MAX).prop_map(|n| Some(json!(n))),
+            1 => (i64::MIN..0).prop_map(|n| Some(json!(n))),
+            1 => proptest::sample::select(vec![1e300, -1.5, 0.5, f64::MAX, -0.0])
+                .prop_map(|f| Some(json!(f))),
+            1 => weird().prop_map(|s| Some(json!(s))),
+            1 => json_value().prop_map(Some),
+        ]
+    }
+
+    /// Text of any script, with the awkward parts of Unicode: byte-order
+    /// marks, zero-width and bidi controls, combining marks, joined
+    /// emoji, the last code point, control characters.
+    fn weird() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            "\\PC{0,10}",
+            "(?s).{0,10}",
+            proptest::sample::select(vec![
+                "\u{feff}",
+                "\u{200b}",
+                "\u{202e}",
+                "e\u{301}",
+                "👩‍👩‍👧",
+                "\u{fffd}",
+                "𝕏",
+                "\u{10ffff}",
+                "\0",
+                "\u{7f}",
+                "\\u0000",
+            ])
+            .prop_map(str::to_owned),
+        ];
+        proptest::collection::vec(piece, 0..5).prop_map(|p| p.concat())
+    }
+
+    /// JSON pointers to every field and element of `v`.
+    fn pointers(v: &Value, at: &str, out: &mut Vec<String>) {
+        let children: Vec<(String, &Value)> = match v {
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v))
+                .collect(),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (key, child) in children {
+            let p = format!("{at}/{key}");
+            out.push(p.clone());
+            pointers(child, &p, out);
+        }
+    }
+
+    /// A real event with fields dropped or replaced, maybe cut short.
+    #[derive(Debug, Clone)]
+    struct Mangled {
+        event: Value,
+        edits: Vec<(proptest::sample::Index, Option<Value>)>,
+        cut: Option<proptest::sample::Index>,
+    }
+
+    impl Mangled {
+        fn line(&self) -> String {
+            let mut v = self.event.clone();
+            for (at, with) in &self.edits {
+                let mut all = Vec::new();
+                pointers(&v, "", &mut all);
+                if all.is_empty() {
+                    break;
+                }
+                let p = at.get(&all);
+                match with {
+                    Some(w) => *v.pointer_mut(p).expect("listed") = w.clone(),
+                    None => {
+                        let (parent, key) = p.rsplit_once('/').expect("a child");
+                        match v.pointer_mut(parent).expect("listed") {
+                            Value::Object(m) => {
+                                m.shift_remove(&key.replace("~1", "/").replace("~0", "~"));
+                            }
+                            Value::Array(a) => {
+                                a.remove(key.parse::<usize>().expect("an index"));
+                            }
+                            _ => unreachable!("a parent holds children"),
+                        }
+                    }
+                }
+            }
+            let line = v.to_string();
+            match &self.cut {
+                Some(at) => {
+                    let ends: Vec<usize> = line.char_indices().map(|(i, _)| i).collect();
+                    line[..*at.get(&ends)].to_owned()
+                }
+                None => line,
+            }
+        }
+    }
+
+    fn any_line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            1 => weird(),
+            1 => json_value().prop_map(|v| v.to_string()),
+            4 => (
+                real_event(),
+                proptest::collection::vec((any::<proptest::sample::Index>(), replacement()), 0..4),
+                proptest::option::weighted(0.25, any::<proptest::sample::Index>()),
+            )
+                .prop_map(|(event, edits, cut)| Mangled { event, edits, cut }.line()),
+        ]
+    }
+
+    fn any_run() -> impl Strategy<Value = RunOutcome> {
+        (
+            proptest::option::of(any::<i32>()),
+            proptest::option::of(any::<i32>()),
+            any::<bool>(),
+            proptest::collection::vec(weird(), 0..3),
+        )
+            .prop_map(|(exit_code, signal, stalled, stderr_tail)| RunOutcome {
+                exit_code,
+                signal,
+                stalled,
+                stderr_tail,
+                ..RunOutcome::default()
+            })
+    }
+
+    fn of_type(line: &str, types: &[&str]) -> bool {
+        serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|v| {
+                v.get("type")
+                    .and_then(Value::as_str)
+                    .map(|t| types.contains(&t))
+            })
+            .unwrap_or(false)
+    }
+
+    fn read(
+        reader: &mut dyn StreamReader,
+        lines: &[String],
+        run: &RunOutcome,
+    ) -> (Vec<SkillEvent>, Verdict) {
+        let mut events = Vec::new();
+        for l in lines {
+            events.extend(reader.line(l).events);
+        }
+        (events, reader.finish(run))
+    }
+
+    // -----------------------------------------------------------------
+    // Codex's config.toml.
+
+    /// Lines of a `config.toml` that name no top-level model.
+    fn toml_filler() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[ \t]{0,2}# \\PC{0,30}",
+            ("[a-z_]{1,12}", "\\PC{0,20}")
+                .prop_filter("not the model key", |(k, _)| k != "model")
+                .prop_map(|(k, v)| format!("{k} = {v:?}")),
+            "[ \t]{0,4}",
+        ]
+    }
+
+    /// Text that looks like a `config.toml`, or does not.
+    fn tomlish() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            toml_filler(),
+            weird(),
+            proptest::sample::select(vec![
+                "model",
+                "model=",
+                "model = ",
+                "\"",
+                "'",
+                "\"\"",
+                "''",
+                " #",
+                "#",
+                "[",
+                "[profiles.x]",
+                "\n",
+                "=",
+                "model = \"",
+                "model = 'x",
+            ])
+            .prop_map(str::to_owned),
+        ];
+        proptest::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// Each `message.id` counts once, as its last reading; the growth
+        /// journaled line by line adds up to that; the `result`'s
+        /// `modelUsage` is the usage when there is one (the larger count
+        /// kept where the steps saw more), the steps' sum when not.
+        #[test]
+        fn claude_usage_is_each_step_once_and_the_result_is_authoritative(run in claude_run()) {
+            let want = run.want();
+            let outcome = run.exit.outcome("claude: boom");
+            let (events, verdict) = read(&mut ClaudeStream::default(), &want.lines, &outcome);
+
+            let (journaled, only_usage) = summed(&events);
+            prop_assert!(only_usage, "{events:?}");
+            let streamed: BTreeMap<String, ModelUsage> = want
+                .streamed
+                .iter()
+                .map(|(m, s)| (m.clone(), s.anthropic(m)))
+                .collect();
+            prop_assert_eq!(records(journaled), records(streamed.clone()));
+
+            let (usage, undercount) = match &want.reported {
+                None => (records(streamed), false),
+                Some(reported) => {
+                    let mut finals: BTreeMap<String, Sum> = reported.iter().map(|(m, r)| (m.clone(), r.clamped())).collect();
+                    let mut undercount = false;
+                    for (m, s) in &want.streamed {
+                        let s = s.clamped();
+                        let r = finals.entry(m.clone()).or_default();
+                        undercount |= s.input > r.input || s.output > r.output
+                            || s.cache_write > r.cache_write || s.cache_read > r.cache_read;
+                        *r = r.max(s);
+                    }
+                    (records(finals.iter().map(|(m, f)| (m.clone(), f.anthropic(m))).collect()), undercount)
+                }
+            };
+            prop_assert_eq!(&verdict.usage, &usage);
+            prop_assert_eq!(
+                verdict.notes.iter().any(|n| n.contains("count more tokens than the result's modelUsage")),
+                undercount,
+                "{:?}", verdict.notes
+            );
+            prop_assert_eq!(verdict.agents, want.dispatches);
+            prop_assert_eq!(skipped_note(&verdict), not_json_note(&run.noise));
+
+            let succeeded = run.exit == Exit::Clean
+                && run.result.as_ref().is_some_and(|r| r.said == Said::Success);
+            prop_assert_eq!(verdict.failure.is_none(), succeeded, "{:?}", verdict.failure);
+            if let Some(f) = &verdict.failure {
+                prop_assert!(f.starts_with("claude: "), "{f}");
+            }
+            match &run.result {
+                None => {
+                    let f = verdict.failure.as_deref().unwrap_or_default();
+                    prop_assert!(f.contains("the stream ended without a result event"), "{f}");
+                    prop_assert_eq!(verdict.agent_cost, None);
+                }
+                Some(r) => prop_assert_eq!(verdict.agent_cost, Some(r.cost)),
+            }
+        }
+
+        /// `turn.completed` usage is cumulative: the growth journaled
+        /// turn by turn adds up to the last turn's counts, which are the
+        /// usage, cached (and cache-write) tokens inside `tokens_in`.
+        #[test]
+        fn codex_usage_is_the_last_cumulative_turn(run in codex_run()) {
+            let (lines, want) = run.lines();
+            let outcome = run.exit.outcome("codex: boom");
+            let (events, verdict) = read(&mut CodexStream::new(run.model.clone()), &lines, &outcome);
+
+            let (journaled, only_usage) = summed(&events);
+            prop_assert!(only_usage, "{events:?}");
+            prop_assert_eq!(records(journaled), want.clone().into_iter().collect::<Vec<_>>());
+            prop_assert_eq!(&verdict.usage, &want.into_iter().collect::<Vec<_>>());
+            for u in &verdict.usage {
+                prop_assert!(u.cache_read_tokens <= u.tokens_in, "{u:?}");
+                prop_assert_eq!(u.cache_write_1h_tokens, 0);
+            }
+            prop_assert_eq!(verdict.agent_cost, None, "Codex reports no cost");
+            prop_assert_eq!(
+                verdict.notes.iter().any(|n| n.contains("--agent-model")),
+                run.model == codex::UNKNOWN_MODEL
+            );
+            prop_assert_eq!(skipped_note(&verdict), not_json_note(&run.noise));
+
+            let succeeded = run.exit == Exit::Clean && run.failing.is_none() && !run.turns.is_empty();
+            prop_assert_eq!(verdict.failure.is_none(), succeeded, "{:?}", verdict.failure);
+            if let Some(f) = &verdict.failure {
+                prop_assert!(f.starts_with("codex: "), "{f}");
+                match &run.failing {
+                    Some(Failing::TurnFailed(m)) => prop_assert!(f.contains(&format!("turn.failed: {m}")), "{f}"),
+                    Some(Failing::Error(m)) => prop_assert!(f.contains(&format!("error: {m}")), "{f}"),
+                    None if run.turns.is_empty() => prop_assert!(f.contains("without turn.completed"), "{f}"),
+                    None => {}
+                }
+            }
+        }
+
+        /// Whatever the lines hold — any text, any JSON, real events of
+        /// either agent with fields dropped, retyped, pushed to
+        /// `u64::MAX` or cut short — both readers read every line and
+        /// finish without panicking (a debug build panics on overflow);
+        /// the usage they finish with is never less than what they
+        /// journaled; and the verdict fails what did not succeed.
+        #[test]
+        fn any_lines_are_read_without_a_panic_or_an_overflow(
+            lines in proptest::collection::vec(any_line(), 0..16),
+            run in any_run(),
+        ) {
+            let ended_badly = run.stalled || run.exit_code != Some(0);
+
+            let (events, verdict) = read(&mut ClaudeStream::default(), &lines, &run);
+            let (journaled, only_usage) = summed(&events);
+            prop_assert!(only_usage);
+            let has_result = lines.iter().any(|l| of_type(l, &["result"]));
+            if has_result {
+                for j in journaled.values() {
+                    let v = verdict.usage.iter().find(|u| u.model == j.model);
+                    prop_assert!(v.is_some_and(|v| at_most(j, v)), "journaled {j:?}, finished with {:?}", verdict.usage);
+                }
+            } else {
+                prop_assert_eq!(&verdict.usage, &records(journaled));
+                prop_assert!(verdict.failure.is_some());
+            }
+            if ended_badly {
+                prop_assert!(verdict.failure.is_some());
+            }
+
+            let (events, verdict) = read(&mut CodexStream::new("gpt-5-codex"), &lines, &run);
+            let (journaled, only_usage) = summed(&events);
+            prop_assert!(only_usage);
+            prop_assert_eq!(&verdict.usage, &records(journaled));
+            let completed = lines.iter().any(|l| of_type(l, &["turn.completed"]));
+            let failed = lines.iter().any(|l| of_type(l, &["turn.failed", "error"]));
+            if ended_badly || failed || !completed {
+                prop_assert!(verdict.failure.is_some());
+            }
+        }
+
+        /// `model = "…"` at the top level is the model, however it is
+        /// quoted, spaced or commented, whatever lines come before it.
+        #[test]
+        fn codex_config_names_its_top_level_model(
+            before in proptest::collection::vec(toml_filler(), 0..5),
+            name in "[A-Za-z0-9._:/-]{1,30}",
+            quote in proptest::sample::select(vec!['"', '\'']),
+            (lead, around, trail) in ("[ \t]{0,2}", "[ \t]{0,2}", "[ \t]{0,2}"),
+            comment in proptest::option::of("[ \t]{0,2}#\\PC{0,20}"),
+            table in proptest::option::of("\\[[a-z.]{1,12}\\]\nmodel = \"o4-mini\""),
+            table_first in any::<bool>(),
+        ) {
+            let model = format!(
+                "{lead}model{around}={around}{quote}{name}{quote}{trail}{}",
+                comment.unwrap_or_default()
+            );
+            let mut lines = before;
+            let table_first = table_first && table.is_some();
+            if table_first {
+                lines.extend(table.clone());
+            }
+            lines.push(model);
+            if !table_first {
+                lines.extend(table);
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("config.toml");
+            std::fs::write(&path, lines.join("\n")).unwrap();
+            let want = (!table_first).then_some(name);
+            prop_assert_eq!(codex::config_model(&path), want, "{}", lines.join("\n"));
+        }
+
+        /// Any file is a model or none, never a panic; a model read is
+        /// never empty and never spans lines.
+        #[test]
+        fn any_config_is_a_model_or_none(text in tomlish(), bytes in messy_bytes()) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("config.toml");
+            for content in [text.into_bytes(), bytes] {
+                std::fs::write(&path, &content).unwrap();
+                if let Some(m) = codex::config_model(&path) {
+                    prop_assert!(!m.is_empty() && !m.contains('\n'), "{m:?}");
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// Agent prompt templates.
+
+mod prompt_templates {
+    use super::journal_file::request;
+    use super::*;
+    use sdd_loop::agent::prompt::{PLACEHOLDERS, PromptError, Template};
+    use sdd_loop::paths::Skill;
+    use sdd_loop::protocol::SkillRequest;
+    use std::path::Path;
+
+    const FILE: &str = "/w/.sdd/loop/exchange/request.json";
+
+    fn known() -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(PLACEHOLDERS.iter().map(|(n, _)| *n).collect::<Vec<_>>())
+    }
+
+    fn placeholder() -> impl Strategy<Value = String> {
+        ("[ \t]{0,2}", known(), "[ \t]{0,2}").prop_map(|(a, n, b)| format!("{{{{{a}{n}{b}}}}}"))
+    }
+
+    /// Pieces that make the parser's cases meet: braces alone and in
+    /// runs, known and unknown names, line breaks, any text.
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "\\PC{0,20}",
+            proptest::sample::select(vec!["{{", "}}", "{", "}", "{{{", "}}}", "\n", " "])
+                .prop_map(str::to_owned),
+            placeholder(),
+            "[a-z_ ]{0,12}".prop_map(|n| format!("{{{{{n}}}}}")),
+        ]
+    }
+
+    /// Brace-free text: what lies between placeholders.
+    fn literal() -> impl Strategy<Value = String> {
+        "[^{}\\p{Cc}]{0,30}|\n"
+    }
+
+    /// A request whose texts hold no braces, so a brace in a prompt can
+    /// only come from the template.
+    fn plain_request() -> impl Strategy<Value = SkillRequest> {
+        request().prop_map(|mut r| {
+            for i in &mut r.issues {
+                i.title.retain(|c| c != '{' && c != '}');
+            }
+            r
+        })
+    }
+
+    fn lines(text: &str) -> usize {
+        text.matches('\n').count() + 1
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// Any text is a template or an error naming the line and the
+        /// fix; a template renders with any request, every placeholder
+        /// filled (no `{{` is left for the agent to see).
+        #[test]
+        fn any_text_is_a_template_or_an_error(
+            pieces in proptest::collection::vec(piece(), 0..12),
+            request in plain_request(),
+        ) {
+            let text = pieces.concat();
+            match Template::parse(Path::new("p.md"), text.clone()) {
+                Ok(t) => {
+                    let prompt = t.render(&request, Path::new(FILE));
+                    prop_assert!(!prompt.contains("{{"), "{text:?} -> {prompt:?}");
+                }
+                Err(e) => {
+                    match &e {
+                        PromptError::Unknown { line, name, .. } => {
+                            prop_assert!(!PLACEHOLDERS.iter().any(|(k, _)| k == name), "{name}");
+                            prop_assert!((1..=lines(&text)).contains(line));
+                        }
+                        PromptError::Unclosed { line, .. } => {
+                            prop_assert!((1..=lines(&text)).contains(line));
+                        }
+                        PromptError::Read { .. } => prop_assert!(false, "{e}"),
+                    }
+                    prop_assert!(e.to_string().starts_with("--agent-prompt p.md:"), "{e}");
+                    prop_assert!(e.help().contains("{{issues}}"));
+                }
+            }
+        }
+
+        /// Rendering never panics, whatever the request holds.
+        #[test]
+        fn any_request_renders(
+            pieces in proptest::collection::vec(prop_oneof![literal(), placeholder()], 0..8),
+            request in request(),
+        ) {
+            let t = Template::parse(Path::new("p.md"), pieces.concat()).unwrap();
+            let _ = t.render(&request, Path::new(FILE));
+            for skill in [Skill::Work, Skill::Review] {
+                let _ = Template::built_in(skill).render(&request, Path::new(FILE));
+            }
+        }
+
+        /// A text without placeholders renders to itself, braces and all.
+        #[test]
+        fn a_template_without_placeholders_renders_to_itself(
+            pieces in proptest::collection::vec(
+                prop_oneof!["\\PC{0,20}", proptest::sample::select(vec!["{", "}", "}}", "\n"]).prop_map(str::to_owned)],
+                0..10,
+            ),
+            request in request(),
+        ) {
+            let mut text = pieces.concat();
+            while text.contains("{{") {
+                text = text.replace("{{", "{ {");
+            }
+            let t = Template::parse(Path::new("p.md"), text.clone()).unwrap();
+            prop_assert_eq!(t.render(&request, Path::new(FILE)), text);
+        }
+
+        /// A template renders piece by piece: its text between
+        /// placeholders kept as written, each placeholder (spaced or
+        /// not) what it renders to alone; the built-ins fill every one.
+        #[test]
+        fn a_template_renders_piece_by_piece(
+            pieces in proptest::collection::vec((literal(), placeholder()), 0..6),
+            tail in literal(),
+            request in plain_request(),
+        ) {
+            let text: String = pieces.iter().map(|(l, p)| format!("{l}{p}")).chain([tail.clone()]).collect();
+            let t = Template::parse(Path::new("p.md"), text).unwrap();
+            let alone = |p: &str| {
+                Template::parse(Path::new("p.md"), p.to_owned()).unwrap().render(&request, Path::new(FILE))
+            };
+            let want: String = pieces.iter().map(|(l, p)| format!("{l}{}", alone(p))).chain([tail]).collect();
+            prop_assert_eq!(t.render(&request, Path::new(FILE)), want);
+            for skill in [Skill::Work, Skill::Review] {
+                let prompt = Template::built_in(skill).render(&request, Path::new(FILE));
+                prop_assert!(!prompt.contains("{{"), "{prompt}");
+            }
+        }
+    }
+}
+
 /// Deep nesting must end in an error, not a stack overflow, in every
 /// parser an outsider can feed.
 #[test]
 fn deeply_nested_input_is_an_error() {
+    use sdd_loop::agent::StreamReader;
     use sdd_loop::{budget::Budget, gates::Script, history, lock::LockRecord, tracker};
     use std::path::Path;
     let json = "[".repeat(100_000);
@@ -1872,6 +3249,17 @@ fn deeply_nested_input_is_an_error() {
     assert!(LockRecord::from_slice(json.as_bytes()).is_err());
     assert!(serde_json::from_str::<sdd_loop::protocol::SkillResult>(&json).is_err());
     assert!(tracker::parse_issues("u", &json).is_err());
+    let mut claude = sdd_loop::agent::claude::ClaudeStream::default();
+    let mut codex = sdd_loop::agent::codex::CodexStream::new("m");
+    for reader in [&mut claude as &mut dyn StreamReader, &mut codex] {
+        let read = reader.line(&json);
+        assert!(read.events.is_empty());
+        assert_eq!(
+            read.echo,
+            [json.as_str()],
+            "a line that is not JSON is echoed"
+        );
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("work.inflight.json");
     std::fs::write(&path, &json).unwrap();
