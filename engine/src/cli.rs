@@ -58,7 +58,9 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, env: &mut E
                 }
                 _ => exit::USAGE,
             };
-            let rendered = err.render().to_string();
+            // clap quotes the offending value (`--answer GATE=…`): it may
+            // hold a secret like anything else the engine prints.
+            let rendered = redactor(&env.vars).apply(&err.render().to_string());
             let sink: &mut dyn Write = if code == exit::TICK_DONE {
                 env.stdout
             } else {
@@ -72,9 +74,24 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, env: &mut E
 }
 
 pub(crate) fn usage(env: &mut Env<'_>, message: &str, help: &str) -> u8 {
-    let _ = writeln!(env.stderr, "error: {message}");
-    let _ = writeln!(env.stderr, "help: {help}");
+    let redactor = redactor(&env.vars);
+    let _ = writeln!(env.stderr, "error: {}", redactor.redact(message));
+    let _ = writeln!(env.stderr, "help: {}", redactor.redact(help));
     exit::USAGE
+}
+
+/// The redactor for what is printed before a tick has its own: credential
+/// shapes, the tracker token and secret-named environment values.
+pub(crate) fn redactor(vars: &BTreeMap<String, String>) -> crate::redact::Redactor {
+    let token = vars
+        .get("SDD_LOOP_TRACKER_TOKEN")
+        .or_else(|| vars.get("GITHUB_TOKEN"))
+        .cloned()
+        .unwrap_or_default();
+    crate::redact::Redactor::builder()
+        .env(vars)
+        .secret("tracker-token", &token)
+        .build()
 }
 
 /// Runs a parsed command.

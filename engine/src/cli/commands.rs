@@ -467,16 +467,7 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
 pub(super) fn event_command(skill: Skill, args: EventArgs, env: &mut Env<'_>) -> u8 {
     let root: PathBuf = env.cwd.join(&args.project).components().collect();
     let paths = StatePaths::new(&root, skill, None);
-    let vars = &env.vars;
-    let token = vars
-        .get("SDD_LOOP_TRACKER_TOKEN")
-        .or_else(|| vars.get("GITHUB_TOKEN"))
-        .cloned()
-        .unwrap_or_default();
-    let redactor = crate::redact::Redactor::builder()
-        .env(vars)
-        .secret("tracker-token", &token)
-        .build();
+    let redactor = super::redactor(&env.vars);
     match tick::append_event(&paths, &args.event, &redactor) {
         Ok(iteration) => {
             let _ = writeln!(env.stdout, "event recorded for iteration {iteration}");
