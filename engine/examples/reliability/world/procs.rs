@@ -263,7 +263,31 @@ pub fn engine_binary(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
         None => return Err("cannot tell the build profile".into()),
     };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
+    let mut build = Command::new(cargo);
+    // `cargo run` gives this program the variables of the package it ran
+    // (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, …). Passed on, they reach build
+    // scripts that watch them (ring's does) and the binary is rebuilt on
+    // every run, and again by the next build from a shell.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_MANIFEST_LINKS",
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+                "OUT_DIR",
+            ]
+            .contains(&name.as_ref())
+        {
+            build.env_remove(name.as_ref());
+        }
+    }
+    let status = build
         // Never this example: rebuilding it would replace the program
         // whose path the skill and the lock workers are started from.
         .args([
