@@ -90,10 +90,10 @@ fn mib(kib: u64) -> String {
 /// A message fit for a table cell: URLs and the project's path replaced
 /// by placeholders, at most 110 characters.
 fn shorten(text: &str, p: &Project) -> String {
-    let text = text.replace(&p.root().display().to_string(), "<project>");
+    let text = text.replace(&p.root().display().to_string(), "[project]");
     let text: String = text
         .split(' ')
-        .map(|w| if w.starts_with("http://") { "<url>" } else { w })
+        .map(|w| if w.starts_with("http://") { "[url]" } else { w })
         .collect::<Vec<_>>()
         .join(" ");
     let mut cut: String = text.chars().take(110).collect();
