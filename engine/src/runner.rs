@@ -216,13 +216,64 @@ enum Line {
     Err(String),
 }
 
-fn pump(reader: impl Read + Send + 'static, tx: mpsc::Sender<Line>, err: bool) {
+/// Longest output line passed on whole; the rest of a longer one is not
+/// shown. With [`LINES_IN_FLIGHT`] this bounds what a skill's output costs
+/// the engine, however much it prints (a 100 MB line once took 300 MB).
+pub const LINE_MAX: usize = 64 * 1024;
+/// Lines read ahead of the echo: a skill printing faster than the engine
+/// redacts waits for it (the pipe fills) instead of queueing in memory.
+const LINES_IN_FLIGHT: usize = 256;
+
+/// Bytes that end a token in every credential shape the redactor knows
+/// (and start none).
+fn ends_token(b: u8) -> bool {
+    b.is_ascii_whitespace() || b"\"'=:,;()<>".contains(&b)
+}
+
+/// Reads and drops the rest of a line, its `\n` included; how many bytes
+/// of text that was.
+fn skip_rest_of_line(reader: &mut impl BufRead) -> u64 {
+    let mut skipped = 0u64;
+    loop {
+        let (text, newline) = match reader.fill_buf() {
+            Ok([]) | Err(_) => return skipped,
+            Ok(buf) => match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => (i, true),
+                None => (buf.len(), false),
+            },
+        };
+        reader.consume(text + usize::from(newline));
+        skipped += text as u64;
+        if newline {
+            return skipped;
+        }
+    }
+}
+
+/// One line of output, at most [`LINE_MAX`] bytes of it: a longer line is
+/// cut at its last token boundary, so no credential is shown in part where
+/// the redactor could no longer recognise it, and says what it left out.
+fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    buf.clear();
+    let n = Read::take(&mut *reader, LINE_MAX as u64).read_until(b'\n', buf)?;
+    if n == LINE_MAX && buf.last() != Some(&b'\n') {
+        let keep = buf
+            .iter()
+            .rposition(|b| ends_token(*b))
+            .map_or(0, |i| i + 1);
+        let hidden = (n - keep) as u64 + skip_rest_of_line(reader);
+        buf.truncate(keep);
+        buf.extend_from_slice(format!("[… {hidden} more bytes of this line not shown]").as_bytes());
+    }
+    Ok(n)
+}
+
+fn pump(reader: impl Read + Send + 'static, tx: mpsc::SyncSender<Line>, err: bool) {
     std::thread::spawn(move || {
         let mut reader = BufReader::new(reader);
         let mut buf = Vec::new();
         loop {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf) {
+            match read_line(&mut reader, &mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
                     let line = String::from_utf8_lossy(&buf)
@@ -327,7 +378,7 @@ impl ProcessRunner<'_> {
             );
         }
         spec.crash.hit("after-spawn");
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(LINES_IN_FLIGHT);
         if let Some(out) = child.stdout.take() {
             pump(out, tx.clone(), false);
         }
@@ -550,6 +601,34 @@ mod tests {
         );
         spec.command = "echo 'warning: qmd-unreachable earlier' >&2; exit 0".into();
         assert!(!run(&spec, &ex, &NoInterrupts).0.qmd_signal());
+    }
+
+    // A skill's 100 MB line was held whole in the engine's memory (three
+    // times over); lines are now cut, at a token boundary.
+    #[test]
+    fn a_long_line_is_cut_at_a_token_boundary_and_the_next_line_follows() {
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let mut text = "a ".repeat((LINE_MAX - 10) / 2);
+        text.push_str(token);
+        text.push_str(&"y".repeat(3 * LINE_MAX));
+        text.push_str("\nnext line\n");
+        let mut reader = std::io::Cursor::new(text.into_bytes());
+        let mut buf = Vec::new();
+        assert_eq!(read_line(&mut reader, &mut buf).unwrap(), LINE_MAX);
+        let line = String::from_utf8(buf.clone()).unwrap();
+        assert!(!line.contains("ghp_"), "a token shown in part");
+        assert!(line.starts_with("a a "));
+        assert!(
+            line.ends_with(&format!(
+                "[… {} more bytes of this line not shown]",
+                3 * LINE_MAX + 40
+            )),
+            "{}",
+            &line[line.len() - 60..]
+        );
+        read_line(&mut reader, &mut buf).unwrap();
+        assert_eq!(buf, b"next line\n");
+        assert_eq!(read_line(&mut reader, &mut buf).unwrap(), 0);
     }
 
     #[test]

@@ -61,6 +61,10 @@ pub const MOCK_QMD: (&str, &str) = ("mock-qmd", "SDD_EVALS_MOCK_QMD");
 pub const FAKE_CLAUDE: (&str, &str) = ("fake-claude", "SDD_EVALS_FAKE_CLAUDE");
 pub const FAKE_CODEX: (&str, &str) = ("fake-codex", "SDD_EVALS_FAKE_CODEX");
 
+/// Every binary a graded run needs beside `sdd-evals` itself: what a CI job
+/// that runs the suite from prebuilt binaries must carry (`ci/skill-evals`).
+pub const ALL: [(&str, &str); 5] = [ENGINE, FAKE_SKILL, MOCK_QMD, FAKE_CLAUDE, FAKE_CODEX];
+
 /// The engine under test.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Engine {
@@ -167,6 +171,30 @@ mod tests {
             search_dir(Path::new("/w/target/debug/sdd-evals")),
             Path::new("/w/target/debug")
         );
+    }
+
+    /// Regression: CI extracted only the binaries of an older list from
+    /// its archive, and the graded suite could not find `fake-claude`.
+    #[test]
+    fn the_ci_job_carries_every_binary_the_suite_runs() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/skill-evals");
+        let text = std::fs::read_to_string(&script).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("BINS=("))
+            .expect("ci/skill-evals has a BINS=(...) line");
+        let listed: Vec<&str> = line
+            .trim_start_matches("BINS=(")
+            .trim_end_matches(')')
+            .split_whitespace()
+            .collect();
+        for (name, _) in ALL.iter().chain([&("sdd-evals", "")]) {
+            assert!(
+                listed.contains(name),
+                "{}: BINS lacks `{name}`, which the graded suite runs",
+                script.display()
+            );
+        }
     }
 
     /// Regression: the nested build inherited `cargo run`'s package

@@ -59,6 +59,27 @@ fn usage_errors_exit_64() {
     assert!(err.contains("did you mean `backlog-drift`"), "{err}");
 }
 
+// clap quoted a rejected `--answer` value verbatim, so a secret typed (or
+// pasted) there reached stderr unredacted.
+#[test]
+fn a_rejected_answer_is_quoted_redacted() {
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let tracker = "0123456789abcdef0123456789abcdef";
+    for answer in [
+        format!("budget-escalation={token}"),
+        format!("{token}=continue"),
+        format!("budget-escalation={tracker}"),
+    ] {
+        let (code, _, err) = call(
+            &["work", "--loop", "--answer", &answer],
+            &[("SDD_LOOP_TRACKER_TOKEN", tracker)],
+        );
+        assert_eq!(code, exit::USAGE);
+        assert!(err.contains("invalid value"), "{err}");
+        assert!(!err.contains(token) && !err.contains(tracker), "{err}");
+    }
+}
+
 #[test]
 fn help_lists_every_flag_default_env_and_exit_codes() {
     let (code, out, _) = call(&["work", "--help"], &[]);

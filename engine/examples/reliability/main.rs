@@ -1,0 +1,326 @@
+//! Reliability: every claim the engine makes about surviving the real
+//! world, turned into a measurement — one command, one table, exit status
+//! 1 if any family saw a violation.
+//!
+//! ```text
+//! cargo run --release -p sdd-loop --example reliability -- --with-properties  # README "Reliability"
+//! cargo run -p sdd-loop --example reliability -- --short                      # CI: under a minute
+//! ```
+//!
+//! | family | what it does |
+//! |---|---|
+//! | lock | N processes released at once on one lock (`shared/lock_race.rs`) |
+//! | crash sweep | every crash point × seeds × plain/`--resume` recovery (`crash.rs`) |
+//! | orphans | the engine SIGKILLed mid-skill, the next tick started at once (`orphans.rs`) |
+//! | torn tail | a history cut at every byte of its last line (`torn.rs`) |
+//! | property tests | the proptest suites, run or counted (`properties.rs`) |
+//! | secret leaks | secrets planted everywhere a tick reads, searched for everywhere it writes (`leaks.rs`) |
+//! | faults | tracker and skill failures: outcome and the engine's peak memory (`faults.rs`) |
+//!
+//! Every tick is a real `sdd-loop` process (built by this program with
+//! its own profile) against a loopback tracker, running a wrapped skill
+//! that is this program re-executed with `--skill` (`skill.rs`). Processes
+//! wait on FIFOs and exit statuses, never on sleeps; every process group
+//! started is killed and reaped when its family ends, even on failure.
+//! Flags: `--short`, `--with-properties`, `--only FAMILY` (repeatable),
+//! `--jobs N` (worlds run at once, default 2), `--engine PATH`.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+#[path = "../shared/lock_race.rs"]
+mod lock_race;
+
+mod crash;
+mod faults;
+mod leaks;
+mod lock;
+mod orphans;
+mod properties;
+mod skill;
+mod torn;
+mod world;
+
+/// The hidden flag lock-race workers are started with.
+pub const LOCK_WORKER: &str = "--lock-worker";
+/// The hidden flag the engine runs this program with as its skill.
+pub const SKILL: &str = "--skill";
+
+/// What every family is given.
+#[derive(Debug)]
+pub struct Ctx {
+    pub short: bool,
+    pub with_properties: bool,
+    pub jobs: usize,
+    /// The `sdd-loop` binary under test.
+    pub engine: PathBuf,
+    /// This program.
+    pub exe: PathBuf,
+}
+
+/// One row of the table.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub family: &'static str,
+    pub what: String,
+    pub trials: String,
+    pub result: String,
+    /// `None`: the family measured nothing it could judge (said in `result`).
+    pub violations: Option<u64>,
+    pub secs: f64,
+}
+
+/// A small deterministic generator (SplitMix64): seeds name cases, so a
+/// failing case can be replayed.
+#[derive(Debug, Clone)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}
+
+/// Runs `each` over `items` on `jobs` threads.
+pub fn parallel<T: Sync>(jobs: usize, items: &[T], each: impl Fn(&T) + Sync) {
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| {
+                while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    each(item);
+                }
+            });
+        }
+    });
+}
+
+/// Waits for one `ready` line on `fifo`, at most `bound` (a safety bound,
+/// not a clock: the writer normally answers at once). On timeout the
+/// waiting reader is released by opening the FIFO for writing.
+pub fn wait_ready(fifo: &Path, bound: Duration) -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read_to_string(path).unwrap_or_default());
+    });
+    match rx.recv_timeout(bound) {
+        Ok(line) => line.trim() == "ready",
+        Err(_) => {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                .open(fifo);
+            false
+        }
+    }
+}
+
+/// Prints a family's problems to stderr (the table stays one line each).
+pub fn report_problems(family: &str, problems: &[String]) {
+    let mut err = std::io::stderr().lock();
+    for p in problems.iter().take(10) {
+        let _ = writeln!(err, "[{family}] {p}");
+    }
+    if problems.len() > 10 {
+        let _ = writeln!(err, "[{family}] … and {} more", problems.len() - 10);
+    }
+}
+
+/// A family: one row, timed whole, or several rows that carry their own
+/// times.
+#[derive(Clone, Copy)]
+enum Family {
+    One(fn(&Ctx) -> Row),
+    Many(fn(&Ctx) -> Vec<Row>),
+}
+
+const FAMILIES: [(&str, Family); 7] = [
+    ("lock", Family::One(lock::run)),
+    ("crash", Family::One(crash::run)),
+    ("orphans", Family::One(orphans::run)),
+    ("torn", Family::One(torn::run)),
+    ("properties", Family::One(properties::run)),
+    ("leaks", Family::One(leaks::run)),
+    ("faults", Family::Many(faults::run)),
+];
+
+struct Options {
+    short: bool,
+    with_properties: bool,
+    only: Vec<String>,
+    jobs: usize,
+    engine: Option<PathBuf>,
+}
+
+const USAGE: &str = "usage: reliability [--short] [--with-properties] [--only FAMILY]... [--jobs N (2)] [--engine PATH]\n\
+families: lock, crash, orphans, torn, properties, leaks, faults";
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut opts = Options {
+        short: false,
+        with_properties: false,
+        only: Vec::new(),
+        jobs: 2,
+        engine: None,
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--short" => opts.short = true,
+            "--with-properties" => opts.with_properties = true,
+            "--only" => {
+                let name = value()?;
+                if !FAMILIES.iter().any(|(n, _)| n == name) {
+                    return Err(format!("--only: unknown family {name}\n{USAGE}"));
+                }
+                opts.only.push(name.clone());
+            }
+            "--jobs" => opts.jobs = value()?.parse().map_err(|e| format!("--jobs: {e}"))?,
+            "--engine" => opts.engine = Some(PathBuf::from(value()?)),
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    Ok(opts)
+}
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| family | what | trials | result | violations | seconds |\n|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {:.1} |\n",
+            r.family,
+            cell(&r.what),
+            cell(&r.trials),
+            cell(&r.result),
+            r.violations
+                .map_or_else(|| "not run".to_owned(), |v| v.to_string()),
+            r.secs
+        ));
+    }
+    out
+}
+
+/// Runs one family; a panic in it (the program's own failure) is a row
+/// with one violation, so the table is still printed.
+fn run_family(name: &'static str, family: Family, ctx: &Ctx) -> Vec<Row> {
+    let began = Instant::now();
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| match family {
+        Family::One(f) => {
+            let mut row = f(ctx);
+            row.secs = began.elapsed().as_secs_f64();
+            vec![row]
+        }
+        Family::Many(f) => f(ctx),
+    }));
+    ran.unwrap_or_else(|panic| {
+        let msg = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "panic".into());
+        vec![Row {
+            family: name,
+            what: "—".into(),
+            trials: "—".into(),
+            result: format!("this program itself failed: {msg}"),
+            violations: Some(1),
+            secs: began.elapsed().as_secs_f64(),
+        }]
+    })
+}
+
+fn parent(opts: Options) -> i32 {
+    world::become_subreaper();
+    let engine = match world::engine_binary(opts.engine) {
+        Ok(e) => e,
+        Err(msg) => {
+            let _ = writeln!(std::io::stderr(), "error: {msg}");
+            return 2;
+        }
+    };
+    let ctx = Ctx {
+        short: opts.short,
+        with_properties: opts.with_properties,
+        jobs: opts.jobs,
+        engine,
+        exe: world::this_program(),
+    };
+    let began = Instant::now();
+    let mut rows = Vec::new();
+    for (name, family) in FAMILIES {
+        if opts.only.is_empty() || opts.only.iter().any(|o| o == name) {
+            let _ = writeln!(std::io::stderr(), "reliability: running {name}…");
+            rows.extend(run_family(name, family, &ctx));
+            world::reap_all_exited();
+        }
+    }
+    let violations: u64 = rows.iter().filter_map(|r| r.violations).sum();
+    let families = |judged: bool| {
+        let mut names: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.violations.is_some() == judged)
+            .map(|r| r.family)
+            .collect();
+        names.dedup();
+        names
+    };
+    let (judged, not_run) = (families(true), families(false));
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{}", table(&rows));
+    let _ = writeln!(
+        out,
+        "\n{} mode: {violations} violations in {} families{}; {:.0} s in all{}",
+        if ctx.short { "short" } else { "full" },
+        judged.len(),
+        if not_run.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} not run)", not_run.join(", "))
+        },
+        began.elapsed().as_secs_f64(),
+        if violations == 0 { "" } else { " — FAILED" }
+    );
+    i32::from(violations > 0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.first().map(String::as_str) {
+        Some(LOCK_WORKER) => lock_race::worker(&args[1..]),
+        Some(SKILL) => skill::run(),
+        _ => match parse_args(&args) {
+            Ok(opts) => parent(opts),
+            Err(msg) => {
+                let _ = writeln!(std::io::stderr(), "reliability: {msg}");
+                2
+            }
+        },
+    };
+    std::process::exit(code);
+}
