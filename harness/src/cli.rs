@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
@@ -18,6 +19,7 @@ use crate::coverage::{self, Coverage};
 use crate::parallel::{self, Update};
 use crate::report::{self, CaseResult, Snapshots};
 use crate::runner::{self, Options};
+use crate::sandbox::Worlds;
 use crate::validate::Fixtures;
 use crate::{docs, sandbox, scaffold, schema, suite, viewer};
 
@@ -593,6 +595,17 @@ fn run(
         path: env.vars.get("PATH").cloned().unwrap_or_default().into(),
         keep_sandbox: args.keep || env.vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
         sandbox_parent: sandbox_parent(&env.vars),
+        worlds: None,
+    };
+    // A case alone builds its own world; a suite builds each backlog once
+    // (when the cache's directory cannot be made, the sandboxes cannot
+    // either, and each case reports that itself).
+    let opts = Options {
+        worlds: (cases.len() > 1)
+            .then(|| Worlds::new(opts.sandbox_parent.as_deref()).ok())
+            .flatten()
+            .map(Arc::new),
+        ..opts
     };
     let snapshots = match (args.no_snapshots, args.accept) {
         (true, _) => Snapshots::Skip,

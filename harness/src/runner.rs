@@ -13,6 +13,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -29,7 +30,7 @@ use crate::error::HarnessError;
 use crate::procs::{MARKER, Reaper};
 use crate::record::{RunRecord, TickEnd, TickRecord};
 use crate::redact::Redactor;
-use crate::sandbox::{Sandbox, TRACKER_TOKEN};
+use crate::sandbox::{Sandbox, TRACKER_TOKEN, Worlds};
 use crate::session::Agent;
 use crate::spawn::{self, Ended, Invocation};
 use crate::validate::Fixtures;
@@ -52,6 +53,9 @@ pub struct Options {
     /// Where sandboxes are made (default: the system's temporary
     /// directory; [`crate::sandbox::ram_dir`] is faster).
     pub sandbox_parent: Option<PathBuf>,
+    /// Git worlds to copy rather than build, shared by the cases of a run
+    /// (`None`: each case builds its own).
+    pub worlds: Option<Arc<Worlds>>,
 }
 
 /// A finished run.
@@ -120,6 +124,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         start,
         &mut reaper,
         opts.sandbox_parent.as_deref(),
+        opts.worlds.as_deref(),
     )?;
     let mut ticks = Vec::new();
     let mut aborted = None;

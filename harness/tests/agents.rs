@@ -25,6 +25,7 @@ fn options() -> Options {
         path: std::env::var_os("PATH").unwrap_or_default(),
         keep_sandbox: false,
         sandbox_parent: sdd_harness::sandbox::ram_dir(),
+        worlds: None,
     }
 }
 

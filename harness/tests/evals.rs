@@ -71,6 +71,7 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
         path: vars.get("PATH").cloned().unwrap_or_default().into(),
         keep_sandbox: vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
         sandbox_parent: sdd_harness::cli::sandbox_parent(&vars),
+        worlds: None,
     };
     let run =
         runner::run(&case, &opts).map_err(|e| fail(format!("error: {e}\nhelp: {}", e.help())))?;

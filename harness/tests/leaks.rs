@@ -114,6 +114,7 @@ fn options(engine: Option<String>) -> Options {
         path: std::env::var_os("PATH").unwrap_or_default(),
         keep_sandbox: true,
         sandbox_parent: sdd_harness::sandbox::ram_dir(),
+        worlds: None,
     }
 }
 

@@ -208,6 +208,69 @@ pub fn materialise(git: &Git, backlog: &Backlog, root: &Path) -> Result<GitWorld
     })
 }
 
+/// Copies `world` (made by [`materialise`]) into `root`: the same
+/// repositories — objects, refs, SHAs, the checked-out branch — with the
+/// clone's `origin` pointing at the copy's own origin. A few dozen file
+/// copies instead of the dozen git processes (and a push per pull request)
+/// that [`materialise`] runs, so a run that needs one backlog many times
+/// builds it once. Git notices the copied index's file stamps differ and
+/// refreshes them on its next command; nothing it reports changes.
+pub fn copy_world(world: &GitWorld, root: &Path) -> Result<GitWorld, GitError> {
+    let origin = root.join("origin.git");
+    let clone = root.join("work");
+    copy_tree(&world.origin, &origin)?;
+    copy_tree(&world.clone, &clone)?;
+    let config = clone.join(".git").join("config");
+    let text = std::fs::read_to_string(&config).map_err(|source| GitError::Io {
+        path: config.clone(),
+        source,
+    })?;
+    let old = format!("\turl = {}\n", world.origin.display());
+    let new = format!("\turl = {}\n", origin.display());
+    if text.contains(&old) {
+        write(&config, &text.replacen(&old, &new, 1))?;
+    } else {
+        // Written some other way (an older or newer git): let git say.
+        Git::default().run(
+            &clone,
+            [
+                OsStr::new("remote"),
+                "set-url".as_ref(),
+                "origin".as_ref(),
+                origin.as_os_str(),
+            ],
+        )?;
+    }
+    Ok(GitWorld {
+        origin,
+        clone,
+        default_branch: world.default_branch.clone(),
+    })
+}
+
+/// `cp -r from to`, keeping file modes (git's hooks are executable).
+fn copy_tree(from: &Path, to: &Path) -> Result<(), GitError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| GitError::Io { path, source }
+    };
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for entry in std::fs::read_dir(from).map_err(io(from))? {
+        let entry = entry.map_err(io(from))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().map_err(io(&src))?;
+        if kind.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&src).map_err(io(&src))?;
+            std::os::unix::fs::symlink(target, &dst).map_err(io(&dst))?;
+        } else {
+            std::fs::copy(&src, &dst).map_err(io(&dst))?;
+        }
+    }
+    Ok(())
+}
+
 fn write(path: &Path, text: &str) -> Result<(), GitError> {
     std::fs::write(path, text).map_err(|source| GitError::Io {
         path: path.to_path_buf(),
@@ -395,6 +458,44 @@ mod tests {
         assert_eq!(
             git.run(&wa.clone, ["branch", "--show-current"]).unwrap(),
             "main"
+        );
+    }
+
+    #[test]
+    fn a_copied_world_is_the_same_world_on_its_own_origin() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let git = Git::default();
+        let built = materialise(&git, &backlog(), a.path()).unwrap();
+        let copy = copy_world(&built, b.path()).unwrap();
+        assert_eq!(copy.origin, b.path().join("origin.git"));
+        assert_eq!(copy.clone, b.path().join("work"));
+        for branch in ["main", "feature/1-login", "feature/2-logout"] {
+            assert_eq!(
+                ref_sha(&git, &copy.origin, branch).unwrap(),
+                ref_sha(&git, &built.origin, branch).unwrap(),
+                "{branch}"
+            );
+        }
+        assert_eq!(
+            git.run(&copy.clone, ["remote", "get-url", "origin"])
+                .unwrap(),
+            copy.origin.display().to_string()
+        );
+        assert_eq!(git.run(&copy.clone, ["status", "--porcelain"]).unwrap(), "");
+        assert_eq!(
+            git.run(&copy.clone, ["branch", "--show-current"]).unwrap(),
+            "main"
+        );
+        // A push from the copy moves the copy's origin, not the template's.
+        let before = ref_sha(&git, &built.origin, "feature/1-login").unwrap();
+        let pushed = push_commits(&git, &copy.clone, "feature/1-login", "main", 1, "fix").unwrap();
+        assert_eq!(
+            ref_sha(&git, &copy.origin, "feature/1-login").unwrap(),
+            Some(pushed)
+        );
+        assert_eq!(
+            ref_sha(&git, &built.origin, "feature/1-login").unwrap(),
+            before
         );
     }
 
