@@ -46,6 +46,14 @@ pub const POINTS: [(&str, &str); 11] = [
     ),
 ];
 
+/// Crash points inside the wrapper's run of the skill or agent, which an
+/// in-session tick (`begin` … `end`) never reaches.
+pub const WRAPPER_ONLY: [&str; 3] = ["after-spawn", "after-agent-usage", "after-skill"];
+
+/// Crash points reached only while the engine drives an agent (`--agent`):
+/// a tick that runs a skill command passes them by.
+pub const AGENT_ONLY: [&str; 1] = ["after-agent-usage"];
+
 /// The armed crash point, if any.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CrashPoints {

@@ -162,8 +162,11 @@ fn excerpt(text: &str) -> String {
     format!("{}…", whole.trim_end())
 }
 
+/// Seconds for a reader: at most two decimals, no trailing zeros (`3`,
+/// `1.5`, `0.99`; never `0.994344972`).
 fn secs(d: Duration) -> String {
-    d.as_secs_f64().to_string()
+    let text = format!("{:.2}", d.as_secs_f64());
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 impl TrackerError {

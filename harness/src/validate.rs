@@ -191,13 +191,6 @@ struct Checker<'a> {
 
 type Checked = Result<(), YamlError>;
 
-/// Crash points inside the wrapper's run of the skill, which an in-session
-/// tick never reaches.
-const WRAPPER_ONLY_POINTS: [&str; 3] = ["after-spawn", "after-agent-usage", "after-skill"];
-
-/// Crash points reached only while the engine drives an agent.
-const AGENT_ONLY_POINTS: [&str; 1] = ["after-agent-usage"];
-
 impl Checker<'_> {
     fn at(&self, location: Location, message: String, help: impl Into<String>) -> YamlError {
         YamlError::at(self.path, location, message, help)
@@ -550,7 +543,7 @@ impl Checker<'_> {
             }
             Some((Kill::CrashPoint(point), _))
                 if self.driver == Driver::Session
-                    && WRAPPER_ONLY_POINTS.contains(&point.value.as_str()) =>
+                    && crash::WRAPPER_ONLY.contains(&point.value.as_str()) =>
             {
                 return Err(self.at(
                     point.referenced,
@@ -565,7 +558,7 @@ impl Checker<'_> {
             }
             Some((Kill::CrashPoint(point), _))
                 if self.driver.agent().is_none()
-                    && AGENT_ONLY_POINTS.contains(&point.value.as_str()) =>
+                    && crash::AGENT_ONLY.contains(&point.value.as_str()) =>
             {
                 return Err(self.at(
                     point.referenced,

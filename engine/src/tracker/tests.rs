@@ -402,3 +402,17 @@ fn human_feedback_needs_a_human_comment_with_an_agent_reply() {
         &agents
     ));
 }
+
+/// Regression: a 429's message said "only 0.994344972 s of the 3 s … left".
+#[test]
+fn seconds_in_messages_have_at_most_two_decimals() {
+    for (d, shown) in [
+        (Duration::from_secs(3), "3"),
+        (Duration::from_millis(1500), "1.5"),
+        (Duration::from_nanos(994_344_972), "0.99"),
+        (Duration::from_millis(9_996), "10"),
+        (Duration::ZERO, "0"),
+    ] {
+        assert_eq!(secs(d), shown, "{d:?}");
+    }
+}
