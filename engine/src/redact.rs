@@ -44,7 +44,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::{Captures, Regex, RegexSet};
 use serde_json::Value;
@@ -165,28 +165,50 @@ enum Replace {
 
 #[derive(Debug, Clone)]
 struct Rule {
-    re: Regex,
+    pattern: Box<str>,
+    /// Compiled on first use: a built-in rule runs only on text the
+    /// [`BuiltIn::set`] found it in, which most processes never see, and
+    /// compiling all of them at every start was a third of the engine's
+    /// start-up.
+    re: OnceLock<Regex>,
     replace: Replace,
 }
 
 impl Rule {
+    /// A built-in rule, compiled when it first applies.
     fn new(pattern: &str, replace: Replace) -> Self {
         Self {
-            re: Regex::new(pattern).expect("built-in redaction patterns compile"),
+            pattern: pattern.into(),
+            re: OnceLock::new(),
             replace,
         }
     }
 
+    /// A rule from a pattern already compiled.
+    fn compiled(re: Regex, replace: Replace) -> Self {
+        Self {
+            pattern: re.as_str().into(),
+            re: OnceLock::from(re),
+            replace,
+        }
+    }
+
+    fn re(&self) -> &Regex {
+        self.re
+            .get_or_init(|| Regex::new(&self.pattern).expect("built-in redaction patterns compile"))
+    }
+
     fn apply<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let re = self.re();
         match &self.replace {
-            Replace::Literal(with) => self.re.replace_all(text, regex::NoExpand(with)),
-            Replace::Values(markers) => self.re.replace_all(text, |caps: &Captures| {
+            Replace::Literal(with) => re.replace_all(text, regex::NoExpand(with)),
+            Replace::Values(markers) => re.replace_all(text, |caps: &Captures| {
                 markers
                     .get(&caps[0])
                     .cloned()
                     .unwrap_or_else(|| marker("secret"))
             }),
-            Replace::AuthorizationHeader => self.re.replace_all(text, |caps: &Captures| {
+            Replace::AuthorizationHeader => re.replace_all(text, |caps: &Captures| {
                 if is_marker(&caps["value"]) {
                     caps[0].to_owned()
                 } else {
@@ -194,7 +216,7 @@ impl Rule {
                     format!("{}{scheme}{AUTHORIZATION_MARKER}", &caps["lead"])
                 }
             }),
-            Replace::AuthorizationField => self.re.replace_all(text, |caps: &Captures| {
+            Replace::AuthorizationField => re.replace_all(text, |caps: &Captures| {
                 let value = &caps["value"];
                 if value.is_empty() || is_marker(value) {
                     caps[0].to_owned()
@@ -206,9 +228,9 @@ impl Rule {
     }
 }
 
-/// The built-in rules, compiled once per process: a tick builds its
-/// redactor once, but tests and tools build many, and compiling these is
-/// most of the cost.
+/// The built-in rules, set up once per process: a tick builds its
+/// redactor once, but tests and tools build many. The set is compiled
+/// here; each rule only when a text first needs it.
 #[derive(Debug)]
 struct BuiltIn {
     private_key: Rule,
@@ -235,7 +257,7 @@ static BUILT_IN: LazyLock<BuiltIn> = LazyLock::new(|| {
     let set = RegexSet::new(
         std::iter::once(&private_key)
             .chain(&rest)
-            .map(|r| r.re.as_str()),
+            .map(|r| &*r.pattern),
     )
     .expect("built-in redaction patterns compile together");
     BuiltIn {
@@ -341,19 +363,16 @@ impl RedactorBuilder {
                 .map(|v| regex::escape(v))
                 .collect::<Vec<_>>()
                 .join("|");
-            Rule {
-                re: Regex::new(&alternation).expect("escaped literals compile"),
-                replace: Replace::Values(values),
-            }
+            Rule::compiled(
+                Regex::new(&alternation).expect("escaped literals compile"),
+                Replace::Values(values),
+            )
         });
         let project_set = RegexSet::new(self.patterns.iter().map(|(re, _)| re.as_str())).ok();
         let project = self
             .patterns
             .into_iter()
-            .map(|(re, with)| Rule {
-                re,
-                replace: Replace::Literal(with),
-            })
+            .map(|(re, with)| Rule::compiled(re, Replace::Literal(with)))
             .collect();
         Redactor {
             built_in: &BUILT_IN,
@@ -471,7 +490,7 @@ impl Redactor {
         let values = self
             .values
             .as_ref()
-            .filter(|v| v.re.is_match(text))
+            .filter(|v| v.re().is_match(text))
             .map(|_| 1);
         let project = match &self.project_set {
             Some(set) => set.matches(text).iter().next().map(|i| project_start + i),

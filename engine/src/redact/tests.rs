@@ -462,3 +462,18 @@ fn json_strings_are_redacted_recursively() {
     r.redact_json(&mut v);
     assert_eq!(v, again);
 }
+
+/// The built-in rules compile when first used, not at start; a pattern
+/// that does not compile must still fail here, not in a user's tick.
+#[test]
+fn every_built_in_rule_compiles_and_matches_its_set_entry() {
+    let built_in = &*BUILT_IN;
+    let rules: Vec<&Rule> = std::iter::once(&built_in.private_key)
+        .chain(&built_in.rest)
+        .collect();
+    assert_eq!(rules.len(), built_in.set.len());
+    for (i, rule) in rules.iter().enumerate() {
+        assert_eq!(rule.re().as_str(), &*rule.pattern);
+        assert_eq!(built_in.set.patterns()[i], &*rule.pattern);
+    }
+}
