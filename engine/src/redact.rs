@@ -166,10 +166,10 @@ enum Replace {
 #[derive(Debug, Clone)]
 struct Rule {
     pattern: Box<str>,
-    /// Compiled on first use: a built-in rule runs only on text the
-    /// [`BuiltIn::set`] found it in, which most processes never see, and
-    /// compiling all of them at every start was a third of the engine's
-    /// start-up.
+    /// Compiled on first use: the rules run only on text in which
+    /// [`BuiltIn::set`] found a secret, which most processes never see,
+    /// and compiling all of them at every start was a third of the
+    /// engine's start-up.
     re: OnceLock<Regex>,
     replace: Replace,
 }
