@@ -100,7 +100,7 @@ impl Exchange {
     /// The progress events; lines that do not parse (a torn last line, for
     /// one) are counted and skipped.
     pub fn read_events(&self) -> (Vec<SkillEvent>, usize) {
-        let Ok(Some(bytes)) = files::read_bytes(&self.events_path()) else {
+        let Ok(Some(bytes)) = files::read_bytes_shared(&self.events_path()) else {
             return (Vec::new(), 0);
         };
         let text = String::from_utf8_lossy(&bytes);

@@ -12,6 +12,17 @@
 //! directory — a reader sees the old file or the new one, never a torn one,
 //! and the rename survives power loss. Append-only files go through
 //! [`append_line`], one `write` per line followed by `fsync`.
+//!
+//! Append-only files are appended by processes that do not hold the loop
+//! lock (a skipped tick writes its history line beside the holder), and a
+//! `write(2)` to a regular file is not atomic against a concurrent
+//! `read(2)`: a reader can see another process's line half-copied, which
+//! looks exactly like a line torn by a crash. So every append holds an
+//! exclusive advisory lock (`flock`) on the file for the write and its
+//! `fsync` ([`LockedAppend`]), and readers that judge a tail hold a shared
+//! one ([`open_read_shared`]). Under the lock, an unterminated last line
+//! can only be the remnant of a process that died mid-write — the kernel
+//! drops a dead process's locks — never a live append in flight.
 
 use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
@@ -220,6 +231,31 @@ pub fn open_read(path: &Path) -> Result<Option<File>, FileError> {
     }
 }
 
+/// Opens an append-only state file for reading under a shared advisory
+/// lock (see the module doc): appends by live processes are whole while it
+/// is held. The lock is released when the file is dropped. `Ok(None)` when
+/// the file does not exist.
+pub fn open_read_shared(path: &Path) -> Result<Option<File>, FileError> {
+    let Some(file) = open_read(path)? else {
+        return Ok(None);
+    };
+    file.lock_shared()
+        .map_err(|e| FileError::io("lock (shared)", path, e))?;
+    Ok(Some(file))
+}
+
+/// Reads a whole append-only state file under a shared advisory lock, so
+/// no line appended by a live process is seen half-written.
+pub fn read_bytes_shared(path: &Path) -> Result<Option<Vec<u8>>, FileError> {
+    let Some(mut file) = open_read_shared(path)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| FileError::io("read", path, e))?;
+    Ok(Some(bytes))
+}
+
 /// Reads a whole state file as bytes; `Ok(None)` when it does not exist.
 pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, FileError> {
     let Some(mut file) = open_read(path)? else {
@@ -309,14 +345,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
     result
 }
 
-/// Appends one line (a `\n` is added) and `fsync`s it. Creates the file
-/// `0600` if needed. Returns `true` when this call created the file.
-///
-/// `separate` prefixes a `\n` first: used when the file's last line was
-/// complete JSON written without its terminator.
-pub fn append_line(path: &Path, line: &str, separate: bool) -> Result<bool, FileError> {
+/// An append-only state file opened for reading and appending, held under
+/// an exclusive advisory lock until dropped (see the module doc). While it
+/// is held no other process appends, so the file's tail can be read,
+/// judged and repaired, and a line appended after it, as one step.
+#[derive(Debug)]
+pub struct LockedAppend {
+    file: File,
+    path: PathBuf,
+    created: bool,
+    dir_synced: bool,
+}
+
+/// Opens `path` for appending (creating it `0600` if needed, never through
+/// a symlink) and takes its exclusive advisory lock, waiting for any other
+/// appender to finish its line.
+pub fn open_append_locked(path: &Path) -> Result<LockedAppend, FileError> {
     check_regular_or_missing(path)?;
-    let (mut file, created) = match OpenOptions::new()
+    let (file, created) = match OpenOptions::new()
+        .read(true)
         .append(true)
         .create_new(true)
         .mode(FILE_MODE)
@@ -326,6 +373,7 @@ pub fn append_line(path: &Path, line: &str, separate: bool) -> Result<bool, File
         Ok(file) => (file, true),
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => (
             OpenOptions::new()
+                .read(true)
                 .append(true)
                 .custom_flags(nofollow())
                 .open(path)
@@ -334,22 +382,73 @@ pub fn append_line(path: &Path, line: &str, separate: bool) -> Result<bool, File
         ),
         Err(err) => return Err(FileError::io("create", path, err)),
     };
-    let mut buf = String::with_capacity(line.len() + 2);
-    if separate {
+    file.lock().map_err(|e| FileError::io("lock", path, e))?;
+    Ok(LockedAppend {
+        file,
+        path: path.to_path_buf(),
+        created,
+        dir_synced: false,
+    })
+}
+
+impl LockedAppend {
+    /// Whether opening it created the file.
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// The file, for reading its tail (its offset is irrelevant to appends).
+    pub fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Appends one line (a `\n` is added) and `fsync`s it; `separate`
+    /// prefixes a `\n` first, for a last line that is complete JSON written
+    /// without its terminator. The directory is synced too when the file
+    /// was created.
+    pub fn append_line(&mut self, line: &str, separate: bool) -> Result<(), FileError> {
+        let mut buf = String::with_capacity(line.len() + 2);
+        if separate {
+            buf.push('\n');
+        }
+        buf.push_str(line);
         buf.push('\n');
+        // One write call per line: a crash leaves either nothing or a
+        // prefix of this line, which the history reader moves aside as torn.
+        self.file
+            .write_all(buf.as_bytes())
+            .map_err(|e| FileError::io("append to", &self.path, e))?;
+        self.file
+            .sync_data()
+            .map_err(|e| FileError::io("sync", &self.path, e))?;
+        if self.created && !self.dir_synced {
+            sync_dir(parent_dir(&self.path))?;
+            self.dir_synced = true;
+        }
+        Ok(())
     }
-    buf.push_str(line);
-    buf.push('\n');
-    // One write call per line: a crash leaves either nothing or a prefix
-    // of this line, which the history reader moves aside as torn.
-    file.write_all(buf.as_bytes())
-        .map_err(|e| FileError::io("append to", path, e))?;
-    file.sync_data()
-        .map_err(|e| FileError::io("sync", path, e))?;
-    if created {
-        sync_dir(parent_dir(path))?;
+
+    /// Cuts the file to `len` bytes and syncs it.
+    pub fn truncate(&mut self, len: u64) -> Result<(), FileError> {
+        self.file
+            .set_len(len)
+            .map_err(|e| FileError::io("truncate", &self.path, e))?;
+        self.file
+            .sync_all()
+            .map_err(|e| FileError::io("sync", &self.path, e))
     }
-    Ok(created)
+}
+
+/// Appends one line (a `\n` is added) under the file's exclusive advisory
+/// lock and `fsync`s it. Creates the file `0600` if needed. Returns `true`
+/// when this call created the file.
+///
+/// `separate` prefixes a `\n` first: used when the file's last line was
+/// complete JSON written without its terminator.
+pub fn append_line(path: &Path, line: &str, separate: bool) -> Result<bool, FileError> {
+    let mut file = open_append_locked(path)?;
+    file.append_line(line, separate)?;
+    Ok(file.created())
 }
 
 /// Creates a new file with exactly `bytes` (mode `0600`), failing if it
@@ -381,18 +480,6 @@ pub fn remove_if_present(path: &Path) -> Result<bool, FileError> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(err) => Err(FileError::io("remove", path, err)),
     }
-}
-
-/// Shortens `path` to `len` bytes and syncs it.
-pub fn truncate(path: &Path, len: u64) -> Result<(), FileError> {
-    let file = OpenOptions::new()
-        .write(true)
-        .custom_flags(nofollow())
-        .open(path)
-        .map_err(|e| FileError::io("open", path, e))?;
-    file.set_len(len)
-        .map_err(|e| FileError::io("truncate", path, e))?;
-    file.sync_all().map_err(|e| FileError::io("sync", path, e))
 }
 
 #[cfg(test)]

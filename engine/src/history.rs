@@ -10,6 +10,13 @@
 //! - an unterminated last line that is not complete JSON is *torn*: it is
 //!   reported and [`repair_torn`] moves its bytes to a sidecar file (nothing
 //!   is deleted) before the run continues from the line before;
+//! - ticks that do not hold the loop lock append too (a skipped tick's
+//!   line), at the moment the holder reads and appends, and a reader can
+//!   see a live append half-copied. So appending (read the tail, repair,
+//!   append) runs under the file's exclusive advisory lock and reading
+//!   under a shared one ([`files::LockedAppend`]): a torn line seen under
+//!   the lock was left by a process that is gone, never by one still
+//!   writing;
 //! - a damaged line anywhere else is refused with its line number — the
 //!   engine never guesses past it.
 //!
@@ -515,11 +522,16 @@ fn is_blank(bytes: &[u8]) -> bool {
 
 /// Reads the last `want` complete lines of `path` (oldest first) without
 /// reading the rest of the file, and detects a torn last line. A missing
-/// file is an empty tail. Read-only.
+/// file is an empty tail. Read-only; waits for a line being appended.
 pub fn read_tail(path: &Path, want: usize) -> Result<Tail, HistoryError> {
-    let Some(mut file) = files::open_read(path)? else {
+    let Some(mut file) = files::open_read_shared(path)? else {
         return Ok(Tail::default());
     };
+    tail_of(&mut file, path, want)
+}
+
+/// [`read_tail`] on an open file (whose offset it moves).
+fn tail_of(file: &mut File, path: &Path, want: usize) -> Result<Tail, HistoryError> {
     let len = file
         .metadata()
         .map_err(|e| io_err(path, "inspect", e))?
@@ -529,11 +541,11 @@ pub fn read_tail(path: &Path, want: usize) -> Result<Tail, HistoryError> {
         return Ok(tail);
     }
     let mut end = len;
-    let last_byte = read_range(&mut file, path, len - 1, len)?[0];
+    let last_byte = read_range(file, path, len - 1, len)?[0];
     let mut found: Vec<Located> = Vec::new();
     if last_byte != b'\n' {
-        let start = line_start_before(&mut file, path, len)?;
-        let bytes = read_range(&mut file, path, start, len)?;
+        let start = line_start_before(file, path, len)?;
+        let bytes = read_range(file, path, start, len)?;
         // Blank is not a line, torn or whole (as in `read_all`).
         if !is_blank(&bytes) {
             match parse_line(&bytes) {
@@ -556,11 +568,11 @@ pub fn read_tail(path: &Path, want: usize) -> Result<Tail, HistoryError> {
     }
     while found.len() < want && end > 0 {
         // `end` is just past a `\n`; the line is [start, end - 1).
-        let start = line_start_before(&mut file, path, end - 1)?;
-        let bytes = read_range(&mut file, path, start, end - 1)?;
+        let start = line_start_before(file, path, end - 1)?;
+        let bytes = read_range(file, path, start, end - 1)?;
         if !is_blank(&bytes) {
             let line = parse_line(&bytes).map_err(|detail| -> HistoryError {
-                match line_number_at(&mut file, path, start) {
+                match line_number_at(file, path, start) {
                     Ok(line) => HistoryError::Damaged {
                         path: path.to_path_buf(),
                         line,
@@ -584,7 +596,7 @@ pub fn read_tail(path: &Path, want: usize) -> Result<Tail, HistoryError> {
 /// Reads every complete line (oldest first), refusing mid-file damage with
 /// its line number; the torn tail, if any, is returned, not repaired.
 pub fn read_all(path: &Path) -> Result<Tail, HistoryError> {
-    let Some(bytes) = files::read_bytes(path)? else {
+    let Some(bytes) = files::read_bytes_shared(path)? else {
         return Ok(Tail::default());
     };
     let mut tail = Tail::default();
@@ -629,8 +641,40 @@ pub fn read_all(path: &Path) -> Result<Tail, HistoryError> {
 /// Moves a torn last line to a sidecar (`{file}.torn-{stamp}`), then cuts
 /// the history back to its last complete line. The sidecar is durable
 /// before the cut, so the bytes exist somewhere at every moment.
-/// Returns the sidecar path. Call with the loop lock held.
-pub fn repair_torn(path: &Path, torn: &TornTail, stamp: &str) -> Result<PathBuf, HistoryError> {
+///
+/// `seen` is what a read before this call took for torn; it is judged
+/// again under the file's exclusive lock, where only a dead writer's
+/// remnant can look torn: a line that was an append in flight has been
+/// completed by then and is left alone (`Ok(None)`). Returns what was
+/// moved and where.
+pub fn repair_torn(
+    path: &Path,
+    seen: &TornTail,
+    stamp: &str,
+) -> Result<Option<(TornTail, PathBuf)>, HistoryError> {
+    if files::open_read(path)?.is_none() {
+        return Ok(None);
+    }
+    let mut file = files::open_append_locked(path)?;
+    let tail = tail_of(file.file(), path, 1)?;
+    match tail.torn {
+        Some(torn) if torn.offset == seen.offset => {
+            let sidecar = set_aside(&mut file, path, &torn, stamp)?;
+            Ok(Some((torn, sidecar)))
+        }
+        // Another remnant than the one seen (or none): whoever appends
+        // next repairs it under the lock.
+        _ => Ok(None),
+    }
+}
+
+/// Under the file's lock: the torn bytes to a new sidecar, then the cut.
+fn set_aside(
+    file: &mut files::LockedAppend,
+    path: &Path,
+    torn: &TornTail,
+    stamp: &str,
+) -> Result<PathBuf, HistoryError> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -642,7 +686,7 @@ pub fn repair_torn(path: &Path, torn: &TornTail, stamp: &str) -> Result<PathBuf,
         sidecar = path.with_file_name(format!("{name}.torn-{stamp}-{n}"));
     }
     files::create_new_durable(&sidecar, &torn.bytes)?;
-    files::truncate(path, torn.offset)?;
+    file.truncate(torn.offset)?;
     Ok(sidecar)
 }
 
@@ -656,9 +700,32 @@ pub fn torn_note(path: &Path, torn: &TornTail, sidecar: &Path) -> String {
     )
 }
 
-/// Appends one line durably. Returns `true` if this created the file.
-pub fn append(path: &Path, line: &HistoryLine, needs_separator: bool) -> Result<bool, FileError> {
-    files::append_line(path, &line.to_json(), needs_separator)
+/// What [`append`] did besides appending.
+#[derive(Debug, Default)]
+pub struct Appended {
+    /// This call created the file.
+    pub created: bool,
+    /// A torn last line (a dead writer's remnant) it moved aside first.
+    pub repaired: Option<(TornTail, PathBuf)>,
+}
+
+/// Appends one line durably, under the file's exclusive lock: the tail is
+/// read there, a torn last line is moved aside first (only a dead writer
+/// leaves one, see the module doc; `stamp` names its sidecar), and a last
+/// line written without its `\n` gets one.
+pub fn append(path: &Path, line: &HistoryLine, stamp: &str) -> Result<Appended, HistoryError> {
+    let mut file = files::open_append_locked(path)?;
+    let tail = tail_of(file.file(), path, 1)?;
+    let mut done = Appended {
+        created: file.created(),
+        repaired: None,
+    };
+    if let Some(torn) = tail.torn {
+        let sidecar = set_aside(&mut file, path, &torn, stamp)?;
+        done.repaired = Some((torn, sidecar));
+    }
+    file.append_line(&line.to_json(), tail.needs_separator)?;
+    Ok(done)
 }
 
 #[cfg(test)]

@@ -1370,3 +1370,105 @@ fn chain_telemetry_follows_the_presence_rules() {
     assert_eq!(line.autofix_pr_invoked, Some(false));
     assert_eq!(line.autofix_pr_invocation_status, None);
 }
+
+// ------------------------------------------------- racing history appends
+
+/// Whether `/proc/locks` shows a process waiting for a lock on the file
+/// with inode `ino` (a line with `->`).
+fn someone_waits_on(ino: u64) -> bool {
+    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    locks.lines().any(|l| {
+        l.contains("->")
+            && l.split_whitespace().any(|field| {
+                field.matches(':').count() == 2
+                    && field.rsplit(':').next() == Some(ino.to_string().as_str())
+            })
+    })
+}
+
+// Racing ticks lost a history line about once in 1,350: a tick read another
+// process's append half-copied, took it for a crash remnant and cut it (a
+// tick without the lock dropped its own line instead). Here another process
+// holds a half-written line at a barrier while a tick with the loop lock
+// runs: the tick waits for the line, neither moves nor cuts it, and appends
+// its own after it.
+#[test]
+fn a_line_another_process_is_still_appending_is_waited_for_never_cut() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::fs::MetadataExt;
+    use std::process::{Command, Stdio};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    s.runner.steps = vec![Step::ok(opened(10, 1000))];
+    let paths = s.paths(Skill::Work);
+    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    let skipped = r#"{"iteration":1,"skill":"work","outcome":"skipped_lock","lock_held":false,"note":"written by another process"}"#;
+    std::fs::write(paths.history(), "").unwrap();
+    let (half, rest) = skipped.split_at(skipped.len() / 2);
+    // The other process: takes the history's lock as the engine's appends
+    // do, writes half its line, says so, and waits for a line on stdin.
+    let mut writer = Command::new("flock")
+        .arg(paths.history())
+        .args([
+            "sh",
+            "-c",
+            r#"printf '%s' "$HALF" >> "$FILE"; echo ready; read _; printf '%s\n' "$REST" >> "$FILE""#,
+        ])
+        .env("FILE", paths.history())
+        .env("HALF", half)
+        .env("REST", rest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("flock(1) from util-linux");
+    let mut ready = String::new();
+    BufReader::new(writer.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    assert_eq!(std::fs::read_to_string(paths.history()).unwrap(), half);
+
+    // The barrier's other side: once the tick waits on the lock (or has
+    // finished without waiting, which is the bug), the writer completes.
+    let ino = std::fs::metadata(paths.history()).unwrap().ino();
+    let tick_done = Arc::new(AtomicBool::new(false));
+    let waited = {
+        let tick_done = Arc::clone(&tick_done);
+        let mut stdin = writer.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            let mut waited = false;
+            while !tick_done.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                if someone_waits_on(ino) {
+                    waited = true;
+                    break;
+                }
+                std::thread::yield_now();
+            }
+            stdin.write_all(b"go\n").unwrap();
+            waited
+        })
+    };
+    let r = s.tick(&s.cfg(Skill::Work));
+    tick_done.store(true, Ordering::SeqCst);
+    let waited = waited.join().unwrap();
+    assert!(writer.wait().unwrap().success());
+
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(waited, "the tick never waited for the line in flight");
+    assert!(!r.out.contains("torn"), "{}", r.out);
+    let lines = s.history(Skill::Work);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0].outcome, Some(Outcome::SkippedLock));
+    assert_eq!(lines[1].outcome, Some(Outcome::Ok));
+    let text = std::fs::read_to_string(paths.history()).unwrap();
+    assert!(text.starts_with(&format!("{skipped}\n")), "{text}");
+    let sidecars: Vec<_> = std::fs::read_dir(&paths.dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".torn-"))
+        .collect();
+    assert!(sidecars.is_empty(), "{sidecars:?}");
+}

@@ -10,6 +10,7 @@
 //! | family | what it does |
 //! |---|---|
 //! | lock | N processes released at once on one lock (`shared/lock_race.rs`) |
+//! | race | N ticks started at once on one project: one history line each (`race.rs`) |
 //! | crash sweep | every crash point × seeds × plain/`--resume` recovery (`crash.rs`) |
 //! | orphans | the engine SIGKILLed mid-skill, the next tick started at once (`orphans.rs`) |
 //! | torn tail | a history cut at every byte of its last line (`torn.rs`) |
@@ -41,6 +42,7 @@ mod leaks;
 mod lock;
 mod orphans;
 mod properties;
+mod race;
 mod skill;
 mod torn;
 mod world;
@@ -152,8 +154,9 @@ enum Family {
     Many(fn(&Ctx) -> Vec<Row>),
 }
 
-const FAMILIES: [(&str, Family); 7] = [
+const FAMILIES: [(&str, Family); 8] = [
     ("lock", Family::One(lock::run)),
+    ("race", Family::One(race::run)),
     ("crash", Family::One(crash::run)),
     ("orphans", Family::One(orphans::run)),
     ("torn", Family::One(torn::run)),
@@ -171,7 +174,7 @@ struct Options {
 }
 
 const USAGE: &str = "usage: reliability [--short] [--with-properties] [--only FAMILY]... [--jobs N (2)] [--engine PATH]\n\
-families: lock, crash, orphans, torn, properties, leaks, faults";
+families: lock, race, crash, orphans, torn, properties, leaks, faults";
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut opts = Options {

@@ -96,7 +96,8 @@ fn library(dir: &Path, base: &Base, k: usize) -> Option<String> {
             return Some(format!("offset {k}: torn bytes differ from the cut"));
         }
         let sidecar = match history::repair_torn(&path, t, "test") {
-            Ok(s) => s,
+            Ok(Some((_, s))) => s,
+            Ok(None) => return Some(format!("offset {k}: repair_torn left a torn line alone")),
             Err(e) => return Some(format!("offset {k}: repair_torn: {e}")),
         };
         if std::fs::read(&sidecar).ok().as_deref() != Some(&base.last[..k])

@@ -225,7 +225,10 @@ fn torn_line_at_every_byte_offset_is_detected_and_moved_aside() {
         assert_eq!(torn.bytes, &sample.as_bytes()[..cut]);
         assert_eq!(read_all(&path).unwrap().torn, Some(torn.clone()));
 
-        let sidecar = repair_torn(&path, &torn, &format!("s{cut}")).unwrap();
+        let (moved, sidecar) = repair_torn(&path, &torn, &format!("s{cut}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(moved, torn);
         assert_eq!(std::fs::read(&sidecar).unwrap(), &sample.as_bytes()[..cut]);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), complete);
         let after = read_tail(&path, 1).unwrap();
@@ -242,7 +245,8 @@ fn complete_last_line_without_newline_is_kept_and_separated_on_append() {
     assert!(tail.torn.is_none());
     assert!(tail.needs_separator);
     let next: HistoryLine = serde_json::from_str(&line(3)).unwrap();
-    append(&path, &next, tail.needs_separator).unwrap();
+    let done = append(&path, &next, "s").unwrap();
+    assert!(done.repaired.is_none());
     let all = read_all(&path).unwrap();
     assert_eq!(all.lines.len(), 3);
     assert!(!all.needs_separator);
@@ -253,10 +257,10 @@ fn torn_line_sidecar_never_overwrites() {
     let tmp = tempfile::tempdir().unwrap();
     let path = write(tmp.path(), format!("{}\n{{\"itera", line(1)).as_bytes());
     let torn = read_tail(&path, 1).unwrap().torn.unwrap();
-    let first = repair_torn(&path, &torn, "same").unwrap();
+    let (_, first) = repair_torn(&path, &torn, "same").unwrap().unwrap();
     std::fs::write(&path, format!("{}\n{{\"x", line(1))).unwrap();
     let torn = read_tail(&path, 1).unwrap().torn.unwrap();
-    let second = repair_torn(&path, &torn, "same").unwrap();
+    let (_, second) = repair_torn(&path, &torn, "same").unwrap().unwrap();
     assert_ne!(first, second);
     assert_eq!(std::fs::read(&first).unwrap(), b"{\"itera");
     assert!(torn_note(&path, &torn, &second).contains("moved to"));
@@ -332,9 +336,83 @@ fn append_creates_0600_and_reports_creation() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("work.history.jsonl");
     let l: HistoryLine = record(Chain::NotInvoked).into();
-    assert!(append(&path, &l, false).unwrap());
-    assert!(!append(&path, &l, false).unwrap());
+    assert!(append(&path, &l, "s").unwrap().created);
+    assert!(!append(&path, &l, "s").unwrap().created);
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     assert_eq!(read_all(&path).unwrap().lines.len(), 2);
+}
+
+#[test]
+fn an_append_after_a_dead_writer_s_torn_line_moves_it_aside_and_appends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write(tmp.path(), format!("{}\n{{\"itera", line(1)).as_bytes());
+    let next: HistoryLine = serde_json::from_str(&line(2)).unwrap();
+    let done = append(&path, &next, "s").unwrap();
+    let (torn, sidecar) = done.repaired.expect("the torn line is moved aside");
+    assert_eq!(torn.bytes, b"{\"itera");
+    assert_eq!(std::fs::read(&sidecar).unwrap(), b"{\"itera");
+    let all = read_all(&path).unwrap();
+    assert!(all.torn.is_none());
+    let iterations: Vec<_> = all.lines.iter().map(|l| l.line.iteration).collect();
+    assert_eq!(iterations, [Some(1), Some(2)]);
+}
+
+/// Regression: a tick read another process's append half-copied, took it
+/// for a crash remnant, and truncated it (or, without the loop lock,
+/// dropped its own line). A line in flight is written under the file's
+/// lock; a repair judged from an earlier read re-reads under the lock.
+#[test]
+fn a_line_still_being_appended_is_neither_moved_nor_cut() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write(tmp.path(), format!("{}\n", line(1)).as_bytes());
+    let full = format!("{}\n", line(2));
+    let half = full.len() / 2;
+    // A live appender: its lock taken, half its line written.
+    let mut writer = crate::files::open_append_locked(&path).unwrap();
+    writer.file().write_all(&full.as_bytes()[..half]).unwrap();
+    // What a reader without the lock sees: a torn-looking tail.
+    let bytes = std::fs::read(&path).unwrap();
+    let seen = TornTail {
+        offset: (line(1).len() + 1) as u64,
+        bytes: bytes[line(1).len() + 1..].to_vec(),
+    };
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let repairer = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            started_tx.send(()).unwrap();
+            repair_torn(&path, &seen, "s").unwrap()
+        })
+    };
+    let appender = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let next: HistoryLine = serde_json::from_str(&line(3)).unwrap();
+            append(&path, &next, "s").unwrap()
+        })
+    };
+    started_rx.recv().unwrap();
+    // Both wait on the writer's lock whenever they got there; the writer
+    // finishes its line and lets go.
+    writer.file().write_all(&full.as_bytes()[half..]).unwrap();
+    drop(writer);
+    assert!(repairer.join().unwrap().is_none(), "a live line was moved");
+    assert!(appender.join().unwrap().repaired.is_none());
+    let all = read_all(&path).unwrap();
+    assert!(all.torn.is_none());
+    let iterations: Vec<_> = all.lines.iter().map(|l| l.line.iteration).collect();
+    assert_eq!(iterations, [Some(1), Some(2), Some(3)]);
+    let sidecars = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".torn-")
+        })
+        .count();
+    assert_eq!(sidecars, 0);
 }

@@ -414,9 +414,10 @@ pub(crate) fn commit(
         ctx.note(rates::BUILT_IN_NOTICE);
     }
     let history_path = ctx.paths.history();
-    if let Some(torn) = pending.torn.take() {
-        let sidecar =
-            history::repair_torn(&history_path, &torn, &clock::format_compact(ctx.now()))?;
+    let stamp = clock::format_compact(ctx.now());
+    if let Some(seen) = pending.torn.take()
+        && let Some((torn, sidecar)) = history::repair_torn(&history_path, &seen, &stamp)?
+    {
         let note = history::torn_note(
             Path::new(&ctx.rel(&history_path)),
             &torn,
@@ -426,8 +427,14 @@ pub(crate) fn commit(
     }
     if let Some((line, exchange, note)) = pending.recovered.take() {
         let line = ctx.redacted(line);
-        let tail = history::read_tail(&history_path, 1)?;
-        history::append(&history_path, &line, tail.needs_separator)?;
+        let done = history::append(&history_path, &line, &stamp)?;
+        if let Some((torn, sidecar)) = &done.repaired {
+            ctx.note(history::torn_note(
+                Path::new(&ctx.rel(&history_path)),
+                torn,
+                Path::new(&ctx.rel(sidecar)),
+            ));
+        }
         ctx.note(note);
         let _ = exchange.remove();
     }

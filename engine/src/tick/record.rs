@@ -92,14 +92,19 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
     // what skills and trackers said.
     let line = ctx.redacted(line);
     let path = ctx.paths.history();
-    let tail = history::read_tail(&path, 1)?;
-    if tail.torn.is_some() && !r.lock_held {
-        // Never append after a torn line without the lock: the holder
-        // repairs it first.
-        return Ok(());
+    // Ticks without the lock append here too, and under the history's own
+    // lock a torn tail is a dead writer's remnant: whoever appends first
+    // moves it aside, so no tick's line is ever dropped for it.
+    let done = history::append(&path, &line, &clock::format_compact(ctx.now()))?;
+    if let Some((torn, sidecar)) = &done.repaired {
+        let note = history::torn_note(
+            std::path::Path::new(&ctx.rel(&path)),
+            torn,
+            std::path::Path::new(&ctx.rel(sidecar)),
+        );
+        ctx.note(note);
     }
-    let created = history::append(&path, &line, tail.needs_separator)?;
-    if created {
+    if done.created {
         let shown = ctx.rel(&path);
         ctx.note(format!(
             "Created {shown}: it may hold sensitive content (gate questions and answers can quote issue text, branch names and free-text answers). Treat it like .env — keep it gitignored (.sdd/ is) and never upload it without explicit opt-in."
