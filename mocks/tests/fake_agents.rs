@@ -267,7 +267,15 @@ ticks:
 ";
     let out = s.run(
         env!("CARGO_BIN_EXE_fake-codex"),
-        &["exec", "--json", "-m", "gpt-5-codex", "--full-auto", "-"],
+        &[
+            "exec",
+            "--json",
+            "-m",
+            "gpt-5-codex",
+            "-s",
+            "workspace-write",
+            "-",
+        ],
         script,
     );
     assert!(
@@ -310,6 +318,25 @@ ticks:
     assert_eq!(
         v.failure.as_deref(),
         Some("codex: turn.failed: stream disconnected before completion")
+    );
+}
+
+// README once told users `--agent-arg=--full-auto` for Codex; Codex 0.169.0
+// has no such flag and exits 2. The fake refuses it the same way, so a case
+// or example that still passes it fails here first.
+#[test]
+fn fake_codex_refuses_full_auto_as_codex_0_169_does() {
+    let s = Sandbox::new();
+    let out = s.run(
+        env!("CARGO_BIN_EXE_fake-codex"),
+        &["exec", "--json", "--full-auto", "-"],
+        "turns: []\n",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unexpected argument '--full-auto' found"),
+        "{err}"
     );
 }
 

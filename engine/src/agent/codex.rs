@@ -412,8 +412,16 @@ mod tests {
     #[test]
     fn the_command_line_reads_the_prompt_from_stdin() {
         assert_eq!(
-            argv(Some("gpt-5-codex"), &["--full-auto".into()]),
-            ["exec", "--json", "-m", "gpt-5-codex", "--full-auto", "-"].map(OsString::from)
+            argv(Some("gpt-5-codex"), &["--sandbox=workspace-write".into()]),
+            [
+                "exec",
+                "--json",
+                "-m",
+                "gpt-5-codex",
+                "--sandbox=workspace-write",
+                "-"
+            ]
+            .map(OsString::from)
         );
     }
 }

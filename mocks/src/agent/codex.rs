@@ -46,8 +46,6 @@ pub struct ExecArgs {
     pub json: bool,
     #[arg(short = 'm', long = "model", value_name = "MODEL")]
     pub model: Option<String>,
-    #[arg(long = "full-auto")]
-    pub full_auto: bool,
     #[arg(short = 's', long = "sandbox", value_name = "MODE")]
     pub sandbox: Option<String>,
     #[arg(long = "skip-git-repo-check")]
