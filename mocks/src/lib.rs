@@ -12,12 +12,15 @@
 //! - [`agent`] — `fake-claude` and `fake-codex`, scripted agent CLIs that
 //!   act like the fake skill but speak only their real counterparts'
 //!   streams;
+//! - [`gh`] — `fake-gh`, the pull-request subset of GitHub's `gh` CLI
+//!   against the mock tracker, for real agents' shell commands;
 //! - [`yaml`] — typed YAML loading with `file:line:column` errors.
 //!
 //! Formats, environment variables and exit codes: `fixtures/README.md`.
 
 pub mod agent;
 pub mod fixture;
+pub mod gh;
 pub mod git;
 mod hash;
 pub mod qmd;
