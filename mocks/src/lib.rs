@@ -12,6 +12,8 @@
 //! - [`agent`] — `fake-claude` and `fake-codex`, scripted agent CLIs that
 //!   act like the fake skill but speak only their real counterparts'
 //!   streams;
+//! - [`model`] — `mock-model`, a scripted model API (Anthropic Messages,
+//!   OpenAI Responses) for the real Claude Code and Codex run offline;
 //! - [`gh`] — `fake-gh`, the pull-request subset of GitHub's `gh` CLI
 //!   against the mock tracker, for real agents' shell commands;
 //! - [`yaml`] — typed YAML loading with `file:line:column` errors.
@@ -23,6 +25,7 @@ pub mod fixture;
 pub mod gh;
 pub mod git;
 mod hash;
+pub mod model;
 pub mod qmd;
 pub mod skill;
 pub mod tracker;
