@@ -4,44 +4,26 @@
 //! runs the engine as a subprocess per tick, and grades and snapshots the
 //! result.
 //!
-//! Modules, one concept each: the format ([`case`], [`check`],
-//! [`validate`], [`duration`], [`schema`], [`requirements`]), the world
-//! ([`sandbox`], [`procs`], [`spawn`], [`bins`]), the run ([`runner`], with
-//! the in-session driver [`session`] and the agent drivers [`agents`];
-//! [`record`]), the verdict ([`grade`], [`status_layout`], [`redact`],
-//! [`snapshot`], [`report`]), what a reviewer reads ([`timeline`],
-//! [`benchmark`], [`viewer`], [`reference`]), the documents ([`docs`]), and
-//! the command line ([`cli`], [`suite`], [`parallel`], [`scaffold`],
-//! [`coverage`]).
+//! The folders are the stages a case passes through, in order; each uses
+//! only the stages before it (`tests/imports.rs` holds them to that):
+//!
+//! 1. [`loading`] — the case format, its schema and validation, the
+//!    requirements a case covers: a file becomes a [`loading::case::Case`].
+//! 2. [`world`] — the sandbox a case runs in: binaries, git world, mock
+//!    tracker, processes and how they are spawned and reaped.
+//! 3. [`driving`] — the ticks: the runner and one file per driver
+//!    (wrapper, agent, in-session); a run becomes a
+//!    [`driving::record::RunRecord`].
+//! 4. [`judging`] — checks, grades, snapshots, the status-block layout and
+//!    the SKILL.md documents: a record becomes grades and snapshots.
+//! 5. [`reporting`] — what a reviewer reads: the report, the HTML viewer,
+//!    the benchmark and its history.
+//!
+//! [`cli`] sits on top and only calls down.
 
-pub mod agents;
-pub mod benchmark;
-pub mod bins;
-pub mod case;
-pub mod check;
 pub mod cli;
-pub mod coverage;
-pub mod docs;
-pub mod duration;
-pub mod error;
-pub mod grade;
-pub mod parallel;
-pub mod procs;
-pub mod record;
-pub mod redact;
-pub mod reference;
-pub mod report;
-pub mod requirements;
-pub mod runner;
-pub mod sandbox;
-pub mod scaffold;
-pub mod schema;
-mod schema_parts;
-pub mod session;
-pub mod snapshot;
-pub mod spawn;
-pub mod status_layout;
-pub mod suite;
-pub mod timeline;
-pub mod validate;
-pub mod viewer;
+pub mod driving;
+pub mod judging;
+pub mod loading;
+pub mod reporting;
+pub mod world;

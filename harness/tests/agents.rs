@@ -9,9 +9,10 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use sdd_harness::bins::Binaries;
-use sdd_harness::case::Case;
-use sdd_harness::runner::{self, Options};
+use sdd_harness::driving::Options;
+use sdd_harness::driving::runner;
+use sdd_harness::loading::case::Case;
+use sdd_harness::world::bins::Binaries;
 use serde_json::Value;
 
 fn options() -> Options {
@@ -24,7 +25,7 @@ fn options() -> Options {
         binaries,
         path: std::env::var_os("PATH").unwrap_or_default(),
         keep_sandbox: false,
-        sandbox_parent: sdd_harness::sandbox::ram_dir(),
+        sandbox_parent: sdd_harness::world::sandbox::ram_dir(),
         worlds: None,
     }
 }

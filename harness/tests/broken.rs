@@ -8,8 +8,8 @@ mod support;
 use std::path::Path;
 
 use rstest::rstest;
-use sdd_harness::case::Case;
-use sdd_harness::validate;
+use sdd_harness::loading::case::Case;
+use sdd_harness::loading::validate;
 
 #[rstest]
 #[case::unknown_key("unknown-key")]

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sdd_harness::cli::{Env, exit, main_with};
-use sdd_harness::coverage::{self, Coverage};
-use sdd_harness::suite;
+use sdd_harness::loading::coverage::{self, Coverage};
+use sdd_harness::loading::suite;
 
 fn call(cwd: &Path, args: &[&str]) -> (u8, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -83,7 +83,7 @@ fn every_name_is_listed_and_uncovered_ones_fail_the_command() {
 #[test]
 fn a_suite_covering_everything_passes() {
     let dir = tempfile::tempdir().unwrap();
-    let names: Vec<String> = sdd_harness::requirements::names()
+    let names: Vec<String> = sdd_harness::loading::requirements::names()
         .iter()
         .map(|n| format!("  - \"{n}\"\n"))
         .collect();

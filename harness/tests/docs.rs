@@ -8,7 +8,7 @@ use std::path::Path;
 
 use rstest::rstest;
 use sdd_harness::cli::{Env, exit, find_workspace, main_with};
-use sdd_harness::docs::{self, compare, engine, markdown::Doc};
+use sdd_harness::judging::docs::{self, compare, engine, markdown::Doc};
 use sdd_loop::paths::Skill;
 
 fn workspace() -> std::path::PathBuf {

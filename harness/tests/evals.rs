@@ -17,12 +17,14 @@ use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use sdd_harness::bins::Binaries;
-use sdd_harness::case::Case;
-use sdd_harness::report::{self, Snapshots};
-use sdd_harness::runner::{self, Options};
-use sdd_harness::snapshot;
-use sdd_harness::validate::{self, Fixtures};
+use sdd_harness::driving::Options;
+use sdd_harness::driving::runner;
+use sdd_harness::judging::snapshot;
+use sdd_harness::loading::case::Case;
+use sdd_harness::loading::fixtures::Fixtures;
+use sdd_harness::loading::validate;
+use sdd_harness::reporting::report::{self, Snapshots};
+use sdd_harness::world::bins::Binaries;
 
 /// A failure message, shown as it is (datatest prints errors with `{:?}`,
 /// which would quote a `String` and escape its newlines).

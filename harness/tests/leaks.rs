@@ -19,13 +19,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rstest::rstest;
-use sdd_harness::benchmark::{self, Benchmark, Failing};
-use sdd_harness::bins::Binaries;
-use sdd_harness::case::Case;
-use sdd_harness::report::{self, Snapshots};
-use sdd_harness::runner::{self, Options};
-use sdd_harness::sandbox::TRACKER_TOKEN;
-use sdd_harness::{snapshot, viewer};
+use sdd_harness::driving::Options;
+use sdd_harness::driving::runner;
+use sdd_harness::judging::snapshot;
+use sdd_harness::loading::case::Case;
+use sdd_harness::reporting::benchmark::{self, Benchmark, Failing};
+use sdd_harness::reporting::report::{self, Snapshots};
+use sdd_harness::reporting::viewer;
+use sdd_harness::world::bins::Binaries;
+use sdd_harness::world::sandbox::TRACKER_TOKEN;
 
 const GITHUB: &str = "ghp_Mz4Qw8Rt2Yx6Kp1Lc9Vn3Bh7Df5Gs0Ja8Ue2W";
 const ANTHROPIC: &str = "sk-ant-api03-Hq7Wm2Xz9Lp4Rc8Tv1Kn6Bd3Fs5Gy0Je";
@@ -113,7 +115,7 @@ fn options(engine: Option<String>) -> Options {
         binaries,
         path: std::env::var_os("PATH").unwrap_or_default(),
         keep_sandbox: true,
-        sandbox_parent: sdd_harness::sandbox::ram_dir(),
+        sandbox_parent: sdd_harness::world::sandbox::ram_dir(),
         worlds: None,
     }
 }

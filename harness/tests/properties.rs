@@ -19,8 +19,8 @@ use std::sync::LazyLock;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::FileFailurePersistence;
-use sdd_harness::case::Case;
-use sdd_harness::validate::Fixtures;
+use sdd_harness::loading::case::Case;
+use sdd_harness::loading::fixtures::Fixtures;
 use sdd_loop::gates::GateName;
 use sdd_loop::history::Outcome;
 

@@ -1,10 +1,10 @@
 //! The reference tables of evals/README.md are the engine's, verbatim:
-//! regenerated from its types ([`sdd_harness::reference`]) and compared.
+//! regenerated from its types ([`sdd_harness::loading::reference`]) and compared.
 //! `SDD_EVALS_UPDATE_README=1` writes the regenerated tables into the
 //! README instead (then read the diff).
 
 use sdd_harness::cli::find_workspace;
-use sdd_harness::reference::{self, BEGIN, END};
+use sdd_harness::loading::reference::{self, BEGIN, END};
 
 #[test]
 fn the_readmes_reference_tables_match_the_engine() {

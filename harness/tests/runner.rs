@@ -7,11 +7,12 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sdd_harness::bins::{Binaries, Engine};
-use sdd_harness::case::Case;
-use sdd_harness::grade;
-use sdd_harness::runner::{self, CaseRun, Options};
-use sdd_harness::snapshot;
+use sdd_harness::driving::Options;
+use sdd_harness::driving::runner::{self, CaseRun};
+use sdd_harness::judging::grade;
+use sdd_harness::judging::snapshot;
+use sdd_harness::loading::case::Case;
+use sdd_harness::world::bins::{Binaries, Engine};
 
 fn options(engine: Option<String>) -> Options {
     let vars: BTreeMap<String, String> = std::env::vars().collect();
@@ -23,7 +24,7 @@ fn options(engine: Option<String>) -> Options {
         binaries,
         path: std::env::var_os("PATH").unwrap_or_default(),
         keep_sandbox: false,
-        sandbox_parent: sdd_harness::sandbox::ram_dir(),
+        sandbox_parent: sdd_harness::world::sandbox::ram_dir(),
         worlds: None,
     }
 }
@@ -92,7 +93,7 @@ fn the_time_limit_names_the_case_and_the_tick_and_kills_everything() {
     );
     assert_eq!(
         run.record.ticks[0].end,
-        sdd_harness::record::TickEnd::TimedOut
+        sdd_harness::driving::record::TickEnd::TimedOut
     );
 }
 

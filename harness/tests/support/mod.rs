@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use sdd_harness::cli::find_workspace;
-use sdd_harness::validate::Fixtures;
+use sdd_harness::loading::fixtures::Fixtures;
 
 pub fn workspace() -> PathBuf {
     let here = std::env::current_dir().expect("a current directory");

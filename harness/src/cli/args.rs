@@ -1,0 +1,147 @@
+//! The arguments of `sdd-evals`, as clap parses them, and the help text
+//! that documents its environment and exit statuses.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use sdd_loop::paths::Skill;
+
+const AFTER_HELP: &str = "\
+Environment:
+  SDD_EVALS_SDD_LOOP     the engine binary [default: next to sdd-evals]
+  SDD_EVALS_FAKE_SKILL   the fake-skill binary [default: next to sdd-evals]
+  SDD_EVALS_MOCK_QMD     the mock-qmd binary [default: next to sdd-evals]
+  SDD_EVALS_KEEP=1       keep every sandbox (same as --keep)
+  SDD_EVALS_TMPDIR       where sandboxes are made [default: /dev/shm when
+                         there is one, else the system's temporary directory]
+
+Exit status:
+  0   every case passed
+  1   a case failed (an assertion, an expectation or a snapshot), a
+      Tier 1 skill's pass rate is under 80%, or `docs` found a
+      difference between a SKILL.md and the engine
+  64  usage error
+  65  a case file (or the --compare benchmark) does not parse or validate
+  69  a binary is missing (build them with `cargo build --workspace --bins`)
+  73  the reports cannot be written
+
+The case format: evals/README.md";
+
+/// Scenario evals for the loop engine.
+#[derive(Debug, Parser)]
+#[command(name = "sdd-evals", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run cases against the engine, grade them and compare their
+    /// snapshots; writes target/sdd-evals/{report.html, grading.json,
+    /// benchmark.json, summary.md}.
+    #[command(
+        after_help = "Examples:\n  sdd-evals run\n  sdd-evals run evals/loop/c4-pr-budget.yaml --keep\n  sdd-evals run evals/loop/my-case.yaml --accept\n  sdd-evals run --compare evals/benchmarks/\n  sdd-evals run --engine './other-engine --verbose'"
+    )]
+    Run(RunArgs),
+    /// Parse and validate cases without running them.
+    Check {
+        /// Case files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Scaffold a minimal case under evals/loop/.
+    New {
+        /// The case id (a-z, 0-9 and -); also the file name.
+        name: String,
+    },
+    /// List the cases.
+    List {
+        /// Case files or directories [default: evals/]
+        paths: Vec<PathBuf>,
+    },
+    /// Print the case format as JSON Schema (for editors).
+    Schema,
+    /// Compare a plugin's skills/work/SKILL.md and skills/review/SKILL.md
+    /// with the engine: loop flags and defaults, gate questions and
+    /// options, ADR-0010 and single-PR semantics, and every command, flag
+    /// and exit status they name (ADR-0028 confirmations 1–2). Exits 1 on
+    /// any difference.
+    #[command(
+        after_help = "Examples:\n  sdd-evals docs\n  sdd-evals docs --plugin-root ../claude-plugin-sdd --skill review"
+    )]
+    Docs(DocsArgs),
+    /// Map every SPEC-0020 requirement and ADR-0028 confirmation to the
+    /// cases that cover it (`covers:`) and their assertion counts; exits 1
+    /// when any has no case, naming them.
+    #[command(
+        after_help = "Examples:\n  sdd-evals coverage\n  sdd-evals coverage --markdown --write evals/README.md"
+    )]
+    Coverage(CoverageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CoverageArgs {
+    /// Case files or directories [default: evals/]
+    pub paths: Vec<PathBuf>,
+    /// Print the table as Markdown (the form evals/README.md holds).
+    #[arg(long)]
+    pub markdown: bool,
+    /// Replace the Markdown table between the coverage markers of FILE
+    /// (implies --markdown).
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DocsArgs {
+    /// The plugin checkout holding skills/{work,review}/SKILL.md
+    /// [default: this repository]
+    #[arg(long, value_name = "DIR")]
+    pub plugin_root: Option<PathBuf>,
+    /// Check only this skill's document [default: both]
+    #[arg(long, value_enum)]
+    pub skill: Option<Skill>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Case files or directories [default: evals/]
+    pub paths: Vec<PathBuf>,
+    /// Run another implementation of the contract: a command line to which
+    /// the harness appends `<skill> --loop …`.
+    #[arg(long, value_name = "CMD")]
+    pub engine: Option<String>,
+    /// Print the grading as JSON on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep every sandbox directory (its path is printed).
+    #[arg(long)]
+    pub keep: bool,
+    /// Do not compare snapshots (e.g. for an engine whose wording differs).
+    #[arg(long)]
+    pub no_snapshots: bool,
+    /// Where the reports go [default: target/sdd-evals]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Under `cargo run` (`cargo evals`) the engine and mock binaries are
+    /// rebuilt first, so the suite never runs stale ones; this skips that.
+    #[arg(long)]
+    pub no_build: bool,
+    /// How many cases run at once [default: the number of cores]
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// Write the snapshots of new cases (those with none stored). A
+    /// snapshot that changed is never accepted here: review it with
+    /// `cargo insta review`.
+    #[arg(long)]
+    pub accept: bool,
+    /// Show per-skill deltas from an earlier benchmark.json, or from the
+    /// newest one in a directory such as evals/benchmarks/.
+    #[arg(long, value_name = "BENCHMARK")]
+    pub compare: Option<PathBuf>,
+    /// Add this run's benchmark to evals/benchmarks/ as
+    /// <commit date>-<commit>.json (the committed history).
+    #[arg(long)]
+    pub record: bool,
+}

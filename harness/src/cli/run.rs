@@ -1,0 +1,293 @@
+//! `sdd-evals run`: build the binaries when asked, load the cases, run
+//! them on N jobs with a live progress line, grade and compare them, and
+//! write the reports (and the benchmark, when recording).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::driving::Options;
+use crate::driving::parallel::{self, Update};
+use crate::driving::runner;
+use crate::loading::case::{Case, FORMAT_HELP};
+use crate::loading::fixtures::Fixtures;
+use crate::reporting::benchmark::{self, Benchmark, Failing};
+use crate::reporting::report::{self, CaseResult, Snapshots};
+use crate::reporting::viewer;
+use crate::world::bins::{self, BUILD_HINT, Binaries};
+use crate::world::sandbox::Worlds;
+
+use super::args::RunArgs;
+use super::cases::load;
+use super::env::{Env, error, sandbox_parent};
+use super::exit;
+
+/// `cargo build --workspace --bins` with the profile of the running
+/// executable: `cargo run` builds only this package, and a suite run
+/// against a stale engine would grade the wrong code. Cargo's own progress
+/// is shown; what `cargo run` set for this program is not passed on
+/// ([`bins::set_by_cargo_run`]).
+fn build_binaries(env: &mut Env<'_>, cargo: &str, workspace: &Path) -> Result<(), String> {
+    let release = env.exe.components().any(|c| c.as_os_str() == "release");
+    let _ = writeln!(
+        env.stderr,
+        "building the engine and the mocks ({BUILD_HINT})…"
+    );
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "--workspace", "--bins"])
+        .current_dir(workspace);
+    for var in bins::set_by_cargo_run(&env.vars) {
+        cmd.env_remove(var);
+    }
+    if release {
+        cmd.arg("--release");
+    }
+    match cmd.status() {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("`{BUILD_HINT}` failed ({status})")),
+        Err(e) => Err(format!("cannot run {cargo}: {e}")),
+    }
+}
+
+/// The live progress line (a terminal only): cases done, and the running.
+fn progress_line(done: usize, total: usize, running: &[&str]) -> String {
+    let mut line = format!("[{done}/{total}] running: {}", running.join(", "));
+    if line.chars().count() > 100 {
+        line = line.chars().take(99).collect::<String>() + "…";
+    }
+    format!("\r\x1b[2K{line}")
+}
+
+/// Runs the cases, `jobs` at a time, printing each case's lines in suite
+/// order as soon as it and every case before it are done.
+fn run_cases(
+    env: &mut Env<'_>,
+    cases: &[Case],
+    opts: &Options,
+    snapshots: Snapshots,
+    jobs: usize,
+) -> Vec<CaseResult> {
+    let live = env.stderr_is_terminal;
+    let stderr = &mut *env.stderr;
+    let total = cases.len();
+    let results = parallel::run_in_order(
+        cases,
+        jobs,
+        |case| match runner::run(case, opts) {
+            Ok(run) => report::evaluate(case, &run, snapshots),
+            Err(e) => report::broken(case, &format!("{e}\nhelp: {}", e.help())),
+        },
+        |update| match update {
+            Update::Ready(i, result) => {
+                if live {
+                    let _ = write!(stderr, "\r\x1b[2K");
+                }
+                report::progress(stderr, i + 1, total, result);
+            }
+            Update::Progress {
+                done,
+                total,
+                running,
+            } if live && !running.is_empty() => {
+                let ids: Vec<&str> = running.iter().map(|i| cases[*i].id()).collect();
+                let _ = write!(stderr, "{}", progress_line(done, total, &ids));
+                let _ = stderr.flush();
+            }
+            Update::Progress { .. } => {}
+        },
+    );
+    if live {
+        let _ = write!(env.stderr, "\r\x1b[2K");
+    }
+    results
+}
+
+pub(super) fn run(
+    env: &mut Env<'_>,
+    args: RunArgs,
+    paths: &[PathBuf],
+    workspace: &Path,
+    fixtures: Fixtures,
+) -> u8 {
+    if let Some(cargo) = env.vars.get("CARGO").filter(|_| !args.no_build).cloned()
+        && let Err(why) = build_binaries(env, &cargo, workspace)
+    {
+        return error(
+            env,
+            &why,
+            "fix the build, or pass --no-build to use the binaries already built",
+            exit::UNAVAILABLE,
+        );
+    }
+    let binaries = match Binaries::find(&env.exe, &env.vars, args.engine.clone()) {
+        Ok(b) => b,
+        Err(e) => return error(env, &e.to_string(), &e.help(), exit::UNAVAILABLE),
+    };
+    let compared = match &args.compare {
+        None => None,
+        Some(path) => match benchmark::load(&env.cwd.join(path)) {
+            Ok((old, file)) => {
+                let shown = file
+                    .strip_prefix(&env.cwd)
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string();
+                Some((old, shown))
+            }
+            Err(e) => return error(env, &e.to_string(), &e.help(), exit::BAD_CASE),
+        },
+    };
+    let (cases, bad) = match load(env, paths, &fixtures) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    if bad > 0 {
+        return error(
+            env,
+            &format!("{bad} case file(s) have errors; nothing was run"),
+            &format!("fix them (`sdd-evals check` shows the same errors; {FORMAT_HELP})"),
+            exit::BAD_CASE,
+        );
+    }
+    let opts = Options {
+        fixtures,
+        workspace: workspace.to_path_buf(),
+        binaries,
+        path: env.vars.get("PATH").cloned().unwrap_or_default().into(),
+        keep_sandbox: args.keep || env.vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
+        sandbox_parent: sandbox_parent(&env.vars),
+        worlds: None,
+    };
+    // A case alone builds its own world; a suite builds each backlog once
+    // (when the cache's directory cannot be made, the sandboxes cannot
+    // either, and each case reports that itself).
+    let opts = Options {
+        worlds: (cases.len() > 1)
+            .then(|| Worlds::new(opts.sandbox_parent.as_deref()).ok())
+            .flatten()
+            .map(Arc::new),
+        ..opts
+    };
+    let snapshots = match (args.no_snapshots, args.accept) {
+        (true, _) => Snapshots::Skip,
+        (false, true) => Snapshots::AcceptNew,
+        (false, false) => Snapshots::Compare,
+    };
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        usize::from,
+    );
+    let started = Instant::now();
+    let results = run_cases(env, &cases, &opts, snapshots, jobs);
+    let wall = started.elapsed();
+
+    let mut bench = Benchmark::new(&results, wall);
+    if args.record {
+        match benchmark::revision(workspace) {
+            Ok(rev) => bench.recorded = Some(rev),
+            Err(why) => {
+                return error(
+                    env,
+                    &format!("--record needs the commit being measured: {why}"),
+                    "run it in a git checkout of the workspace",
+                    exit::USAGE,
+                );
+            }
+        }
+    }
+    let old = compared.as_ref().map(|(b, shown)| (b, shown.as_str()));
+    if args.json {
+        let _ = writeln!(env.stdout, "{}", report::grading(&results));
+    } else {
+        report::table(env.stdout, &results, wall);
+        let _ = writeln!(env.stdout);
+        benchmark::table(env.stdout, &bench, old.map(|(b, _)| b));
+    }
+    let out_dir = args
+        .out
+        .map(|p| env.cwd.join(p))
+        .unwrap_or_else(|| workspace.join("target").join("sdd-evals"));
+    let summary = benchmark::summary(&bench, old, &Failing::of(&results));
+    let page = viewer::render(
+        &results,
+        viewer::Run {
+            benchmark: &bench,
+            compared: old,
+        },
+    );
+    let others = [
+        (report::BENCHMARK, bench.to_json()),
+        (report::SUMMARY, summary),
+        (report::VIEWER, page),
+    ];
+    let others: Vec<(&str, &str)> = others.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    if let Err(e) = report::write_files(&out_dir, &results, &others) {
+        return error(
+            env,
+            &format!("cannot write the reports to {}: {e}", out_dir.display()),
+            "pass --out DIR with a writable directory",
+            exit::CANT_WRITE,
+        );
+    }
+    let shown = |name: &str| out_dir.join(name).display().to_string();
+    let _ = writeln!(
+        env.stderr,
+        "reports: {} (open it in a browser), {}, {}, {}",
+        shown(report::VIEWER),
+        shown(report::GRADING),
+        shown(report::BENCHMARK),
+        shown(report::SUMMARY)
+    );
+    if args.record {
+        match benchmark::record(&workspace.join(benchmark::HISTORY_DIR), &bench) {
+            Ok(path) => {
+                let _ = writeln!(
+                    env.stderr,
+                    "recorded: {} (commit it to keep the history)",
+                    path.display()
+                );
+            }
+            Err(e) => {
+                return error(
+                    env,
+                    &format!(
+                        "cannot record the benchmark in {}: {e}",
+                        benchmark::HISTORY_DIR
+                    ),
+                    "check that the directory is writable",
+                    exit::CANT_WRITE,
+                );
+            }
+        }
+    }
+    let below = bench.below_threshold();
+    for line in &below {
+        let _ = writeln!(env.stderr, "error: {line}");
+    }
+    if !below.is_empty() {
+        let _ = writeln!(
+            env.stderr,
+            "help: SPEC-0017 fails the run when a Tier 1 skill's pass rate drops under {}; the failing cases are listed above",
+            benchmark::percent(benchmark::THRESHOLD)
+        );
+    }
+    if results.iter().all(|r| r.passed) && below.is_empty() {
+        return exit::OK;
+    }
+    let (missing, changed) = report::snapshot_trouble(&results);
+    if missing {
+        let _ = writeln!(env.stderr, "help: {}", report::ACCEPT_HELP);
+    }
+    if changed {
+        let _ = writeln!(
+            env.stderr,
+            "help: a changed snapshot: {}",
+            report::REVIEW_HELP
+        );
+    }
+    let _ = writeln!(
+        env.stderr,
+        "help: `--keep` keeps the sandboxes to look into; {BUILD_HINT} rebuilds the binaries"
+    );
+    exit::FAILED
+}

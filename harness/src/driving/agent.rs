@@ -1,0 +1,81 @@
+//! `driver: claude` and `driver: codex`: the engine drives a real agent's
+//! test double as the tick's work (DESIGN §11) — `sdd-loop <skill> --loop
+//! --agent claude|codex`, with `fake-claude` / `fake-codex` installed as
+//! `claude` / `codex` on the sandbox PATH.
+//!
+//! The tick's `skill:` entry is what the agent does — its actions act on
+//! the world as the fake skill's do; its `exit`, when not 0, is the agent's
+//! exit status — and its `agent:` entry how the agent's stream reports it
+//! (`sdd_mocks::agent::script::Stream`). The harness writes them as the
+//! fake agent's script (`ticks/N/agent.yaml`); the agent saves the prompt
+//! it was given as `ticks/N/prompt.txt`. Every tick also runs the engine
+//! with `CLAUDECODE` and `CLAUDE_CODE_ENTRYPOINT` set, as inside a Claude
+//! Code session: `fake-claude` refuses to start when they reach it, so
+//! every claude case proves the engine removes them.
+
+use std::ffi::OsString;
+
+use sdd_mocks::agent::script::{AgentScript, AgentTick, Kind};
+use sdd_mocks::agent::{ENV_COUNTER, ENV_PROMPT, ENV_SCRIPT};
+use sdd_mocks::skill::Action;
+
+use super::tick::{Prepared, TickRun};
+use crate::world::error::HarnessError;
+
+/// The `--agent` value of a fake agent.
+pub fn flag(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Claude => "claude",
+        Kind::Codex => "codex",
+    }
+}
+
+/// Writes the fake agent's script for this tick and adds what the engine
+/// needs to drive it to `args` and `env`.
+pub fn prepare(
+    t: &TickRun<'_>,
+    kind: Kind,
+    prepared: &Prepared,
+    args: &mut Vec<OsString>,
+    env: &mut Vec<(String, OsString)>,
+) -> Result<(), HarnessError> {
+    let fifo = prepared.dir.join("barrier.fifo");
+    let mut entry = AgentTick::default();
+    if let Some(skill) = &t.spec.skill {
+        entry.actions = skill.actions.clone();
+        if skill.exit.value != 0 {
+            entry.exit = Some(skill.exit.value);
+        }
+    }
+    if prepared.fifo.is_some() {
+        for action in &mut entry.actions {
+            if let Action::Barrier(p) = action {
+                *p = fifo.display().to_string();
+            }
+        }
+    }
+    if let Some(stream) = &t.spec.agent {
+        entry.stream = stream.value.clone();
+    }
+    let script = AgentScript {
+        ticks: Vec::new(),
+        default: Some(entry),
+    };
+    let path = prepared.dir.join("agent.yaml");
+    let text = serde_saphyr::to_string(&script)
+        .map_err(|e| HarnessError::Sandbox(format!("cannot write the fake agent's script: {e}")))?;
+    std::fs::write(&path, text).map_err(|source| HarnessError::Io {
+        what: "write the fake agent's script".to_owned(),
+        source,
+    })?;
+    args.extend(["--agent".into(), flag(kind).into()]);
+    let var = |k: &str, v: OsString| (k.to_owned(), v);
+    env.extend([
+        var(ENV_SCRIPT, path.clone().into()),
+        var(ENV_COUNTER, path.with_file_name("agent.count").into()),
+        var(ENV_PROMPT, prepared.dir.join("prompt.txt").into()),
+        var("CLAUDECODE", "1".into()),
+        var("CLAUDE_CODE_ENTRYPOINT", "cli".into()),
+    ]);
+    Ok(())
+}

@@ -1,0 +1,24 @@
+//! Driving the ticks: [`runner`] runs one case — builds its world, applies
+//! each tick's events, hands the tick to its driver, and captures what the
+//! run left into a [`record::RunRecord`]. One file per driver, each
+//! running a [`tick::TickRun`] its own way: [`wrapper`] (the engine runs
+//! the fake skill, `sdd-loop <skill> --loop`), [`agent`] (the engine drives
+//! a fake Claude Code or Codex with `--agent`) and [`session`] (the
+//! in-session protocol, `begin`/`end`, as a session would call it). What
+//! every driver shares — the prepared files, the engine's environment and
+//! command line, how a tick's end is read — is [`tick`]. [`parallel`] runs
+//! a suite's cases on N jobs; [`options`] is what the caller gives a run.
+//!
+//! Uses loading and the world. Hands on: a [`runner::CaseRun`] (the record
+//! and the world's redaction rules) to judging and reporting.
+
+pub mod agent;
+pub mod options;
+pub mod parallel;
+pub mod record;
+pub mod runner;
+pub mod session;
+pub mod tick;
+pub mod wrapper;
+
+pub use options::Options;

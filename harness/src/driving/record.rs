@@ -1,0 +1,163 @@
+//! What a run left behind, captured before the sandbox goes away: each
+//! tick's exit, output and the history lines it appended, the final
+//! history and budget.json, the project's files and the mock tracker's
+//! request journal. Checks ([`crate::loading::check`]) read only this, so they are
+//! tested without running anything.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sdd_mocks::tracker::RecordedRequest;
+use serde_json::Value;
+
+/// How a tick's engine process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TickEnd {
+    /// It exited with this status.
+    Exited(i32),
+    /// The harness SIGKILLed it when the fake skill reached its barrier.
+    KilledAtBarrier,
+    /// It aborted at this crash point (`SDD_LOOP_CRASH_AT`).
+    Crashed { point: String, signal: i32 },
+    /// A signal nobody scripted ended it.
+    Signaled(i32),
+    /// The case's time limit ran out during this tick.
+    TimedOut,
+}
+
+impl TickEnd {
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            TickEnd::Exited(code) => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TickEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TickEnd::Exited(code) => write!(f, "exit {code}"),
+            TickEnd::KilledAtBarrier => f.write_str("killed at the skill barrier"),
+            TickEnd::Crashed { point, signal } => {
+                write!(f, "aborted at crash point {point} (signal {signal})")
+            }
+            TickEnd::Signaled(sig) => write!(f, "killed by signal {sig}"),
+            TickEnd::TimedOut => f.write_str("timed out"),
+        }
+    }
+}
+
+/// One tick as it ran.
+#[derive(Debug, Clone)]
+pub struct TickRecord {
+    /// 1-based.
+    pub number: usize,
+    /// The engine arguments after `<skill> --loop` (the case's, then the tick's).
+    pub args: Vec<String>,
+    pub end: TickEnd,
+    pub stdout: String,
+    pub stderr: String,
+    /// Indices into [`RunRecord::history`] of the lines this tick appended
+    /// (a resumed tick may append a recovered iteration before its own).
+    pub lines: Range<usize>,
+    pub wall: Duration,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, Default)]
+pub struct RunRecord {
+    pub ticks: Vec<TickRecord>,
+    /// The history lines at the end of the run, parsed (a line that is not
+    /// JSON is kept as a string).
+    pub history: Vec<Value>,
+    /// budget.json at the end of the run, if there is one.
+    pub budget: Option<Value>,
+    /// The lockfile at the end of the run, if one was left.
+    pub lock: Option<Value>,
+    /// Paths of the project's files and directories, relative, `/`-separated
+    /// (`.git` left out).
+    pub files: BTreeSet<String>,
+    /// Every request the mock tracker answered.
+    pub requests: Vec<RecordedRequest>,
+    /// The workspace root, for checks on the repository's own files.
+    pub workspace: PathBuf,
+    /// Why the run stopped early, if it did.
+    pub aborted: Option<String>,
+}
+
+impl RunRecord {
+    pub fn tick(&self, number: usize) -> Option<&TickRecord> {
+        number.checked_sub(1).and_then(|i| self.ticks.get(i))
+    }
+
+    pub fn last_tick(&self) -> Option<&TickRecord> {
+        self.ticks.last()
+    }
+
+    /// The history lines a tick appended, or every line.
+    pub fn lines(&self, tick: Option<usize>) -> &[Value] {
+        match tick.and_then(|n| self.tick(n)) {
+            Some(t) => self.history.get(t.lines.clone()).unwrap_or(&[]),
+            None if tick.is_some() => &[],
+            None => &self.history,
+        }
+    }
+
+    /// Every gate recorded, with the iteration of its line, in order.
+    pub fn gates(&self, tick: Option<usize>) -> Vec<(u64, &Value)> {
+        self.lines(tick)
+            .iter()
+            .flat_map(|line| {
+                let iteration = line["iteration"].as_u64().unwrap_or(0);
+                line["gates"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(move |gate| (iteration, gate))
+            })
+            .collect()
+    }
+
+    /// Total tokens in and out, from the last history line's budget
+    /// snapshot (else budget.json).
+    pub fn tokens(&self) -> (u64, u64) {
+        let from = |v: &Value| {
+            (
+                v["tokens_in"].as_u64().unwrap_or(0),
+                v["tokens_out"].as_u64().unwrap_or(0),
+            )
+        };
+        match self.history.last() {
+            Some(line) if line["budget_snapshot"].is_object() => from(&line["budget_snapshot"]),
+            _ => self.budget.as_ref().map(from).unwrap_or((0, 0)),
+        }
+    }
+
+    /// The relative paths under `root` (files and directories), `.git` left out.
+    pub fn list_files(root: &Path) -> BTreeSet<String> {
+        let mut found = BTreeSet::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if entry.file_name() == ".git" && dir == root {
+                    continue;
+                }
+                if let Ok(rel) = path.strip_prefix(root) {
+                    found.insert(rel.to_string_lossy().replace('\\', "/"));
+                }
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(path);
+                }
+            }
+        }
+        found
+    }
+}

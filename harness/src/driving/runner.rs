@@ -1,0 +1,221 @@
+//! Runs one case: build the sandbox, then for each tick apply the world
+//! events, write the fake skill's script and the scripted user's answers,
+//! run the real engine as a subprocess (killing it where the case says),
+//! and record what happened; finally capture history, budget.json, the
+//! project's files and the tracker's journal into a [`RunRecord`].
+//!
+//! A tick that ends in a way the case did not script stops the run with a
+//! message naming the case and the tick: an unexpected gate (exit 4, with
+//! the gate and its question), an error exit (with the engine's `error:`
+//! lines), a barrier or crash point never reached, or the case's time
+//! limit. Every process started is killed when the run ends
+//! ([`crate::world::procs::Reaper`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use jiff::{SignedDuration, Timestamp};
+use sdd_mocks::git;
+use serde_json::Value;
+
+use super::options::Options;
+use super::session::Agent;
+use super::tick::TickRun;
+use super::wrapper;
+use crate::driving::record::RunRecord;
+use crate::loading::case::{self, Case, Driver, Event, TickSpec};
+use crate::loading::duration;
+use crate::world::error::HarnessError;
+use crate::world::procs::Reaper;
+use crate::world::redact::Redactor;
+use crate::world::sandbox::Sandbox;
+
+/// A finished run.
+#[derive(Debug)]
+pub struct CaseRun {
+    pub record: RunRecord,
+    pub redactor: Redactor,
+    /// The sandbox, when it was kept.
+    pub kept: Option<PathBuf>,
+    pub wall: Duration,
+}
+
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `case`.
+pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
+    let started = Instant::now();
+    let start_text = case
+        .world
+        .start
+        .as_ref()
+        .map_or(case::DEFAULT_START, |s| s.value.as_str());
+    let start: Timestamp = start_text
+        .parse()
+        .map_err(|e| HarnessError::Sandbox(format!("start {start_text}: {e}")))?;
+    let timeout_text = case
+        .timeout
+        .as_ref()
+        .map_or(case::DEFAULT_TIMEOUT, |t| t.value.as_str());
+    let timeout = duration::parse(timeout_text).map_err(HarnessError::Sandbox)?;
+    let deadline = started + timeout;
+
+    let marker = format!(
+        "{}-{}-{}",
+        case.id(),
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut reaper = Reaper::new(marker);
+    let mut sandbox = Sandbox::build(
+        case,
+        &opts.fixtures,
+        &opts.binaries,
+        start,
+        &mut reaper,
+        opts.sandbox_parent.as_deref(),
+        opts.worlds.as_deref(),
+    )?;
+    let mut ticks = Vec::new();
+    let mut aborted = None;
+    let mut clock = start;
+    let mut agent = Agent::default();
+    for (i, spec) in case.ticks().iter().enumerate() {
+        let n = i + 1;
+        let prefix = format!("case {}, tick {n}", case.id());
+        if let Err(msg) = apply_events(spec, &mut sandbox, &mut clock, case) {
+            aborted = Some(format!("{prefix}: {msg}"));
+            break;
+        }
+        let t = TickRun {
+            case,
+            spec,
+            n,
+            sandbox: &sandbox,
+            clock,
+            deadline,
+            timeout,
+            opts,
+        };
+        let (record, abort) = match case.driver {
+            Driver::Wrapper | Driver::Claude | Driver::Codex => wrapper::run(&t, &mut reaper)?,
+            Driver::Session => agent.run_tick(&t, &mut reaper)?,
+        };
+        ticks.push(record);
+        if let Some(msg) = abort {
+            aborted = Some(format!("{prefix}: {msg}"));
+            break;
+        }
+    }
+
+    let skill = case.skill.as_str();
+    let state = sandbox.state_dir();
+    let record = RunRecord {
+        ticks,
+        history: read_history(&state.join(format!("{skill}.history.jsonl"))),
+        budget: std::fs::read(state.join(format!("{skill}.budget.json")))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok()),
+        lock: std::fs::read(state.join(format!("{skill}.lock")))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok()),
+        files: RunRecord::list_files(sandbox.project()),
+        requests: sandbox.tracker.requests(),
+        workspace: opts.workspace.clone(),
+        aborted,
+    };
+    let redactor = Redactor::new(
+        &sandbox.root,
+        sandbox.project(),
+        &opts.workspace,
+        sandbox.tracker.address().port(),
+    );
+    drop(reaper);
+    let kept = opts.keep_sandbox.then(|| sandbox.keep());
+    Ok(CaseRun {
+        record,
+        redactor,
+        kept,
+        wall: started.elapsed(),
+    })
+}
+
+fn read_history(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.to_owned())))
+        .collect()
+}
+
+fn apply_events(
+    spec: &TickSpec,
+    sandbox: &mut Sandbox,
+    clock: &mut Timestamp,
+    case: &Case,
+) -> Result<(), String> {
+    for (i, event) in spec.before.iter().enumerate() {
+        let fail = |e: String| format!("before[{}]: {e}", i + 1);
+        match event {
+            Event::Advance(d) => {
+                let d = duration::parse(&d.value).map_err(fail)?;
+                let d = SignedDuration::try_from(d).map_err(|e| fail(e.to_string()))?;
+                *clock = clock.checked_add(d).map_err(|e| fail(e.to_string()))?;
+            }
+            Event::Qmd(state) => sandbox.set_qmd(*state).map_err(|e| fail(e.to_string()))?,
+            Event::Tracker(change) => sandbox
+                .tracker
+                .apply(change)
+                .map_err(|e| fail(e.to_string()))?,
+            Event::Push {
+                branch,
+                commits,
+                message,
+            } => {
+                let dir = sandbox.elsewhere().map_err(|e| fail(e.to_string()))?;
+                let base = sandbox.world.default_branch.clone();
+                git::push_commits(
+                    &sandbox.git,
+                    &dir,
+                    branch,
+                    &base,
+                    *commits,
+                    message.as_deref().unwrap_or("Pushed elsewhere"),
+                )
+                .map_err(|e| fail(e.to_string()))?;
+            }
+            Event::ForcePush { branch, message } => {
+                let dir = sandbox.elsewhere().map_err(|e| fail(e.to_string()))?;
+                git::rewrite_branch(
+                    &sandbox.git,
+                    &dir,
+                    branch,
+                    message.as_deref().unwrap_or("Rewritten elsewhere"),
+                )
+                .map_err(|e| fail(e.to_string()))?;
+            }
+            Event::Fault(fault) => {
+                sandbox.tracker.inject(fault.clone());
+            }
+            Event::StopFile(present) => {
+                let dir = sandbox.state_dir();
+                let path = dir.join(format!("{}.stop", case.skill.as_str()));
+                if *present {
+                    std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
+                    std::fs::write(&path, "").map_err(|e| fail(e.to_string()))?;
+                } else {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+            Event::File { path, content } => sandbox
+                .write_file(&path.value, content)
+                .map_err(|e| fail(e.to_string()))?,
+            Event::Remove(path) => sandbox
+                .remove_file(&path.value)
+                .map_err(|e| fail(e.to_string()))?,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,497 @@
+//! How each check kind is judged against a [`RunRecord`] — with evidence,
+//! so a grade says what was seen, not only whether it matched (SPEC-0017
+//! `{text, passed, evidence}`). The kinds themselves, as a case writes
+//! them, are the loading stage's ([`Check`]).
+
+use std::fmt::Write as _;
+
+use sdd_mocks::tracker::pattern::RouteMatcher;
+use serde_json::Value;
+
+use super::docs;
+use super::status_layout;
+use crate::driving::record::RunRecord;
+use crate::loading::check::{Check, Comparison, TickRef};
+use crate::loading::names::NO_STOP;
+
+fn tick_of(r: &TickRef) -> Option<usize> {
+    r.as_ref().map(|t| t.value)
+}
+
+/// Numbers by value, everything else structurally.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map_or_else(|| "absent".to_owned(), Value::to_string)
+}
+
+/// Judges `actual` (found in `doc`); the verdict and what it was
+/// compared with.
+pub fn compare(comparison: &Comparison, actual: Option<&Value>, doc: &Value) -> (bool, String) {
+    let number = actual.and_then(Value::as_f64);
+    let bound = |cmp: fn(f64, f64) -> bool, limit: f64, sym: &str, against: String| {
+        (
+            number.is_some_and(|n| cmp(n, limit)),
+            format!("{} ({sym} {against})", show(actual)),
+        )
+    };
+    match comparison {
+        Comparison::Equals(want) => (
+            actual.is_some_and(|a| json_eq(a, want)),
+            format!("{} (want {want})", show(actual)),
+        ),
+        Comparison::NotEquals(want) => (
+            actual.is_some_and(|a| !json_eq(a, want)),
+            format!("{} (want anything but {want})", show(actual)),
+        ),
+        Comparison::AtLeast(limit) => bound(|a, b| a >= b, *limit, "≥", limit.to_string()),
+        Comparison::AtMost(limit) => bound(|a, b| a <= b, *limit, "≤", limit.to_string()),
+        Comparison::AtLeastField(pointer) | Comparison::AtMostField(pointer) => {
+            let other = doc.pointer(&pointer.value);
+            let against = format!("{} = {}", pointer.value, show(other));
+            let (cmp, sym): (fn(f64, f64) -> bool, &str) =
+                if matches!(comparison, Comparison::AtLeastField(_)) {
+                    (|a, b| a >= b, "≥")
+                } else {
+                    (|a, b| a <= b, "≤")
+                };
+            match other.and_then(Value::as_f64) {
+                Some(limit) => bound(cmp, limit, sym, against),
+                None => (false, format!("{} ({sym} {against})", show(actual))),
+            }
+        }
+        Comparison::Contains(want) => {
+            let passed = match (actual, want) {
+                (Some(Value::Array(items)), _) => items.iter().any(|i| json_eq(i, want)),
+                (Some(Value::String(s)), Value::String(w)) => s.contains(w.as_str()),
+                _ => false,
+            };
+            (
+                passed,
+                format!("{} (want it to contain {want})", show(actual)),
+            )
+        }
+        Comparison::Present(want) => (
+            actual.is_some() == *want,
+            format!(
+                "{} (want {})",
+                show(actual),
+                if *want { "present" } else { "absent" }
+            ),
+        ),
+    }
+}
+
+/// The line holding `needle` in `text`, trimmed, for evidence.
+fn line_with<'t>(text: &'t str, needle: &str) -> Option<&'t str> {
+    text.lines().find(|l| l.contains(needle)).map(str::trim)
+}
+
+fn squeeze(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Where `needle` starts in `text`, whitespace (and so line wrapping)
+/// ignored: its 1-based line number and that line, trimmed.
+fn find_prose<'t>(text: &'t str, needle: &str) -> Option<(usize, &'t str)> {
+    let needle = squeeze(needle);
+    let lines: Vec<&str> = text.lines().collect();
+    if !squeeze(text).contains(&needle) {
+        return None;
+    }
+    (0..lines.len())
+        .rev()
+        .find(|&i| squeeze(&lines[i..].join(" ")).contains(&needle))
+        .map(|i| (i + 1, lines[i].trim()))
+}
+
+fn gate_line(iteration: u64, gate: &Value) -> String {
+    format!(
+        "iteration {iteration} {}: {} → {}",
+        gate["name"].as_str().unwrap_or("?"),
+        gate["question"],
+        gate["answer"]
+    )
+}
+
+fn gate_matches(gate: &Value, name: &str, question: Option<&str>, answer: Option<&str>) -> bool {
+    gate["name"].as_str() == Some(name)
+        && question.is_none_or(|q| gate["question"].as_str() == Some(q))
+        && answer.is_none_or(|a| gate["answer"].as_str() == Some(a))
+}
+
+fn scope(tick: Option<usize>) -> String {
+    tick.map_or_else(|| "the run".to_owned(), |n| format!("tick {n}"))
+}
+
+fn stop_cause_of(line: &Value) -> &str {
+    line["stop_conditions_fired"]
+        .as_array()
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .unwrap_or(NO_STOP)
+}
+
+/// The verdict and its evidence.
+pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
+    match check {
+        Check::StopCause(want) => match run.history.last() {
+            None => (false, "no history line was written".to_owned()),
+            Some(line) => {
+                let cause = stop_cause_of(line);
+                (
+                    cause == want.value,
+                    format!(
+                        "last history line (iteration {}) stop_conditions_fired = {}",
+                        line["iteration"], line["stop_conditions_fired"]
+                    ),
+                )
+            }
+        },
+        Check::FinalIteration(want) => match run.history.last() {
+            None => (false, "no history line was written".to_owned()),
+            Some(line) => (
+                line["iteration"].as_u64() == Some(*want),
+                format!("last history line iteration = {}", line["iteration"]),
+            ),
+        },
+        Check::Exit(c) => {
+            let tick = match tick_of(&c.tick) {
+                Some(n) => run.tick(n),
+                None => run.last_tick(),
+            };
+            match tick {
+                None => (false, format!("{} did not run", scope(tick_of(&c.tick)))),
+                Some(t) => (
+                    t.end.code() == Some(c.code),
+                    format!("tick {}: {}", t.number, t.end),
+                ),
+            }
+        }
+        Check::Outcome(c) => {
+            let number = tick_of(&c.tick).unwrap_or(run.ticks.len());
+            match run.lines(Some(number)).last() {
+                None => (false, format!("tick {number} appended no history line")),
+                Some(line) => (
+                    line["outcome"].as_str() == Some(c.is.as_str()),
+                    format!(
+                        "tick {number} appended iteration {} with outcome {}",
+                        line["iteration"], line["outcome"]
+                    ),
+                ),
+            }
+        }
+        Check::Gate(c) => {
+            let tick = tick_of(&c.tick);
+            let gates = run.gates(tick);
+            let found = gates.iter().find(|(_, g)| {
+                gate_matches(g, &c.name.value, c.question.as_deref(), c.answer.as_deref())
+            });
+            match found {
+                Some((it, g)) => (true, format!("recorded {}", gate_line(*it, g))),
+                None => (false, recorded_gates(&gates, tick)),
+            }
+        }
+        Check::GatesInOrder(c) => {
+            let tick = tick_of(&c.tick);
+            let gates = run.gates(tick);
+            let passed = gates.len() == c.gates.len()
+                && gates.iter().zip(&c.gates).all(|((_, g), want)| {
+                    gate_matches(
+                        g,
+                        &want.name.value,
+                        want.question.as_deref(),
+                        want.answer.as_deref(),
+                    )
+                });
+            (passed, recorded_gates(&gates, tick))
+        }
+        Check::NoGate(name) => {
+            let gates = run.gates(None);
+            match gates.iter().find(|(_, g)| g["name"] == name.value.as_str()) {
+                Some((it, g)) => (false, format!("recorded {}", gate_line(*it, g))),
+                None => (true, recorded_gates(&gates, None)),
+            }
+        }
+        Check::Printed(c) | Check::NotPrinted(c) => {
+            let want_present = matches!(check, Check::Printed(_));
+            let tick = tick_of(&c.tick);
+            let hit = run
+                .ticks
+                .iter()
+                .filter(|t| tick.is_none_or(|n| t.number == n))
+                .find_map(|t| line_with(&t.stdout, &c.text).map(|l| (t.number, l)));
+            match hit {
+                Some((n, line)) => (want_present, format!("tick {n} printed: {line}")),
+                None => (
+                    !want_present,
+                    format!("{} printed nothing containing {:?}", scope(tick), c.text),
+                ),
+            }
+        }
+        Check::HistoryField(c) => {
+            let (number, line) = match &c.line {
+                Some(n) => (
+                    n.value,
+                    n.value.checked_sub(1).and_then(|i| run.history.get(i)),
+                ),
+                None => (run.history.len(), run.history.last()),
+            };
+            match line {
+                None => (false, format!("there is no history line {number}")),
+                Some(line) => {
+                    let (passed, seen) = compare(&c.is, line.pointer(&c.pointer.value), line);
+                    (
+                        passed,
+                        format!(
+                            "history line {number} {} = {seen}{}",
+                            c.pointer.value,
+                            what_is_there(line, &c.pointer.value)
+                        ),
+                    )
+                }
+            }
+        }
+        Check::BudgetField(c) => match &run.budget {
+            None => (false, "there is no budget.json".to_owned()),
+            Some(doc) => {
+                let (passed, seen) = compare(&c.is, doc.pointer(&c.pointer.value), doc);
+                (
+                    passed,
+                    format!(
+                        "budget.json {} = {seen}{}",
+                        c.pointer.value,
+                        what_is_there(doc, &c.pointer.value)
+                    ),
+                )
+            }
+        },
+        Check::LockField(c) => match &run.lock {
+            None => (
+                false,
+                "there is no lockfile at the end of the run".to_owned(),
+            ),
+            Some(doc) => {
+                let (passed, seen) = compare(&c.is, doc.pointer(&c.pointer.value), doc);
+                (passed, format!("the lockfile {} = {seen}", c.pointer.value))
+            }
+        },
+        Check::FilePresent(path) | Check::FileAbsent(path) => {
+            let want_present = matches!(check, Check::FilePresent(_));
+            let present = run.files.contains(path.trim_end_matches('/'));
+            (
+                present == want_present,
+                format!(
+                    "{path} is {} in the project",
+                    if present { "present" } else { "absent" }
+                ),
+            )
+        }
+        Check::RepoFileContains(c) => {
+            match std::fs::read_to_string(run.workspace.join(&c.path.value)) {
+                Err(e) => (false, format!("cannot read {}: {e}", c.path.value)),
+                Ok(text) => match find_prose(&text, &c.text) {
+                    Some((n, line)) => (true, format!("{}:{n}: {line}", c.path.value)),
+                    None => (
+                        false,
+                        format!("{} does not contain {:?}", c.path.value, c.text),
+                    ),
+                },
+            }
+        }
+        Check::SkillDocs(c) => {
+            let shown = c
+                .plugin_root
+                .as_ref()
+                .map_or_else(|| std::path::PathBuf::from("."), |p| p.value.clone().into());
+            let cli = docs::engine::Cli::read();
+            match docs::check(&run.workspace.join(&shown), &shown, c.skill, &cli) {
+                Ok(report) => (report.passed(), report.render().trim_end().to_owned()),
+                Err(e) => (false, format!("{e} ({})", e.help())),
+            }
+        }
+        Check::StatusLayout(c) => status_layout(run, tick_of(&c.tick)),
+        Check::TrackerRequests(c) => {
+            let route = RouteMatcher::new(c.method.as_deref().unwrap_or("*"), &c.path);
+            let count = run
+                .requests
+                .iter()
+                .filter(|r| route.matches(&r.method, &r.path))
+                .count();
+            let count = Value::from(count);
+            let (passed, seen) = compare(&c.is, Some(&count), &Value::Null);
+            (
+                passed,
+                format!(
+                    "{} {} requests: {seen}",
+                    c.method.as_deref().unwrap_or("*"),
+                    c.path
+                ),
+            )
+        }
+    }
+}
+
+fn status_layout(run: &RunRecord, tick: Option<usize>) -> (bool, String) {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for t in run
+        .ticks
+        .iter()
+        .filter(|t| tick.is_none_or(|n| t.number == n))
+    {
+        let blocks = status_layout::blocks(&t.stdout);
+        let printed_report = matches!(t.end.code(), Some(0 | 3));
+        if blocks.is_empty() && printed_report && !t.args.iter().any(|a| a == "--json") {
+            problems.push(format!("tick {} printed no status block", t.number));
+        }
+        let shape = status_layout::Tick {
+            single_pr: t.args.iter().any(|a| a == "--pr" || a.starts_with("--pr=")),
+            skipped: run
+                .lines(Some(t.number))
+                .iter()
+                .any(|l| l["outcome"] == "skipped_lock"),
+        };
+        for (i, block) in blocks.iter().enumerate() {
+            checked += 1;
+            for p in status_layout::problems(block, shape) {
+                problems.push(format!(
+                    "tick {} block {} ({}): {p}",
+                    t.number,
+                    i + 1,
+                    block[0]
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        (
+            true,
+            format!(
+                "{checked} status block(s) in {} follow the layout",
+                scope(tick)
+            ),
+        )
+    } else {
+        (false, problems.join("\n"))
+    }
+}
+
+/// For a pointer that finds nothing in `doc`: what its deepest existing
+/// part holds (`; /budget_snapshot has: iterations_used, …`), so the
+/// evidence shows what could have been named. Empty when it finds a value.
+fn what_is_there(doc: &Value, pointer: &str) -> String {
+    if doc.pointer(pointer).is_some() {
+        return String::new();
+    }
+    let mut at = String::new();
+    let mut node = doc;
+    for token in pointer.split('/').skip(1) {
+        match node.pointer(&format!("/{token}")) {
+            Some(next) => {
+                node = next;
+                at.push('/');
+                at.push_str(token);
+            }
+            None => break,
+        }
+    }
+    let place = if at.is_empty() {
+        "the document".to_owned()
+    } else {
+        at
+    };
+    match node {
+        Value::Object(map) => format!(
+            "; {place} has: {}",
+            map.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+        Value::Array(items) => format!(
+            "; {place} is an array of {} element(s), numbered from 0",
+            items.len()
+        ),
+        other => format!("; {place} is {other}, which has no fields"),
+    }
+}
+
+fn recorded_gates(gates: &[(u64, &Value)], tick: Option<usize>) -> String {
+    if gates.is_empty() {
+        return format!("{} recorded no gate", scope(tick));
+    }
+    let mut out = format!("{} recorded: ", scope(tick));
+    for (i, (it, g)) in gates.iter().enumerate() {
+        if i > 0 {
+            out.push_str("; ");
+        }
+        let _ = write!(out, "{}", gate_line(*it, g));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn cmp(yaml: &str) -> Comparison {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn prose_is_found_across_line_breaks() {
+        let text = "# Title\n\nEvery tick runs **at most\none review-response round** per PR.\n";
+        assert_eq!(
+            find_prose(text, "at most one review-response round"),
+            Some((3, "Every tick runs **at most"))
+        );
+        assert_eq!(find_prose(text, "# Title"), Some((1, "# Title")));
+        assert_eq!(find_prose(text, "two rounds"), None);
+    }
+
+    #[test]
+    fn a_pointer_that_finds_nothing_says_what_is_there() {
+        let doc = json!({"budget_snapshot": {"iterations_used": 1, "max_prs": 1}, "gates": []});
+        assert_eq!(
+            what_is_there(&doc, "/budget_snapshot/prs_touched_totl"),
+            "; /budget_snapshot has: iterations_used, max_prs"
+        );
+        assert_eq!(
+            what_is_there(&doc, "/nope"),
+            "; the document has: budget_snapshot, gates"
+        );
+        assert_eq!(
+            what_is_there(&doc, "/gates/0/name"),
+            "; /gates is an array of 0 element(s), numbered from 0"
+        );
+        assert_eq!(what_is_there(&doc, "/budget_snapshot/max_prs"), "");
+    }
+
+    #[test]
+    fn numbers_compare_by_value_and_fields_by_pointer() {
+        let doc = json!({"dollars_estimate": 0.09, "max_dollars": 0.01, "n": 2});
+        let d = doc.pointer("/dollars_estimate");
+        assert!(compare(&cmp("at_least_field: /max_dollars"), d, &doc).0);
+        assert!(!compare(&cmp("at_most_field: /max_dollars"), d, &doc).0);
+        assert!(compare(&cmp("equals: 2.0"), doc.pointer("/n"), &doc).0);
+        assert!(compare(&cmp("at_least: 0.05"), d, &doc).0);
+        let (passed, seen) = compare(&cmp("at_least_field: /nope"), d, &doc);
+        assert!(!passed);
+        assert_eq!(seen, "0.09 (≥ /nope = absent)");
+        assert!(compare(&cmp("present: false"), doc.pointer("/x"), &doc).0);
+        assert!(compare(&cmp("contains: \"#3\""), Some(&json!(["#3"])), &doc).0);
+    }
+}

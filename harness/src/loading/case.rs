@@ -1,0 +1,451 @@
+//! The case format, v1: one YAML file is one scenario — the world the
+//! engine starts in, the ticks it runs (what the fake skill, the world and
+//! the scripted user do on each), and what must hold afterwards (DESIGN §9).
+//!
+//! Every struct is `deny_unknown_fields` and every enum externally tagged,
+//! so serde-saphyr keeps exact locations (DESIGN §10). Values that name
+//! something outside the file — a fixture, a gate, a stop cause, a crash
+//! point — are kept as `Spanned<String>` and checked once, when the case
+//! loads ([`super::load`], [`super::validate`]), so every error points at
+//! `file:line:column`.
+//! A [`Case`] only exists once it has passed those checks. The format is
+//! documented for authors in `evals/README.md`; `sdd-evals schema` prints
+//! it as JSON Schema.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use sdd_loop::history::Outcome;
+use sdd_loop::paths::Skill;
+use sdd_mocks::agent::script::{Kind as AgentKind, Stream};
+use sdd_mocks::qmd::QmdState;
+use sdd_mocks::skill::Tick;
+use sdd_mocks::tracker::{Fault, WorldChange};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Unexpected, Visitor};
+use serde_json::{Map, Value};
+use serde_saphyr::Spanned;
+
+use super::check::{Check, GateSpec};
+use super::schema_parts;
+
+/// Ends every `help:` line about the format.
+pub const FORMAT_HELP: &str = "the case format is described in evals/README.md";
+
+/// The clock at tick 1 when a case does not say.
+pub const DEFAULT_START: &str = "2026-05-09T14:00:00Z";
+
+/// How long a whole case may run when it does not say.
+pub const DEFAULT_TIMEOUT: &str = "60s";
+
+/// One scenario.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Unique across the suite, `[a-z0-9-]+`; names the snapshots.
+    #[schemars(with = "String", regex(pattern = r"^[a-z0-9-]+$"))]
+    pub id: Spanned<String>,
+    /// One line: what happens.
+    pub name: String,
+    /// The confirmation or rule the case proves, e.g. "ADR-0028 confirmation 4".
+    pub proves: String,
+    /// What the case proves, by name: SPEC-0020 requirement titles
+    /// (verbatim) and ADR-0028 confirmations (`confirmation 4`); `sdd-evals
+    /// coverage` maps them.
+    #[serde(default)]
+    #[schemars(schema_with = "schema_parts::covers")]
+    pub covers: Vec<Spanned<String>>,
+    /// The `/loop` prompt the case stands for (documentation only).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The wrapped skill: `work` or `review`.
+    pub skill: Skill,
+    /// Who does each tick's work: `wrapper` (the engine runs the fake skill,
+    /// `sdd-loop <skill> --loop`), `session` (the harness plays the agent
+    /// of a session: `begin`, the fake skill's actions, `end`), or `claude`
+    /// / `codex` (the engine drives `fake-claude` / `fake-codex` with
+    /// `--agent`, which perform the tick's actions and print a real
+    /// agent's stream) [default: wrapper].
+    #[serde(default)]
+    pub driver: Driver,
+    /// Run the engine with `--loop` [default: true]. `false` runs
+    /// `sdd-loop <skill>` as a user would without loop mode: the skill runs
+    /// once and nothing under `.sdd/loop/` may appear.
+    #[serde(default = "yes", rename = "loop")]
+    pub loop_mode: bool,
+    /// The world before tick 1.
+    #[serde(default)]
+    pub world: World,
+    /// Engine arguments after `<skill> --loop`, on every tick.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The whole case's time limit, e.g. `60s` or `2m` [default: 60s].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub timeout: Option<Spanned<String>>,
+    /// The ticks, in order: one engine invocation each.
+    #[schemars(with = "Vec<TickSpec>", length(min = 1))]
+    pub ticks: Spanned<Vec<TickSpec>>,
+    /// What must hold for the run as a whole.
+    #[serde(default)]
+    pub expect: Expect,
+    /// SPEC-0017 assertions: each `text` bound to a check (`type`).
+    #[serde(default)]
+    pub assertions: Vec<Assertion>,
+    /// The case file as given (relative to the current directory when it
+    /// was given so): what messages show.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub path: PathBuf,
+    /// The case file, resolved: what is read (its `snapshots/` sit beside it).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub file: PathBuf,
+}
+
+/// Who does the work between the two halves of a tick (DESIGN §11).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Driver {
+    /// `sdd-loop <skill> --loop` runs the fake skill itself.
+    #[default]
+    Wrapper,
+    /// The harness plays an agent session: `sdd-loop <skill> begin --loop
+    /// --json` with a stand-in session process as the lock holder, the
+    /// tick's fake-skill actions done by the harness, a transcript of the
+    /// spend, then `sdd-loop <skill> end --transcript auto`.
+    Session,
+    /// `sdd-loop <skill> --loop --agent claude`: the engine runs
+    /// `fake-claude` (installed as `claude`), which performs the tick's
+    /// actions and prints Claude Code's stream, as the tick's `agent:` says.
+    Claude,
+    /// `sdd-loop <skill> --loop --agent codex`: the same with `fake-codex`.
+    Codex,
+}
+
+impl Driver {
+    /// The fake agent a driver runs, if it runs one.
+    pub fn agent(self) -> Option<AgentKind> {
+        match self {
+            Driver::Claude => Some(AgentKind::Claude),
+            Driver::Codex => Some(AgentKind::Codex),
+            Driver::Wrapper | Driver::Session => None,
+        }
+    }
+}
+
+/// The sandbox before tick 1. Everything is optional.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct World {
+    /// A fixture backlog, `fixtures/backlogs/<name>.yaml` [default: an empty `acme/app`].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub backlog: Option<Spanned<String>>,
+    /// `fixtures/claude-md/<name>.md`, copied to the project's CLAUDE.md.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub claude_md: Option<Spanned<String>>,
+    /// mock-qmd's state at tick 1: `up`, `down` or `{ slow: MS }`.
+    #[serde(default)]
+    #[schemars(schema_with = "schema_parts::qmd_state")]
+    pub qmd: QmdState,
+    /// A pre-existing `.sdd/loop/{skill}.lock`.
+    #[serde(default)]
+    pub lock: Option<LockSpec>,
+    /// A pre-existing budget.json (this map, written as JSON).
+    #[serde(default)]
+    pub budget: Option<Map<String, Value>>,
+    /// Pre-existing history lines, oldest first.
+    #[serde(default)]
+    pub history: Vec<Map<String, Value>>,
+    /// Files in the project: `path relative to the project: content`.
+    #[serde(default)]
+    #[schemars(with = "std::collections::BTreeMap<String, String>")]
+    pub files: HashMap<Spanned<String>, String>,
+    /// The clock at tick 1, RFC 3339 [default: 2026-05-09T14:00:00Z].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub start: Option<Spanned<String>>,
+}
+
+/// A lock left by an earlier tick.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LockSpec {
+    /// Whose lock: `live`, `dead`, or a process id.
+    pub pid: PidSpec,
+    /// The iteration the holder was running [default: 1].
+    #[serde(default = "one")]
+    pub iteration: u64,
+    /// RFC 3339 [default: the case's start].
+    #[serde(default)]
+    pub started_at: Option<String>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The process a pre-existing lock names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PidSpec {
+    /// A real child process that blocks until the case ends.
+    Live,
+    /// The pid of a child that has exited and been reaped.
+    Dead,
+    /// This exact pid.
+    Number(u32),
+}
+
+impl<'de> Deserialize<'de> for PidSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PidVisitor;
+        const EXPECTED: &str = "`live`, `dead` or a process id";
+        impl Visitor<'_> for PidVisitor {
+            type Value = PidSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PidSpec, E> {
+                match v {
+                    "live" => Ok(PidSpec::Live),
+                    "dead" => Ok(PidSpec::Dead),
+                    _ => Err(E::invalid_value(Unexpected::Str(v), &EXPECTED)),
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<PidSpec, E> {
+                u32::try_from(v)
+                    .ok()
+                    .filter(|pid| *pid > 0 && *pid <= i32::MAX as u32)
+                    .map(PidSpec::Number)
+                    .ok_or_else(|| E::invalid_value(Unexpected::Unsigned(v), &EXPECTED))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<PidSpec, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::invalid_value(Unexpected::Signed(v), &EXPECTED)),
+                }
+            }
+        }
+        deserializer.deserialize_any(PidVisitor)
+    }
+}
+
+impl JsonSchema for PidSpec {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PidSpec".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`live` (a real blocked child process), `dead` (a reaped child's pid) or a process id",
+            "oneOf": [
+                { "type": "string", "enum": ["live", "dead"] },
+                { "type": "integer", "minimum": 1 }
+            ]
+        })
+    }
+}
+
+/// One engine invocation.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TickSpec {
+    /// What the fake skill does if the engine runs it this tick: a
+    /// fake-skill script entry (`actions`, `summary`, `result`, `exit`;
+    /// fixtures/README.md). Default: nothing, and an empty result.
+    #[serde(default)]
+    #[schemars(schema_with = "schema_parts::skill_entry")]
+    pub skill: Option<Tick>,
+    /// `driver: claude|codex` only: how the fake agent's stream reports the
+    /// tick's actions — its end (`success`, an error subtype, `no_result`
+    /// …), final message, errors, helper models, cost factor
+    /// (fixtures/README.md, "Fake agents"). Default: a successful run.
+    #[serde(default)]
+    #[schemars(schema_with = "schema_parts::agent_stream")]
+    pub agent: Option<Spanned<Stream>>,
+    /// World events applied before the tick, in order.
+    #[serde(default)]
+    pub before: Vec<Event>,
+    /// Extra engine arguments for this tick only.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The scripted user for this tick (passed as `--answers FILE`).
+    #[serde(default)]
+    pub answers: Vec<AnswerSpec>,
+    /// Kill the engine mid-tick.
+    #[serde(default)]
+    #[schemars(with = "Option<Kill>")]
+    pub kill: Option<Spanned<Kill>>,
+    /// Kill the world's live lock holder (`world.lock.pid: live`) the moment
+    /// the engine prints this text — e.g. the `--lock wait` note, to release
+    /// the lock while the tick waits for it.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub release_lock_when: Option<Spanned<String>>,
+    /// What must hold for this tick.
+    #[serde(default)]
+    pub expect: TickExpect,
+}
+
+/// Something that happens to the world between ticks.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Event {
+    /// Move the clock: `90s`, `50m`, `2h`.
+    Advance(#[schemars(with = "String")] Spanned<String>),
+    /// mock-qmd's state from now on.
+    Qmd(#[schemars(schema_with = "schema_parts::qmd_state")] QmdState),
+    /// A change "elsewhere" on the tracker (fixtures/README.md, "World changes").
+    Tracker(#[schemars(schema_with = "schema_parts::world_change")] WorldChange),
+    /// New commits on a branch, pushed to origin from another clone.
+    Push {
+        branch: String,
+        #[serde(default = "one_u32")]
+        commits: u32,
+        #[serde(default)]
+        message: Option<String>,
+    },
+    /// Rewrite a branch's last commit and force-push it from another clone.
+    ForcePush {
+        branch: String,
+        #[serde(default)]
+        message: Option<String>,
+    },
+    /// A tracker fault (fixtures/README.md, "Faults").
+    Fault(#[schemars(schema_with = "schema_parts::fault")] Fault),
+    /// Create (`true`) or remove (`false`) `.sdd/loop/{skill}.stop`.
+    StopFile(bool),
+    /// Write a file in the project.
+    File {
+        #[schemars(with = "String")]
+        path: Spanned<String>,
+        content: String,
+    },
+    /// Remove a file from the project.
+    Remove(#[schemars(with = "String")] Spanned<String>),
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+/// One scripted answer (the engine's `--answers` entry).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerSpec {
+    /// The gate it answers.
+    #[schemars(schema_with = "schema_parts::gate_name")]
+    pub gate: Spanned<String>,
+    /// One of the gate's options, e.g. `continue` or `raise max_iterations=10`.
+    #[schemars(with = "String")]
+    pub answer: Spanned<String>,
+    /// Answer only a question containing this text.
+    #[serde(default, rename = "match")]
+    pub matches: Option<String>,
+    /// Answer only in this iteration.
+    #[serde(default)]
+    pub iteration: Option<u64>,
+}
+
+/// How a tick's engine is killed.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Kill {
+    /// SIGKILL when the fake skill reaches its `barrier` action (the
+    /// harness supplies the FIFO; the action's value is only a label).
+    Barrier,
+    /// Abort at a named crash point (`SDD_LOOP_CRASH_AT`).
+    CrashPoint(#[schemars(schema_with = "schema_parts::crash_point")] Spanned<String>),
+    /// SIGINT the engine (as Ctrl-C would) when the fake skill reaches its
+    /// `barrier`; the skill then drains and finishes its actions.
+    Interrupt,
+}
+
+/// Expectations about one tick.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TickExpect {
+    /// The engine's exit status [default: 0 or 3, anything else fails the case].
+    #[serde(default)]
+    pub exit: Option<u8>,
+    /// The outcome of the history line this tick appended.
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
+    /// Substrings of this tick's stdout.
+    #[serde(default)]
+    pub printed: Vec<String>,
+    /// Substrings this tick's stdout must not contain.
+    #[serde(default)]
+    pub not_printed: Vec<String>,
+    /// Exactly the gates this tick recorded, in order.
+    #[serde(default)]
+    pub gates: Option<Vec<GateSpec>>,
+}
+
+/// Expectations about the whole run.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// The stop cause on the last history line, or `none`.
+    #[serde(default)]
+    #[schemars(schema_with = "schema_parts::stop_cause")]
+    pub stop_cause: Option<Spanned<String>>,
+    /// The last history line's iteration.
+    #[serde(default)]
+    pub final_iteration: Option<u64>,
+    /// The last tick's exit status.
+    #[serde(default)]
+    pub exit: Option<u8>,
+    /// Every gate recorded in the run, in order.
+    #[serde(default)]
+    pub gates: Option<Vec<GateSpec>>,
+    /// Substrings of some tick's stdout.
+    #[serde(default)]
+    pub printed: Vec<String>,
+    /// Substrings no tick's stdout contains.
+    #[serde(default)]
+    pub not_printed: Vec<String>,
+    /// Files in the project after the run.
+    #[serde(default)]
+    pub files: FilesExpect,
+}
+
+/// Paths relative to the project.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilesExpect {
+    #[serde(default)]
+    pub present: Vec<String>,
+    #[serde(default)]
+    pub absent: Vec<String>,
+}
+
+/// A SPEC-0017 assertion: prose bound to a check.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Assertion {
+    pub text: String,
+    #[serde(rename = "type")]
+    pub check: Check,
+    /// Marks an assertion that fails because of a known bug (say which,
+    /// and where it is reported): the case passes while it fails, and
+    /// fails once it passes, so the marker is removed with the fix.
+    #[serde(default)]
+    pub known_failure: Option<String>,
+}
+
+impl Case {
+    pub fn id(&self) -> &str {
+        &self.id.value
+    }
+
+    pub fn ticks(&self) -> &[TickSpec] {
+        &self.ticks.value
+    }
+}

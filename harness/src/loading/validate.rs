@@ -1,0 +1,777 @@
+//! The checks a case passes after it parses: names of things outside the
+//! file (fixtures, gates, stop causes, crash points), durations, times,
+//! paths and tick references. Each failure is a [`YamlError`] at the
+//! offending value's `file:line:column`, with a `help:` that lists the
+//! valid names (and suggests the nearest one).
+//!
+//! The closed sets come from the engine (`sdd_loop::gates::GateName`,
+//! `sdd_loop::stop::StopCause`, `sdd_loop::crash::POINTS`) and from the
+//! fixture directories, so a case can never name something the engine or
+//! the fixtures do not have. So do the fields a `pointer` names: they are
+//! checked against the engine's schemas ([`crate::loading::reference`]), except a
+//! field the case's own `world` writes. [`explain`] gives serde's own
+//! "unknown variant / field" errors the same kind of `help:` line.
+
+use std::path::{Component, Path};
+
+use sdd_loop::crash;
+use sdd_loop::gates::{self, GateName};
+use sdd_loop::stop::StopCause;
+use sdd_mocks::agent::script::AgentTick;
+use sdd_mocks::skill::exit::is_reserved;
+use sdd_mocks::skill::{Action, ResultMode};
+use sdd_mocks::yaml::YamlError;
+use serde_saphyr::{Location, Spanned};
+
+use crate::loading::case::{Case, Driver, Event, FORMAT_HELP, Kill, PidSpec, TickSpec};
+use crate::loading::check::{Check, Comparison, GateSpec};
+use crate::loading::fixtures::Fixtures;
+use crate::loading::names::{self, NO_STOP};
+use crate::loading::reference::{self, Doc};
+use crate::loading::{duration, requirements};
+
+/// The name in `valid` close enough to `given` to be what was meant.
+pub fn nearest<'v>(given: &str, valid: &'v [String]) -> Option<&'v str> {
+    valid
+        .iter()
+        .map(|v| (sdd_loop::gates::edit_distance(given, v), v))
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, v)| *d <= 3.max(v.len() / 3))
+        .map(|(_, v)| v.as_str())
+}
+
+/// `help:` text for a name that is not one of `valid`.
+pub fn names_help(given: &str, valid: &[String], what: &str) -> String {
+    let nearest = nearest(given, valid)
+        .map(|v| format!("did you mean `{v}`? "))
+        .unwrap_or_default();
+    let list = if valid.is_empty() {
+        "(none found)".to_owned()
+    } else {
+        valid.join(", ")
+    };
+    let what = if nearest.is_empty() {
+        what.to_owned()
+    } else {
+        let mut chars = what.chars();
+        chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default()
+    };
+    format!("{nearest}{what}: {list} ({FORMAT_HELP})")
+}
+
+fn unknown(
+    path: &Path,
+    s: &Spanned<String>,
+    kind: &str,
+    valid: &[String],
+    what: &str,
+) -> YamlError {
+    YamlError::at(
+        path,
+        s.referenced,
+        format!("unknown {kind} `{}`", s.value),
+        names_help(&s.value, valid, what),
+    )
+}
+
+/// Rewrites the `help:` of serde's "unknown variant" and "unknown field"
+/// errors to list the valid names and suggest the nearest, and says what
+/// a scalar of the wrong type should have been.
+pub fn explain(mut err: YamlError) -> YamlError {
+    let wanted = match err.message.as_str() {
+        "invalid u8" | "invalid u16" | "invalid u32" | "invalid u64" | "invalid usize" => {
+            Some("a whole number (0 or more)")
+        }
+        "invalid i8" | "invalid i16" | "invalid i32" | "invalid i64" => Some("a whole number"),
+        "invalid f32" | "invalid f64" => Some("a number"),
+        "invalid bool" => Some("`true` or `false`"),
+        _ => None,
+    };
+    if let Some(wanted) = wanted {
+        err.help = format!("write {wanted} here ({FORMAT_HELP})");
+        return err;
+    }
+    let is_variant = err.message.contains("unknown variant");
+    if !(is_variant || err.message.contains("unknown field")) {
+        return err;
+    }
+    let given = err.message.split('`').nth(1).unwrap_or_default().to_owned();
+    let Some((_, expected)) = err.message.split_once("expected ") else {
+        return err;
+    };
+    let expected = expected.strip_prefix("one of ").unwrap_or(expected);
+    let valid: Vec<String> = expected
+        .split(", ")
+        .flat_map(|s| s.split(" or "))
+        .map(|s| s.trim().trim_matches('`').to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let what = if is_variant {
+        "the valid names are"
+    } else {
+        "the accepted keys are"
+    };
+    err.help = names_help(&given, &valid, what);
+    err
+}
+
+struct Checker<'a> {
+    path: &'a Path,
+    fixtures: &'a Fixtures,
+    ticks: usize,
+    /// Where `ticks:` is, for what has no location of its own.
+    ticks_at: Location,
+    driver: Driver,
+    /// `world.lock.pid: live`.
+    live_lock: bool,
+    /// Top-level fields the case's `world` writes into history lines and
+    /// budget.json: a pointer may name them even when the engine does not.
+    seeded_history: Vec<&'a str>,
+    seeded_budget: Vec<&'a str>,
+}
+
+type Checked = Result<(), YamlError>;
+
+impl Checker<'_> {
+    fn at(&self, location: Location, message: String, help: impl Into<String>) -> YamlError {
+        YamlError::at(self.path, location, message, help)
+    }
+
+    fn gate(&self, name: &Spanned<String>) -> Checked {
+        match GateName::from_name(&name.value) {
+            Some(_) => Ok(()),
+            None => Err(unknown(
+                self.path,
+                name,
+                "gate",
+                &names::gates(),
+                "the gates are",
+            )),
+        }
+    }
+
+    /// `agent:` only with a fake agent, and a tick the agent can play.
+    fn agent(&self, tick: &TickSpec) -> Checked {
+        let at = tick
+            .agent
+            .as_ref()
+            .map(|a| a.referenced)
+            .or(tick.skill.as_ref().map(|s| s.exit.referenced))
+            .filter(|l| *l != Location::UNKNOWN)
+            .unwrap_or(self.ticks_at);
+        let Some(kind) = self.driver.agent() else {
+            return match &tick.agent {
+                Some(a) => Err(self.at(
+                    a.referenced,
+                    "`agent:` describes a fake agent's stream, and this case drives none".to_owned(),
+                    format!("add `driver: claude` or `driver: codex` to the case, or drop `agent:` ({FORMAT_HELP})"),
+                )),
+                None => Ok(()),
+            };
+        };
+        let mut entry = AgentTick {
+            stream: tick
+                .agent
+                .as_ref()
+                .map(|a| a.value.clone())
+                .unwrap_or_default(),
+            ..AgentTick::default()
+        };
+        if let Some(skill) = &tick.skill {
+            entry.actions = skill.actions.clone();
+            if skill.result != ResultMode::Write || skill.summary.is_some() {
+                return Err(self.at(
+                    at,
+                    "`result` and `summary` are protocol reports, and an agent speaks no protocol".to_owned(),
+                    format!("drop them: the engine reads the agent's stream and the world; the final message is `agent: {{ message: ... }}` ({FORMAT_HELP})"),
+                ));
+            }
+        }
+        entry.check(kind).map_err(|e| {
+            self.at(
+                at,
+                e,
+                format!("see \"Fake agents\" in fixtures/README.md ({FORMAT_HELP})"),
+            )
+        })
+    }
+
+    fn gates(&self, specs: &[GateSpec]) -> Checked {
+        specs.iter().try_for_each(|g| self.gate(&g.name))
+    }
+
+    fn stop_cause(&self, name: &Spanned<String>) -> Checked {
+        if name.value == NO_STOP || StopCause::from_name(&name.value).is_some() {
+            return Ok(());
+        }
+        Err(unknown(
+            self.path,
+            name,
+            "stop cause",
+            &names::stop_causes(),
+            "the stop causes are",
+        ))
+    }
+
+    /// `example` is a correct line for where the duration was written.
+    fn duration(&self, text: &Spanned<String>, example: &str) -> Checked {
+        duration::parse(&text.value).map(drop).map_err(|e| {
+            self.at(
+                text.referenced,
+                e,
+                format!("e.g. `{example}` ({FORMAT_HELP})"),
+            )
+        })
+    }
+
+    fn relative(&self, p: &Spanned<String>, of: &str) -> Checked {
+        let ok = !p.value.is_empty()
+            && Path::new(&p.value)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        if ok {
+            return Ok(());
+        }
+        Err(self.at(
+            p.referenced,
+            format!("`{}` is not a relative path inside {of}", p.value),
+            format!("write a path such as `docs/notes.md`, without `..` or a leading `/` ({FORMAT_HELP})"),
+        ))
+    }
+
+    fn tick_ref(&self, tick: &Option<Spanned<usize>>) -> Checked {
+        match tick {
+            Some(t) if t.value == 0 || t.value > self.ticks => Err(self.at(
+                t.referenced,
+                format!(
+                    "tick {} does not exist: the case has {} tick(s)",
+                    t.value, self.ticks
+                ),
+                format!("ticks are numbered from 1 ({FORMAT_HELP})"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn pointer(&self, p: &Spanned<String>) -> Checked {
+        if p.value.is_empty() || p.value.starts_with('/') {
+            return Ok(());
+        }
+        Err(self.at(
+            p.referenced,
+            format!("`{}` is not a JSON pointer", p.value),
+            format!("a pointer starts with `/`, e.g. `/budget_snapshot/dollars_estimate` ({FORMAT_HELP})"),
+        ))
+    }
+
+    /// A pointer into `doc`: well formed, and naming fields that exist.
+    fn field(&self, p: &Spanned<String>, doc: Doc) -> Checked {
+        self.pointer(p)?;
+        let seeded = match doc {
+            Doc::History => &self.seeded_history,
+            Doc::Budget => &self.seeded_budget,
+        };
+        let first = p.value.split('/').nth(1).unwrap_or_default();
+        if seeded.contains(&first) {
+            return Ok(());
+        }
+        let Err(miss) = reference::check_pointer(doc, &p.value) else {
+            return Ok(());
+        };
+        let parent = if miss.parent.is_empty() {
+            doc.describe().to_owned()
+        } else {
+            format!("{} in {}", miss.parent, doc.describe())
+        };
+        let help = if miss.fields.is_empty() {
+            format!(
+                "{parent} has no fields: its elements are numbered from 0, e.g. `{}/0` (the fields: \"Reference\" in evals/README.md)",
+                miss.parent
+            )
+        } else {
+            names_help(
+                &miss.token,
+                &miss.fields,
+                &format!("the fields of {parent} are"),
+            )
+        };
+        Err(self.at(
+            p.referenced,
+            format!(
+                "`{}` names no field: {parent} has no `{}`",
+                p.value, miss.token
+            ),
+            help,
+        ))
+    }
+
+    fn comparison(&self, c: &Comparison, doc: Option<Doc>) -> Checked {
+        match (c, doc) {
+            (Comparison::AtLeastField(p) | Comparison::AtMostField(p), Some(doc)) => {
+                self.field(p, doc)
+            }
+            (Comparison::AtLeastField(p) | Comparison::AtMostField(p), None) => self.pointer(p),
+            _ => Ok(()),
+        }
+    }
+
+    fn case(&self, case: &Case) -> Checked {
+        let id = &case.id;
+        if id.value.is_empty()
+            || !id
+                .value
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(self.at(
+                id.referenced,
+                format!("id `{}` is not made of a-z, 0-9 and -", id.value),
+                format!("ids name snapshot files, e.g. `c4-pr-budget` ({FORMAT_HELP})"),
+            ));
+        }
+        self.covers(case)?;
+        self.world(case)?;
+        if !case.loop_mode && case.driver == Driver::Session {
+            return Err(self.at(
+                case.id.referenced,
+                "`loop: false` with `driver: session`: the in-session halves exist only in loop mode".to_owned(),
+                format!("drop one of them ({FORMAT_HELP})"),
+            ));
+        }
+        if let Some(t) = &case.timeout {
+            self.duration(t, "timeout: 2m")?;
+        }
+        if case.ticks.value.is_empty() {
+            return Err(self.at(
+                case.ticks.referenced,
+                "a case needs at least one tick".to_owned(),
+                format!("`ticks: [{{}}]` runs the engine once with a fake skill that does nothing ({FORMAT_HELP})"),
+            ));
+        }
+        for tick in &case.ticks.value {
+            self.tick(tick)?;
+        }
+        let expect = &case.expect;
+        if let Some(cause) = &expect.stop_cause {
+            self.stop_cause(cause)?;
+        }
+        if let Some(gates) = &expect.gates {
+            self.gates(gates)?;
+        }
+        for a in &case.assertions {
+            self.check(&a.check)?;
+        }
+        Ok(())
+    }
+
+    fn covers(&self, case: &Case) -> Checked {
+        for (i, name) in case.covers.iter().enumerate() {
+            if !requirements::is_known(&name.value) {
+                let names = requirements::names();
+                let nearest = nearest(&name.value, &names)
+                    .map(|v| format!("did you mean `{v}`? "))
+                    .unwrap_or_default();
+                return Err(self.at(
+                    name.referenced,
+                    format!("unknown requirement `{}`", name.value),
+                    format!(
+                        "{nearest}covers: names SPEC-0020 requirement titles, verbatim, and `confirmation 1` … `confirmation 9`; `sdd-evals coverage` lists them ({FORMAT_HELP})"
+                    ),
+                ));
+            }
+            if case.covers[..i].iter().any(|n| n.value == name.value) {
+                return Err(self.at(
+                    name.referenced,
+                    format!("`{}` is listed twice", name.value),
+                    format!("name each requirement once ({FORMAT_HELP})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn world(&self, case: &Case) -> Checked {
+        let world = &case.world;
+        if let Some(name) = &world.backlog
+            && !self.fixtures.backlog(&name.value).is_file()
+        {
+            return Err(unknown(
+                self.path,
+                name,
+                "backlog fixture",
+                &self.fixtures.backlogs(),
+                "the backlogs in fixtures/backlogs/ are",
+            ));
+        }
+        if let Some(name) = &world.claude_md
+            && !self.fixtures.claude_md(&name.value).is_file()
+        {
+            return Err(unknown(
+                self.path,
+                name,
+                "CLAUDE.md fixture",
+                &self.fixtures.claude_mds(),
+                "the files in fixtures/claude-md/ are",
+            ));
+        }
+        if let Some(start) = &world.start
+            && let Err(e) = start.value.parse::<jiff::Timestamp>()
+        {
+            return Err(self.at(
+                start.referenced,
+                format!("`{}` is not an RFC 3339 instant: {e}", start.value),
+                format!("e.g. `start: 2026-05-09T14:00:00Z` ({FORMAT_HELP})"),
+            ));
+        }
+        let mut files: Vec<&Spanned<String>> = world.files.keys().collect();
+        files.sort_by_key(|f| (f.referenced.line(), f.referenced.column()));
+        files
+            .into_iter()
+            .try_for_each(|f| self.relative(f, "the project"))
+    }
+
+    fn tick(&self, tick: &TickSpec) -> Checked {
+        for event in &tick.before {
+            match event {
+                Event::Advance(d) => self.duration(d, "advance: 50m")?,
+                Event::File { path, .. } | Event::Remove(path) => {
+                    self.relative(path, "the project")?;
+                }
+                _ => {}
+            }
+        }
+        for a in &tick.answers {
+            self.gate(&a.gate)?;
+            if let Some(gate) = GateName::from_name(&a.gate.value)
+                && let Err(detail) = gates::parse_answer(gate, &a.answer.value)
+            {
+                return Err(self.at(
+                    a.answer.referenced,
+                    format!(
+                        "`{}` is not an answer to gate {gate}: {detail}",
+                        a.answer.value
+                    ),
+                    format!(
+                        "gate {gate} accepts: {} ({FORMAT_HELP})",
+                        gate.options().join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some(skill) = &tick.skill {
+            let exit = &skill.exit;
+            if !(0..=255).contains(&exit.value) || is_reserved(exit.value) {
+                return Err(self.at(
+                    exit.referenced,
+                    format!("exit {} cannot be scripted", exit.value),
+                    "use 0–255 except 90–99, which the fake skill keeps for its own failures (fixtures/README.md)",
+                ));
+            }
+        }
+        match tick.kill.as_ref().map(|k| (&k.value, k.referenced)) {
+            Some((Kill::CrashPoint(point), _))
+                if !crash::POINTS.iter().any(|(p, _)| *p == point.value) =>
+            {
+                let names: Vec<String> = names::crash_points();
+                return Err(unknown(
+                    self.path,
+                    point,
+                    "crash point",
+                    &names,
+                    "the crash points (`sdd-loop crash-points`) are",
+                ));
+            }
+            Some((Kill::CrashPoint(point), _))
+                if self.driver == Driver::Session
+                    && crash::WRAPPER_ONLY.contains(&point.value.as_str()) =>
+            {
+                return Err(self.at(
+                    point.referenced,
+                    format!(
+                        "crash point `{}` is reached only by a wrapper tick (the engine running the skill)",
+                        point.value
+                    ),
+                    format!(
+                        "with `driver: session` the work is the harness's, not the engine's: kill it there with `kill: barrier`, or use a crash point of begin or end ({FORMAT_HELP})"
+                    ),
+                ));
+            }
+            Some((Kill::CrashPoint(point), _))
+                if self.driver.agent().is_none()
+                    && crash::AGENT_ONLY.contains(&point.value.as_str()) =>
+            {
+                return Err(self.at(
+                    point.referenced,
+                    format!(
+                        "crash point `{}` is reached only while the engine drives an agent",
+                        point.value
+                    ),
+                    format!(
+                        "use it with `driver: claude` or `driver: codex`, or pick another crash point ({FORMAT_HELP})"
+                    ),
+                ));
+            }
+            Some((kill @ (Kill::Barrier | Kill::Interrupt), at)) => {
+                let name = if matches!(kill, Kill::Barrier) {
+                    "barrier"
+                } else {
+                    "interrupt"
+                };
+                let has_barrier = tick
+                    .skill
+                    .as_ref()
+                    .is_some_and(|s| s.actions.iter().any(|a| matches!(a, Action::Barrier(_))));
+                if !has_barrier {
+                    return Err(self.at(
+                        at,
+                        format!("`kill: {name}` on a tick whose fake skill has no `barrier` action"),
+                        format!("add `- barrier: here` to this tick's `skill: {{ actions: [...] }}` where the engine should be stopped ({FORMAT_HELP})"),
+                    ));
+                }
+                if matches!(kill, Kill::Interrupt) && self.driver == Driver::Session {
+                    return Err(self.at(
+                        at,
+                        "`kill: interrupt` interrupts the engine while it runs the skill, which an in-session tick never does".to_owned(),
+                        format!("use a wrapper case (no `driver:`) for Ctrl-C, or `kill: barrier` for a session that dies mid-work ({FORMAT_HELP})"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if let Some(text) = &tick.release_lock_when
+            && !self.live_lock
+        {
+            return Err(self.at(
+                text.referenced,
+                "`release_lock_when` needs a live lock holder to release".to_owned(),
+                format!("add `lock: {{ pid: live }}` to the case's `world:` ({FORMAT_HELP})"),
+            ));
+        }
+        self.agent(tick)?;
+        if let Some(gates) = &tick.expect.gates {
+            self.gates(gates)?;
+        }
+        Ok(())
+    }
+
+    fn check(&self, check: &Check) -> Checked {
+        match check {
+            Check::StopCause(c) => self.stop_cause(c),
+            Check::FinalIteration(_) | Check::FilePresent(_) | Check::FileAbsent(_) => Ok(()),
+            Check::Exit(c) => self.tick_ref(&c.tick),
+            Check::Outcome(c) => self.tick_ref(&c.tick),
+            Check::Gate(c) => {
+                self.gate(&c.name)?;
+                self.tick_ref(&c.tick)
+            }
+            Check::GatesInOrder(c) => {
+                self.gates(&c.gates)?;
+                self.tick_ref(&c.tick)
+            }
+            Check::NoGate(name) => self.gate(name),
+            Check::Printed(c) | Check::NotPrinted(c) => self.tick_ref(&c.tick),
+            Check::HistoryField(c) => {
+                if let Some(line) = &c.line
+                    && line.value == 0
+                {
+                    return Err(self.at(
+                        line.referenced,
+                        "history lines are numbered from 1".to_owned(),
+                        format!("leave `line` out for the last line ({FORMAT_HELP})"),
+                    ));
+                }
+                self.field(&c.pointer, Doc::History)?;
+                self.comparison(&c.is, Some(Doc::History))
+            }
+            Check::BudgetField(c) => {
+                self.field(&c.pointer, Doc::Budget)?;
+                self.comparison(&c.is, Some(Doc::Budget))
+            }
+            Check::LockField(c) => {
+                self.pointer(&c.pointer)?;
+                self.comparison(&c.is, None)
+            }
+            Check::RepoFileContains(c) => self.relative(&c.path, "the repository"),
+            Check::TrackerRequests(c) => self.comparison(&c.is, None),
+            Check::StatusLayout(c) => self.tick_ref(&c.tick),
+            Check::SkillDocs(c) => match &c.plugin_root {
+                Some(root) => self.relative(root, "the repository"),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+/// The full diagnostic for `err` about `file`: [`YamlError::render`], plus
+/// the source lines around the position for errors found after parsing
+/// (which the parser could not quote), so every error reads the same way.
+pub fn render(err: &YamlError, file: &Path) -> String {
+    let base = err.render();
+    // The parser's own snippet is already there; its gutter widens with
+    // the line number (`  --> ` from line 10), so look for the arrow alone.
+    let quoted = base.lines().any(|l| l.trim_start().starts_with("--> "));
+    if err.line == 0 || quoted {
+        return base;
+    }
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return base;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let at = usize::try_from(err.line).unwrap_or(usize::MAX);
+    if at > lines.len() {
+        return base;
+    }
+    let width = (at + 1).min(lines.len()).to_string().len();
+    let gutter = " ".repeat(width);
+    let mut snippet = format!(
+        "{gutter}--> {}:{}:{}\n{gutter} |\n",
+        err.path.display(),
+        err.line,
+        err.column
+    );
+    for n in at.saturating_sub(2).max(1)..=at {
+        snippet.push_str(&format!("{n:>width$} | {}\n", lines[n - 1]));
+    }
+    let caret = " ".repeat(usize::try_from(err.column).unwrap_or(1).saturating_sub(1));
+    snippet.push_str(&format!("{gutter} | {caret}^ {}\n", err.message));
+    if let Some(next) = lines.get(at) {
+        snippet.push_str(&format!("{:>width$} | {next}\n", at + 1));
+    }
+    match base.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n{snippet}{rest}"),
+        None => base,
+    }
+}
+
+/// A `#` right after a space starts a YAML comment, so `text: stop
+/// condition #12 fires` loads as `stop condition`. Comments are written
+/// `# like this`; a `#` glued to a word (`#12`, `#N`) after a space in an
+/// unquoted value is almost always this mistake, so it is refused. Block
+/// scalars (`|`, `>`) and quoted strings are left alone.
+pub fn comment_trap(path: &Path, text: &str) -> Result<(), YamlError> {
+    let mut block_indent: Option<usize> = None;
+    for (i, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        if let Some(b) = block_indent {
+            if line.trim().is_empty() || indent > b {
+                continue;
+            }
+            block_indent = None;
+        }
+        let (mut single, mut double, mut prev) = (false, false, ' ');
+        let chars: Vec<char> = line.chars().collect();
+        for (col, &c) in chars.iter().enumerate() {
+            match c {
+                '\'' if !double => single = !single,
+                '"' if !single && prev != '\\' => double = !double,
+                '#' if !single && !double && (prev == ' ' || prev == '\t') => {
+                    let glued = chars
+                        .get(col + 1)
+                        .is_some_and(|n| !n.is_whitespace() && *n != '#');
+                    let whole_line = line[..line.char_indices().nth(col).map_or(0, |(b, _)| b)]
+                        .trim()
+                        .is_empty();
+                    if glued && !whole_line {
+                        let word: String = chars[col..]
+                            .iter()
+                            .take_while(|c| !c.is_whitespace())
+                            .collect();
+                        let mut err = YamlError::at(
+                            path,
+                            Location::UNKNOWN,
+                            format!(
+                                "`{word}` starts a YAML comment here, so the rest of this line is dropped"
+                            ),
+                            format!(
+                                "quote the value (`\"… {word} …\"`), or write a comment as `# text` ({FORMAT_HELP})"
+                            ),
+                        );
+                        (err.line, err.column) = (i as u64 + 1, col as u64 + 1);
+                        return Err(err);
+                    }
+                    break;
+                }
+                _ => {}
+            }
+            prev = c;
+        }
+        let code = line.split(" #").next().unwrap_or(line).trim_end();
+        if code.ends_with('|')
+            || code.ends_with('>')
+            || code.ends_with("|-")
+            || code.ends_with(">-")
+        {
+            block_indent = Some(indent);
+        }
+    }
+    Ok(())
+}
+
+/// Checks a parsed case; the first problem, located.
+pub fn case(case: &Case, fixtures: &Fixtures) -> Result<(), YamlError> {
+    let world = &case.world;
+    Checker {
+        path: &case.path,
+        fixtures,
+        ticks: case.ticks.value.len(),
+        ticks_at: case.ticks.referenced,
+        driver: case.driver,
+        live_lock: case
+            .world
+            .lock
+            .as_ref()
+            .is_some_and(|l| l.pid == PidSpec::Live),
+        seeded_history: world
+            .history
+            .iter()
+            .flat_map(|line| line.keys().map(String::as_str))
+            .collect(),
+        seeded_budget: world
+            .budget
+            .iter()
+            .flat_map(|b| b.keys().map(String::as_str))
+            .collect(),
+    }
+    .case(case)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_glued_hash_after_a_space_is_a_comment_trap() {
+        let trap =
+            |text: &str| comment_trap(Path::new("c.yaml"), text).map_err(|e| (e.line, e.column));
+        assert_eq!(trap("text: stop condition #12 fires\n"), Err((1, 22)));
+        assert_eq!(trap("- { body: Closes #1 }\n"), Err((1, 18)));
+        for fine in [
+            "# a comment line\n#another\n",
+            "text: fine # a real comment\n",
+            "body: \"Closes #1\"\n",
+            "body: 'Closes #1'\n",
+            "url: a#b\n",
+            "body: |\n  Closes #1\n  ### Acceptance Criteria\nnext: ok\n",
+        ] {
+            assert_eq!(trap(fine), Ok(()), "{fine}");
+        }
+        assert_eq!(
+            trap("body: |\n  #1 inside\nafter: value #2\n"),
+            Err((3, 14)),
+            "the block ends with its indentation"
+        );
+    }
+
+    #[test]
+    fn suggestions_pick_the_nearest_name() {
+        let valid = names::gates();
+        let help = names_help("backlog-drfit", &valid, "the gates are");
+        assert!(help.starts_with("did you mean `backlog-drift`?"), "{help}");
+        assert!(help.contains("force-unlock, resume-divergence"), "{help}");
+        let help = names_help("zzzzzzzzzzzzzzzzz", &valid, "the gates are");
+        assert!(help.starts_with("the gates are:"), "{help}");
+    }
+}

@@ -1,0 +1,12 @@
+//! Reporting what happened: [`report`] (a case's result, the terminal
+//! summary, `grading.json` and `summary.md`), [`timeline`] (each tick as a
+//! reviewer reads it), [`viewer`] (the self-contained `report.html`) and
+//! [`benchmark`] (`benchmark.json`, pass rates per tier and the committed
+//! history under `evals/benchmarks/`).
+//!
+//! Uses every stage before it; only the command line uses it.
+
+pub mod benchmark;
+pub mod report;
+pub mod timeline;
+pub mod viewer;

@@ -1,0 +1,18 @@
+//! The world a case runs in, built fresh for every case: [`sandbox`] (a
+//! temporary directory with its own HOME, project, git remote, mock
+//! tracker and mock qmd, copied from a shared git world when it can be),
+//! the binaries it runs ([`bins`]), how a process is spawned, steered and
+//! timed out ([`spawn`]) and reaped with everything it started
+//! ([`procs`]), the redaction rules for what varies between worlds and
+//! the secrets planted in them ([`redact`]), and the errors of building
+//! and running one ([`error`]).
+//!
+//! Uses only loading (the case's `world:`). Hands on: a
+//! [`sandbox::Sandbox`] and a [`procs::Reaper`] to the driver.
+
+pub mod bins;
+pub mod error;
+pub mod procs;
+pub mod redact;
+pub mod sandbox;
+pub mod spawn;

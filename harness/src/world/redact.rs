@@ -1,0 +1,171 @@
+//! Redact data that varies from run to run, to produce stable snapshots.
+//!
+//! One policy, applied before anything is snapshotted, so the test suite
+//! (insta) and `sdd-evals run` (which compares against the stored `.snap`
+//! files itself and never writes them) see the same bytes:
+//!
+//! - the sandbox directory → `[ROOT]`, the workspace → `[WORKSPACE]`, and
+//!   the sandbox project's Claude Code folder name (its path with every
+//!   non-alphanumeric character turned into `-`) → `[PROJECT-SLUG]`;
+//! - the mock tracker's port → `[PORT]`;
+//! - process ids: `pid 12345` → `pid [PID]` in text, and any JSON field
+//!   named `pid` → `"[PID]"` (`process_start` → `"[START]"`).
+//!
+//! Credentials are redacted too, as the engine redacts them (its
+//! credential shapes, and the sandbox's tracker token), so a planted secret
+//! never reaches a snapshot — nor a grade: grades quote what the engine
+//! printed and recorded, and the engine may be another implementation
+//! that redacts nothing (`--engine`). Grades lose only the credentials
+//! ([`Redactor::credentials`]); their paths stay real, so the evidence of a
+//! failure points at files one can open.
+//!
+//! Times are *not* redacted: the engine's clock is frozen at the case's
+//! `SDD_LOOP_NOW` for the whole tick, the fake skill and the git world pin
+//! their dates, so every recorded time and SHA is the same on every run.
+//! What a test is about (iterations, counters, gates, stop causes, PR
+//! numbers) is never touched.
+
+use std::path::Path;
+
+use regex::Regex;
+use serde_json::Value;
+
+/// The rules for one sandbox.
+#[derive(Debug, Clone)]
+pub struct Redactor {
+    rules: Vec<(Regex, String)>,
+    /// Credentials never reach a snapshot or a grade: the engine's own
+    /// redaction (credential shapes) plus the sandbox's tracker token.
+    secrets: sdd_loop::redact::Redactor,
+}
+
+/// The credentials the harness removes from everything it writes: the
+/// engine's built-in credential shapes and the sandbox's tracker token.
+pub fn credentials() -> sdd_loop::redact::Redactor {
+    sdd_loop::redact::Redactor::builder()
+        .secret("tracker-token", crate::world::sandbox::TRACKER_TOKEN)
+        .build()
+}
+
+fn literal(text: &str) -> Regex {
+    Regex::new(&regex::escape(text)).expect("an escaped literal is a valid pattern")
+}
+
+impl Redactor {
+    /// Rules for a sandbox at `root` (its project at `project`) in a
+    /// workspace at `workspace`, with the mock tracker on `port`.
+    pub fn new(root: &Path, project: &Path, workspace: &Path, port: u16) -> Self {
+        let mut rules = Vec::new();
+        let mut paths = vec![(root.to_path_buf(), "[ROOT]")];
+        if let Ok(canonical) = root.canonicalize() {
+            paths.push((canonical, "[ROOT]"));
+        }
+        paths.push((workspace.to_path_buf(), "[WORKSPACE]"));
+        if let Ok(canonical) = workspace.canonicalize() {
+            paths.push((canonical, "[WORKSPACE]"));
+        }
+        // Longest first, so a sandbox inside the workspace is `[ROOT]`.
+        paths.sort_by_key(|(p, _)| std::cmp::Reverse(p.as_os_str().len()));
+        paths.dedup_by(|a, b| a.0 == b.0);
+        // In-session transcripts live in a folder named after the project.
+        let mut projects = vec![project.to_path_buf()];
+        projects.extend(project.canonicalize());
+        for project in projects {
+            let slug = sdd_loop::transcript::project_slug(&project);
+            rules.push((literal(&slug), "[PROJECT-SLUG]".to_owned()));
+        }
+        for (path, with) in paths {
+            let text = path.display().to_string();
+            if text.len() > 1 {
+                rules.push((literal(&text), with.to_owned()));
+            }
+        }
+        rules.push((
+            Regex::new(&format!(r"\b127\.0\.0\.1:{port}\b")).expect("valid pattern"),
+            "127.0.0.1:[PORT]".to_owned(),
+        ));
+        rules.push((
+            Regex::new(r"\bpid (\d+)").expect("valid pattern"),
+            "pid [PID]".to_owned(),
+        ));
+        Self {
+            rules,
+            secrets: credentials(),
+        }
+    }
+
+    /// `text` without credentials, everything else as it was.
+    pub fn credentials(&self, text: &str) -> String {
+        self.secrets.apply(text)
+    }
+
+    /// Redacts text.
+    pub fn text(&self, text: &str) -> String {
+        let mut out = self.secrets.redact(text).into_owned();
+        for (pattern, with) in &self.rules {
+            if let std::borrow::Cow::Owned(replaced) = pattern.replace_all(&out, with.as_str()) {
+                out = replaced;
+            }
+        }
+        out
+    }
+
+    /// Redacts a JSON value: `pid` and `process_start` fields wholesale,
+    /// every string by [`Redactor::text`].
+    pub fn json(&self, value: &Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(self.text(s)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.json(v)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let v = match k.as_str() {
+                            "pid" if !v.is_null() => Value::from("[PID]"),
+                            "process_start" if !v.is_null() => Value::from("[START]"),
+                            _ => self.json(v),
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn paths_ports_and_pids_are_redacted_times_are_not() {
+        let r = Redactor::new(
+            Path::new("/tmp/sdd-evals-x1"),
+            Path::new("/tmp/sdd-evals-x1/work"),
+            Path::new("/work/main"),
+            4567,
+        );
+        assert_eq!(
+            r.text("/tmp/sdd-evals-x1/home/.claude/projects/-tmp-sdd-evals-x1-work/s.jsonl"),
+            "[ROOT]/home/.claude/projects/[PROJECT-SLUG]/s.jsonl"
+        );
+        assert_eq!(
+            r.text("Previous iteration 3 still active (pid 48213) — skipping this tick"),
+            "Previous iteration 3 still active (pid [PID]) — skipping this tick"
+        );
+        assert_eq!(
+            r.text("GET http://127.0.0.1:4567/repos at /tmp/sdd-evals-x1/work/.sdd (2026-05-09T14:00:00Z)"),
+            "GET http://127.0.0.1:[PORT]/repos at [ROOT]/work/.sdd (2026-05-09T14:00:00Z)"
+        );
+        assert_eq!(
+            r.text("/work/main/fixtures/qmd"),
+            "[WORKSPACE]/fixtures/qmd"
+        );
+        assert_eq!(
+            r.json(&json!({"lock": {"pid": 7, "iteration": 3, "process_start": 99}, "note": "was pid 7"})),
+            json!({"lock": {"pid": "[PID]", "iteration": 3, "process_start": "[START]"}, "note": "was pid [PID]"})
+        );
+    }
+}

@@ -1,0 +1,461 @@
+//! The world a case runs in (DESIGN §8), built fresh in an
+//! `assert_fs::TempDir` per case:
+//!
+//! ```text
+//! [ROOT]/home/          HOME
+//! [ROOT]/bin/qmd        → mock-qmd (first on PATH)
+//! [ROOT]/bin/claude     → fake-claude
+//! [ROOT]/bin/codex      → fake-codex
+//! [ROOT]/origin.git/    the bare origin, built from the backlog
+//! [ROOT]/work/          the project: a clone of origin, CLAUDE.md, .sdd/
+//! [ROOT]/elsewhere/     another clone, for pushes "by someone else"
+//! [ROOT]/qmd.state      mock-qmd's state
+//! [ROOT]/ticks/N/       each tick's fake-skill script, answers, barrier FIFO,
+//!                       and the engine's stdout.txt and stderr.txt
+//! ```
+//!
+//! plus the mock tracker on 127.0.0.1, bound to the origin so pull
+//! requests' heads are live; it stops when the sandbox is dropped. The
+//! directory is removed on drop unless it is kept for debugging.
+//!
+//! Where the sandboxes go is the caller's choice; [`ram_dir`] offers a RAM
+//! file system. A case is mostly creating small files and directories (two
+//! git repositories, the engine's state, each tick's inputs), and on a
+//! busy disk each `mkdir` took over a millisecond: the suite ran 2.6 times
+//! faster in `/dev/shm` than in `/tmp` on this project's 2-core machine.
+//!
+//! The project's CLAUDE.md is the case's `claude_md` fixture; without one,
+//! a backlog that declares `agent_logins` gets a CLAUDE.md listing them
+//! under `### SDD Configuration` → `#### Agent Logins` ([`agent_logins_md`]),
+//! which is where the engine reads them — so a backlog's own declaration is
+//! enough for the review gates that tell agents from humans.
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use assert_fs::TempDir;
+use jiff::Timestamp;
+use sdd_loop::liveness::{OsProbe, ProcessProbe};
+use sdd_loop::lock::LockRecord;
+use sdd_mocks::fixture::Backlog;
+use sdd_mocks::git::{self, Git, GitWorld};
+use sdd_mocks::qmd::{self, QmdState};
+use sdd_mocks::tracker::{BlockingMockTracker, MockTracker};
+use serde_json::Value;
+
+use crate::loading::case::{Case, PidSpec};
+use crate::loading::fixtures::Fixtures;
+use crate::world::bins::Binaries;
+use crate::world::error::HarnessError;
+use crate::world::procs::Reaper;
+
+/// The bearer token the mock tracker requires.
+pub const TRACKER_TOKEN: &str = "sdd-evals-token";
+
+/// A built world; removed (and its tracker stopped) on drop.
+#[derive(Debug)]
+pub struct Sandbox {
+    dir: TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub bin: PathBuf,
+    pub tmp: PathBuf,
+    pub qmd_state: PathBuf,
+    pub git: Git,
+    pub world: GitWorld,
+    pub tracker: BlockingMockTracker,
+    /// The process behind `world.lock.pid: live`, while it runs.
+    pub live_lock: Option<u32>,
+    elsewhere: Option<PathBuf>,
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
+    let what = what.into();
+    move |source| HarnessError::Io { what, source }
+}
+
+fn write_private(path: &Path, text: &str) -> Result<(), HarnessError> {
+    std::fs::write(path, text).map_err(io(format!("write {}", path.display())))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(io(format!("chmod {}", path.display())))
+}
+
+/// A CLAUDE.md declaring the backlog's `agent_logins` where the engine
+/// reads them; `None` when it declares none.
+pub fn agent_logins_md(backlog: &Backlog) -> Option<String> {
+    if backlog.agent_logins.is_empty() {
+        return None;
+    }
+    let mut text = format!(
+        "# {}\n\nWritten by sdd-evals from the backlog fixture's `agent_logins`.\n\n### SDD Configuration\n\n#### Agent Logins\n\n",
+        backlog.repository.value
+    );
+    for login in &backlog.agent_logins {
+        text.push_str(&format!("- {login}\n"));
+    }
+    Some(text)
+}
+
+/// `/dev/shm` when it is a directory a sandbox can be created in (a RAM
+/// file system on Linux), else `None` (the system's temporary directory).
+pub fn ram_dir() -> Option<PathBuf> {
+    let dir = Path::new("/dev/shm");
+    (dir.is_dir() && TempDir::new_in(dir).is_ok()).then(|| dir.to_path_buf())
+}
+
+/// The git worlds a run has built, by backlog, to copy instead of
+/// building again ([`git::copy_world`]): in a suite most cases share a
+/// handful of backlogs, and building one runs a dozen git processes and
+/// a push per pull request — a quarter of the suite's CPU before this
+/// cache. Each backlog is built once, under a directory of its own that is
+/// removed when the cache is dropped; cases running at once that need the
+/// same backlog wait for the one build.
+#[derive(Debug)]
+pub struct Worlds {
+    dir: TempDir,
+    built: Mutex<HashMap<String, Arc<Template>>>,
+}
+
+/// One backlog's world, built once (or the error building it gave).
+type Template = OnceLock<Result<GitWorld, String>>;
+
+impl Worlds {
+    /// An empty cache in a new directory under `parent` (default: the
+    /// system's temporary directory).
+    pub fn new(parent: Option<&Path>) -> Result<Self, HarnessError> {
+        let prefix = "sdd-evals-worlds-";
+        let dir = match parent {
+            Some(parent) => TempDir::with_prefix_in(prefix, parent),
+            None => TempDir::with_prefix(prefix),
+        }
+        .map_err(|e| HarnessError::Sandbox(e.to_string()))?;
+        Ok(Self {
+            dir,
+            built: Mutex::default(),
+        })
+    }
+
+    /// `backlog`'s world, copied into `root`; built first if this is the
+    /// first time it is asked for.
+    fn get(&self, git: &Git, backlog: &Backlog, root: &Path) -> Result<GitWorld, HarnessError> {
+        let key = serde_json::to_string(backlog).unwrap_or_default();
+        // The map's lock is held only to find the slot; the build itself
+        // holds the slot's, so other backlogs are built meanwhile.
+        let slot = Arc::clone(
+            self.built
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(key)
+                .or_default(),
+        );
+        let template = slot.get_or_init(|| {
+            let dir = self.dir.path().join(unique_name());
+            git::materialise(git, backlog, &dir).map_err(|e| e.to_string())
+        });
+        match template {
+            Ok(template) => Ok(git::copy_world(template, root)?),
+            Err(e) => Err(HarnessError::Sandbox(format!("build the git world: {e}"))),
+        }
+    }
+}
+
+/// A directory name no other template in this cache has.
+fn unique_name() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!("world-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+impl Sandbox {
+    /// Builds the world of `case` at `start`, in a new directory under
+    /// `parent` (default: the system's temporary directory).
+    pub fn build(
+        case: &Case,
+        fixtures: &Fixtures,
+        binaries: &Binaries,
+        start: Timestamp,
+        reaper: &mut Reaper,
+        parent: Option<&Path>,
+        worlds: Option<&Worlds>,
+    ) -> Result<Self, HarnessError> {
+        let prefix = format!("sdd-evals-{}-", case.id());
+        let dir = match parent {
+            Some(parent) => TempDir::with_prefix_in(prefix, parent),
+            None => TempDir::with_prefix(prefix),
+        }
+        .map_err(|e| HarnessError::Sandbox(e.to_string()))?;
+        let root = dir
+            .path()
+            .canonicalize()
+            .map_err(io("resolve the sandbox path"))?;
+        let world_spec = &case.world;
+        let backlog = match &world_spec.backlog {
+            Some(name) => Backlog::load(&fixtures.backlog(&name.value))
+                .map_err(|e| HarnessError::Fixture(e.render()))?,
+            None => Backlog::empty("acme/app"),
+        };
+        let claude_md = match &world_spec.claude_md {
+            Some(_) => None,
+            None => agent_logins_md(&backlog),
+        };
+        let git = Git::default();
+        let world = match worlds {
+            Some(worlds) => worlds.get(&git, &backlog, &root)?,
+            None => git::materialise(&git, &backlog, &root)?,
+        };
+        let tracker = MockTracker::builder()
+            .backlog(backlog)
+            .token(TRACKER_TOKEN)
+            .origin(&world.origin)
+            .fixed_time(start)
+            .start_blocking()
+            .map_err(io("start the mock tracker"))?;
+
+        let home = root.join("home");
+        let bin = root.join("bin");
+        let tmp = root.join("tmp");
+        for d in [&home, &bin, &tmp, &root.join("ticks")] {
+            std::fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
+        }
+        for (target, name) in [
+            (&binaries.mock_qmd, "qmd"),
+            (&binaries.fake_claude, "claude"),
+            (&binaries.fake_codex, "codex"),
+        ] {
+            std::os::unix::fs::symlink(target, bin.join(name))
+                .map_err(io(format!("install {} as {name}", target.display())))?;
+        }
+        let qmd_state = root.join("qmd.state");
+        qmd::state::write(&qmd_state, world_spec.qmd).map_err(io("write the qmd state"))?;
+
+        let mut sandbox = Self {
+            dir,
+            root,
+            home,
+            bin,
+            tmp,
+            qmd_state,
+            git,
+            world,
+            tracker,
+            live_lock: None,
+            elsewhere: None,
+        };
+        if let Some(text) = claude_md {
+            sandbox.write_file("CLAUDE.md", &text)?;
+        }
+        sandbox.live_lock = sandbox.seed_project(case, fixtures, start, reaper)?;
+        Ok(sandbox)
+    }
+
+    /// The project the engine runs in.
+    pub fn project(&self) -> &Path {
+        &self.world.clone
+    }
+
+    /// `.sdd/loop/` in the project.
+    pub fn state_dir(&self) -> PathBuf {
+        self.project().join(".sdd").join("loop")
+    }
+
+    /// `ticks/N/`, created.
+    pub fn tick_dir(&self, n: usize) -> Result<PathBuf, HarnessError> {
+        let dir = self.root.join("ticks").join(n.to_string());
+        std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+        Ok(dir)
+    }
+
+    /// Keeps the directory after the sandbox is dropped; its path.
+    pub fn keep(self) -> PathBuf {
+        let root = self.root.clone();
+        let Self { dir, tracker, .. } = self;
+        drop(tracker);
+        let _ = dir.into_persistent();
+        root
+    }
+
+    fn seed_project(
+        &self,
+        case: &Case,
+        fixtures: &Fixtures,
+        start: Timestamp,
+        reaper: &mut Reaper,
+    ) -> Result<Option<u32>, HarnessError> {
+        let world = &case.world;
+        let project = self.project();
+        if let Some(name) = &world.claude_md {
+            std::fs::copy(fixtures.claude_md(&name.value), project.join("CLAUDE.md"))
+                .map_err(io(format!("copy CLAUDE.md fixture {}", name.value)))?;
+        }
+        let mut files: Vec<_> = world.files.iter().collect();
+        files.sort_by(|a, b| a.0.value.cmp(&b.0.value));
+        for (path, content) in files {
+            self.write_file(&path.value, content)?;
+        }
+        let skill = case.skill.as_str();
+        let state = self.state_dir();
+        let has_state = world.lock.is_some() || world.budget.is_some() || !world.history.is_empty();
+        if !has_state {
+            return Ok(None);
+        }
+        std::fs::create_dir_all(&state).map_err(io("create .sdd/loop"))?;
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700))
+            .map_err(io("chmod .sdd/loop"))?;
+        if let Some(budget) = &world.budget {
+            let text = serde_json::to_string_pretty(budget).unwrap_or_default();
+            write_private(
+                &state.join(format!("{skill}.budget.json")),
+                &format!("{text}\n"),
+            )?;
+        }
+        if !world.history.is_empty() {
+            let lines: String = world
+                .history
+                .iter()
+                .map(|l| format!("{}\n", Value::Object(l.clone())))
+                .collect();
+            write_private(&state.join(format!("{skill}.history.jsonl")), &lines)?;
+        }
+        let mut live = None;
+        if let Some(lock) = &world.lock {
+            let (pid, process_start) = match lock.pid {
+                PidSpec::Live => {
+                    let holder = Command::new("cat")
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .map_err(io("start a live lock holder (`cat`)"))?;
+                    let pid = holder.id();
+                    reaper.adopt(holder);
+                    live = Some(pid);
+                    (pid, OsProbe.start_time(pid))
+                }
+                PidSpec::Dead => {
+                    let mut gone = Command::new("true")
+                        .stdin(Stdio::null())
+                        .spawn()
+                        .map_err(io("start a short-lived process (`true`)"))?;
+                    let pid = gone.id();
+                    gone.wait().map_err(io("reap the short-lived process"))?;
+                    (pid, None)
+                }
+                PidSpec::Number(pid) => (pid, None),
+            };
+            let record = LockRecord {
+                pid,
+                iteration: lock.iteration,
+                started_at: lock.started_at.clone().unwrap_or_else(|| start.to_string()),
+                skill: skill.to_owned(),
+                process_start,
+                extra: serde_json::Map::new(),
+            };
+            let text = serde_json::to_string(&record).unwrap_or_default();
+            write_private(&state.join(format!("{skill}.lock")), &format!("{text}\n"))?;
+        }
+        Ok(live)
+    }
+
+    /// Writes `content` at `rel` in the project (validated: relative, no `..`).
+    pub fn write_file(&self, rel: &str, content: &str) -> Result<(), HarnessError> {
+        let path = self.project().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
+        }
+        std::fs::write(&path, content).map_err(io(format!("write {rel}")))
+    }
+
+    pub fn remove_file(&self, rel: &str) -> Result<(), HarnessError> {
+        match std::fs::remove_file(self.project().join(rel)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(io(format!("remove {rel}"))(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A second clone of origin, for pushes made "elsewhere".
+    pub fn elsewhere(&mut self) -> Result<PathBuf, HarnessError> {
+        if let Some(dir) = &self.elsewhere {
+            return Ok(dir.clone());
+        }
+        let dir = self.root.join("elsewhere");
+        self.git.run(
+            &self.root,
+            [
+                std::ffi::OsStr::new("clone"),
+                "--quiet".as_ref(),
+                self.world.origin.as_os_str(),
+                dir.as_os_str(),
+            ],
+        )?;
+        self.elsewhere = Some(dir.clone());
+        Ok(dir)
+    }
+
+    /// Makes `qmd` answer `state` from now on.
+    pub fn set_qmd(&self, state: QmdState) -> Result<(), HarnessError> {
+        qmd::state::write(&self.qmd_state, state).map_err(io("write the qmd state"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use sdd_loop::claude_md::ClaudeMd;
+
+    use super::*;
+
+    /// Regression: a backlog's `agent_logins` did nothing unless the case
+    /// also named a CLAUDE.md fixture listing the same logins.
+    #[test]
+    fn the_backlogs_agent_logins_reach_the_engine_through_claude_md() {
+        let fixtures = Fixtures::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures"));
+        let backlog = Backlog::load(&fixtures.backlog("pr-with-human-feedback")).unwrap();
+        let text = agent_logins_md(&backlog).expect("the fixture declares agent logins");
+        let md = ClaudeMd::parse(Path::new("CLAUDE.md"), &text);
+        assert_eq!(md.agent_logins(), backlog.agent_logins);
+        assert_eq!(agent_logins_md(&Backlog::empty("acme/app")), None);
+    }
+
+    /// Cases sharing a backlog share one build; each gets a world of its
+    /// own, and the cache's directory goes with the cache.
+    #[test]
+    fn a_backlog_is_built_once_and_copied_apart() {
+        let fixtures = Fixtures::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures"));
+        let backlog = Backlog::load(&fixtures.backlog("pr-with-human-feedback")).unwrap();
+        let worlds = Worlds::new(None).unwrap();
+        let cache = worlds.dir.path().to_path_buf();
+        let (a, b) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+        let git = Git::default();
+        let wa = worlds.get(&git, &backlog, a.path()).unwrap();
+        let wb = worlds.get(&git, &backlog, b.path()).unwrap();
+        let other = worlds
+            .get(
+                &git,
+                &Backlog::empty("acme/app"),
+                b.path().join("x").as_path(),
+            )
+            .unwrap();
+        assert_eq!(
+            std::fs::read_dir(&cache).unwrap().count(),
+            2,
+            "two backlogs, two builds"
+        );
+        assert_eq!(wa.clone, a.path().join("work"));
+        assert_eq!(wb.origin, b.path().join("origin.git"));
+        assert_ne!(other.origin, wb.origin);
+        for branch in ["main", &backlog.pull_requests[0].branch] {
+            assert_eq!(
+                git::ref_sha(&git, &wa.origin, branch).unwrap(),
+                git::ref_sha(&git, &wb.origin, branch).unwrap()
+            );
+        }
+        drop(worlds);
+        assert!(!cache.exists());
+    }
+}
