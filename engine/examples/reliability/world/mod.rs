@@ -15,6 +15,6 @@ pub mod procs;
 pub mod project;
 pub mod tracker;
 
-pub use procs::{Ran, become_subreaper, engine_binary, reap_all_exited, run, spawn};
-pub use project::{Project, this_program};
+pub use procs::{Ran, become_subreaper, engine_binary, reap_all_exited, run, spawn, this_program};
+pub use project::Project;
 pub use tracker::{Fault, Tracker};

@@ -2,7 +2,8 @@
 //! ([`spawn`], [`Running`], [`Ran`]), killed as a group and reaped if it is
 //! dropped early; its memory is sampled while it runs. Also the process
 //! groups a killed engine's skill leaves, this program as their subreaper,
-//! and finding (and building) the engine binary.
+//! and finding this program (re-executed as the wrapped skill) and the engine
+//! binary (building it).
 
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -13,8 +14,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, WaitOptions};
-
-use super::project::this_program;
 
 /// Whether any process of group `pgid` still runs (zombies do not count).
 pub fn group_alive(pgid: i32) -> bool {
@@ -241,6 +240,11 @@ impl Drop for Running {
 /// Runs `cmd` as a tick to the end.
 pub fn run(cmd: Command) -> Ran {
     spawn(cmd).wait()
+}
+
+/// This program, the binary it re-executes as the wrapped skill.
+pub fn this_program() -> PathBuf {
+    std::env::current_exe().expect("current exe")
 }
 
 /// Finds (and builds, with the same profile as this program) the

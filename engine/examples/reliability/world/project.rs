@@ -12,16 +12,11 @@ use sdd_loop::history::{self, HistoryLine, Outcome};
 use serde_json::Value;
 
 use super::ledger::Ledger;
-use super::procs::{group_alive, reap_adopted};
+use super::procs::{group_alive, reap_adopted, this_program};
 use super::tracker::{REPO, Tracker};
 
 /// The instant every tick's clock reads, so no budget runs out on its own.
 pub const NOW: &str = "2026-05-09T14:00:00Z";
-
-/// This program, the binary it re-executes as the wrapped skill.
-pub fn this_program() -> PathBuf {
-    std::env::current_exe().expect("current exe")
-}
 
 /// A project directory with its own `.sdd/`, the skill's ledger and the
 /// FIFOs a family synchronises on.
