@@ -19,8 +19,10 @@ use sdd_mocks::agent::script::{AgentScript, AgentTick, Kind};
 use sdd_mocks::agent::{ENV_COUNTER, ENV_PROMPT, ENV_SCRIPT};
 use sdd_mocks::skill::Action;
 
-use super::tick::{Prepared, TickRun};
+use super::record::TickRecord;
+use super::tick::{self, Prepared, TickRun};
 use crate::world::error::HarnessError;
+use crate::world::procs::Reaper;
 
 /// The `--agent` value of a fake agent.
 pub fn flag(kind: Kind) -> &'static str {
@@ -30,9 +32,22 @@ pub fn flag(kind: Kind) -> &'static str {
     }
 }
 
+/// An agent tick: `sdd-loop <skill> --loop --agent claude|codex`, the
+/// engine driving the fake agent.
+pub fn run(
+    t: &TickRun<'_>,
+    kind: Kind,
+    reaper: &mut Reaper,
+) -> Result<(TickRecord, Option<String>), HarnessError> {
+    let prepared = tick::prepare(t)?;
+    let (mut args, mut env) = tick::loop_command(t, &prepared, reaper);
+    prepare(t, kind, &prepared, &mut args, &mut env)?;
+    tick::run_engine(t, prepared, args, env, reaper)
+}
+
 /// Writes the fake agent's script for this tick and adds what the engine
 /// needs to drive it to `args` and `env`.
-pub fn prepare(
+fn prepare(
     t: &TickRun<'_>,
     kind: Kind,
     prepared: &Prepared,

@@ -1,8 +1,9 @@
 //! Runs one case: build the sandbox, then for each tick apply the world
-//! events, write the fake skill's script and the scripted user's answers,
-//! run the real engine as a subprocess (killing it where the case says),
-//! and record what happened; finally capture history, budget.json, the
-//! project's files and the tracker's journal into a [`RunRecord`].
+//! events and hand the tick to its driver ([`super::wrapper`],
+//! [`super::agent`] or [`super::session`]), which runs the real engine as
+//! a subprocess (killing it where the case says) and records what
+//! happened; finally capture history, budget.json, the project's files and
+//! the tracker's journal into a [`RunRecord`].
 //!
 //! A tick that ends in a way the case did not script stops the run with a
 //! message naming the case and the tick: an unexpected gate (exit 4, with
@@ -20,10 +21,10 @@ use sdd_mocks::git;
 use serde_json::Value;
 
 use super::options::Options;
+use super::record::RunRecord;
 use super::session::Agent;
 use super::tick::TickRun;
-use super::wrapper;
-use crate::driving::record::RunRecord;
+use super::{agent, wrapper};
 use crate::loading::case::{self, Case, Driver, Event, TickSpec};
 use crate::loading::duration;
 use crate::world::error::HarnessError;
@@ -80,7 +81,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
     let mut ticks = Vec::new();
     let mut aborted = None;
     let mut clock = start;
-    let mut agent = Agent::default();
+    let mut session = Agent::default();
     for (i, spec) in case.ticks().iter().enumerate() {
         let n = i + 1;
         let prefix = format!("case {}, tick {n}", case.id());
@@ -98,9 +99,10 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
             timeout,
             opts,
         };
-        let (record, abort) = match case.driver {
-            Driver::Wrapper | Driver::Claude | Driver::Codex => wrapper::run(&t, &mut reaper)?,
-            Driver::Session => agent.run_tick(&t, &mut reaper)?,
+        let (record, abort) = match (case.driver, case.driver.agent()) {
+            (Driver::Session, _) => session.run_tick(&t, &mut reaper)?,
+            (_, Some(kind)) => agent::run(&t, kind, &mut reaper)?,
+            (_, None) => wrapper::run(&t, &mut reaper)?,
         };
         ticks.push(record);
         if let Some(msg) = abort {

@@ -14,7 +14,7 @@ use sdd_mocks::skill::{Action, Script, Tick};
 use serde::Serialize;
 
 use super::options::Options;
-use super::record::TickEnd;
+use super::record::{TickEnd, TickRecord};
 use crate::loading::case::{Case, Kill, TickSpec};
 use crate::world::bins::Engine;
 use crate::world::error::HarnessError;
@@ -327,6 +327,64 @@ pub fn engine_invocation(
         env,
         cwd: t.sandbox.project().to_path_buf(),
     }
+}
+
+/// The command line and environment of a `sdd-loop <skill> --loop` tick
+/// (the wrapper's and the agent drivers'): the case's and the tick's
+/// arguments and the answers file; a driver adds how the work is done.
+pub fn loop_command(
+    t: &TickRun<'_>,
+    prepared: &Prepared,
+    reaper: &Reaper,
+) -> (Vec<OsString>, Vec<(String, OsString)>) {
+    let mut args: Vec<OsString> = vec![t.case.skill.as_str().into()];
+    if t.case.loop_mode {
+        args.push("--loop".into());
+    }
+    args.extend(t.case.args.iter().map(OsString::from));
+    args.extend(t.spec.args.iter().map(OsString::from));
+    args.push("--answers".into());
+    args.push(prepared.answers.clone().into());
+    (args, engine_env(t, &prepared.script, reaper))
+}
+
+/// Runs the engine with `args` and `env` as this tick and records how it
+/// ended, what it printed and the history lines it wrote.
+pub fn run_engine(
+    t: &TickRun<'_>,
+    prepared: Prepared,
+    args: Vec<OsString>,
+    env: Vec<(String, OsString)>,
+    reaper: &mut Reaper,
+) -> Result<(TickRecord, Option<String>), HarnessError> {
+    let kill = t.spec.kill.as_ref().map(|k| &k.value);
+    let invocation = engine_invocation(t, args, env);
+    let before = history_len(t);
+    let ran = spawn::run(&invocation, control(t, prepared.fifo), t.deadline, reaper)
+        .map_err(io("run the engine"))?;
+    if matches!(kill, Some(Kill::CrashPoint(_))) {
+        // The aborted engine's skill may still be running: nothing of this
+        // tick may outlive it.
+        reaper.sweep();
+    }
+    let after = history_len(t);
+    // Kept sandboxes (`--keep`) show each tick's output beside its inputs.
+    let _ = std::fs::write(prepared.dir.join("stdout.txt"), &ran.stdout);
+    let _ = std::fs::write(prepared.dir.join("stderr.txt"), &ran.stderr);
+    let end = tick_end(&ran.ended, kill);
+    let abort = verdict(t, &end, &ran.stderr, ran.barrier_missed);
+    Ok((
+        TickRecord {
+            number: t.n,
+            args: t.case.args.iter().chain(&t.spec.args).cloned().collect(),
+            end,
+            stdout: ran.stdout,
+            stderr: ran.stderr,
+            lines: before..after.max(before),
+            wall: ran.wall,
+        },
+        abort,
+    ))
 }
 
 #[cfg(test)]
