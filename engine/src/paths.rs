@@ -103,6 +103,12 @@ impl StatePaths {
         self.file("stop")
     }
 
+    /// `{skill}.transcript.json` — the ledger of transcript spend
+    /// (`end --transcript`): which responses earlier ticks counted.
+    pub fn transcript_ledger(&self) -> PathBuf {
+        self.file("transcript.json")
+    }
+
     /// Per-tick exchange directory with the wrapped skill.
     pub fn exchange_dir(&self) -> PathBuf {
         self.file("exchange")

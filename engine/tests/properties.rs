@@ -1672,25 +1672,15 @@ mod exchange_events {
 mod transcripts {
     use super::*;
     use jiff::{SignedDuration, Timestamp};
-    use sdd_loop::transcript::{self, TokenTotals, Window, read_spend};
+    use sdd_loop::transcript::{self, Ledger, ResponseKey, TickId, TokenTotals, count_spend};
     use serde_json::json;
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
 
     const FROM: &str = "2026-11-03T10:00:00Z";
-    /// The window is one hour; responses start up to an hour either side.
-    const WINDOW_SECS: i64 = 3600;
-
-    fn window() -> Window {
-        let from: Timestamp = FROM.parse().unwrap();
-        Window {
-            from,
-            to: from + SignedDuration::from_secs(WINDOW_SECS),
-        }
-    }
 
     fn at(offset: i64) -> String {
-        (window().from + SignedDuration::from_secs(offset)).to_string()
+        (FROM.parse::<Timestamp>().unwrap() + SignedDuration::from_secs(offset)).to_string()
     }
 
     /// One API response as Claude Code writes it: one entry per streamed
@@ -1699,8 +1689,6 @@ mod transcripts {
     struct Response {
         model: String,
         request_id: Option<String>,
-        /// Seconds from the window's start to the first entry.
-        offset: i64,
         /// (input, output, cache writes, cache reads) per entry.
         entries: Vec<(u64, u64, u64, u64)>,
     }
@@ -1713,24 +1701,22 @@ mod transcripts {
         (
             "claude-[a-z]{3,8}-[0-9]",
             proptest::option::of("req_[A-Za-z0-9]{8}"),
-            -WINDOW_SECS..2 * WINDOW_SECS,
             proptest::collection::vec((tokens(), tokens(), tokens(), tokens()), 1..4),
         )
-            .prop_map(|(model, request_id, offset, entries)| Response {
+            .prop_map(|(model, request_id, entries)| Response {
                 model,
                 request_id,
-                offset,
                 entries,
             })
     }
 
-    fn entry(id: usize, r: &Response, k: usize) -> String {
+    fn entry(id: &str, r: &Response, k: usize, offset: i64) -> String {
         let (input, output, writes, reads) = r.entries[k];
         let mut v = json!({
             "type": "assistant",
-            "timestamp": at(r.offset + k as i64),
+            "timestamp": at(offset),
             "message": {
-                "id": format!("msg_{id}"),
+                "id": id,
                 "model": r.model,
                 "role": "assistant",
                 "content": [{"type": "text", "text": "…"}],
@@ -1748,17 +1734,27 @@ mod transcripts {
         v.to_string()
     }
 
-    /// Lines around the responses: other entry types, junk, blanks.
+    fn prompt(uuid: &str, offset: i64) -> String {
+        json!({"type": "user", "uuid": uuid, "timestamp": at(offset), "message": {"role": "user", "content": "/sdd:work --loop"}}).to_string()
+    }
+
+    /// Lines around the responses: tool results and other entry types,
+    /// junk, blanks — none of which starts a turn.
     fn noise() -> impl Strategy<Value = String> {
         prop_oneof![
-            Just(json!({"type": "user", "timestamp": FROM, "message": {"role": "user", "content": "go"}}).to_string()),
+            Just(json!({"type": "user", "timestamp": FROM, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}}).to_string()),
+            Just(json!({"type": "user", "isMeta": true, "timestamp": FROM, "message": {"role": "user", "content": "skill body"}}).to_string()),
+            Just(json!({"type": "queue-operation", "operation": "enqueue", "content": "x"}).to_string()),
+            Just(json!({"type": "attachment", "attachment": {"type": "total_tokens_reminder"}}).to_string()),
             Just(json!({"type": "summary", "summary": "…"}).to_string()),
             Just(json!({"type": "assistant", "timestamp": FROM, "message": {"id": "msg_x", "model": transcript::SYNTHETIC_MODEL, "usage": {"input_tokens": 5}}}).to_string()),
             Just(json!({"type": "assistant", "timestamp": FROM}).to_string()),
             Just("{\"type\": \"assist".to_owned()),
             Just("   ".to_owned()),
-            json_value().prop_map(|v| v.to_string()),
-            "\\PC{1,40}",
+            json_value()
+                .prop_filter("not an entry that starts a turn", |v| v.get("type").is_none())
+                .prop_map(|v| v.to_string()),
+            "[^{}\\[\\]\"]{1,40}",
         ]
     }
 
@@ -1769,56 +1765,129 @@ mod transcripts {
             .count() as u64
     }
 
-    fn write(dir: &tempfile::TempDir, bytes: &[u8]) -> std::path::PathBuf {
-        let path = dir.path().join("session.jsonl");
-        std::fs::write(&path, bytes).unwrap();
-        path
+    /// A turn: a loop tick (its `end` runs after `before_end` of its
+    /// responses) or chat, with noise lines inside.
+    #[derive(Debug, Clone)]
+    struct Turn {
+        tick: bool,
+        responses: Vec<Response>,
+        before_end: proptest::sample::Index,
+        noise: Vec<(String, proptest::sample::Index)>,
+    }
+
+    fn turn() -> impl Strategy<Value = Turn> {
+        (
+            proptest::bool::weighted(0.7),
+            proptest::collection::vec(response(), 0..5),
+            any::<proptest::sample::Index>(),
+            proptest::collection::vec((noise(), any::<proptest::sample::Index>()), 0..3),
+        )
+            .prop_map(|(tick, responses, before_end, noise)| Turn {
+                tick,
+                responses,
+                before_end,
+                noise,
+            })
+    }
+
+    fn add(want: &mut BTreeMap<String, TokenTotals>, r: &Response) {
+        let &(input, output, writes, reads) = r.entries.last().unwrap();
+        let t = want.entry(r.model.clone()).or_default();
+        t.input += input;
+        t.output += output;
+        t.cache_creation += writes;
+        t.cache_read += reads;
+    }
+
+    fn sum(a: &mut BTreeMap<String, TokenTotals>, b: &BTreeMap<String, TokenTotals>) {
+        for (model, t) in b {
+            let s = a.entry(model.clone()).or_default();
+            s.input += t.input;
+            s.output += t.output;
+            s.cache_creation += t.cache_creation;
+            s.cache_read += t.cache_read;
+        }
+    }
+
+    /// What the `end`s of a loop have counted so far.
+    #[derive(Default)]
+    struct Ends {
+        ledger: Ledger,
+        got: BTreeMap<String, TokenTotals>,
+        counted: BTreeSet<ResponseKey>,
+    }
+
+    /// Writes `lines` as the transcript and runs tick `iteration`'s `end`.
+    fn run_end(
+        path: &Path,
+        lines: &[String],
+        ends: &mut Ends,
+        iteration: u64,
+    ) -> Result<(), TestCaseError> {
+        std::fs::write(path, lines.join("\n")).unwrap();
+        let tick = TickId {
+            iteration,
+            began_at: format!("tick {iteration}"),
+        };
+        let c = count_spend(path, &ends.ledger, &tick).unwrap();
+        sum(&mut ends.got, &c.spend.by_model);
+        for key in &c.ledger.ticks.last().unwrap().counted {
+            prop_assert!(ends.counted.insert(key.clone()), "{:?} counted twice", key);
+        }
+        ends.ledger = c.ledger;
+        Ok(())
     }
 
     proptest! {
         #![proptest_config(config())]
 
-        /// Each response counts once, with its final usage, when it first
-        /// appears inside the window; every other line is a counted skip.
+        /// Over a loop's ticks, interleaved with chat, the `end`s count
+        /// every response answering a tick's prompt exactly once, with its
+        /// final usage — the closing ones by the next `end` — and never a
+        /// chat response.
         #[test]
-        fn spend_is_the_final_usage_of_each_response_in_the_window(
-            responses in proptest::collection::vec(response(), 0..8),
-            noise in proptest::collection::vec((noise(), any::<proptest::sample::Index>()), 0..6),
+        fn the_ends_of_a_loop_count_each_tick_s_responses_once(
+            turns in proptest::collection::vec(turn(), 0..6),
         ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("session.jsonl");
             let mut lines: Vec<String> = Vec::new();
+            let mut seen = Ends::default();
             let mut want: BTreeMap<String, TokenTotals> = BTreeMap::new();
-            let (mut counted, mut streamed, mut outside) = (0, 0, 0);
-            for (id, r) in responses.iter().enumerate() {
-                lines.extend((0..r.entries.len()).map(|k| entry(id, r, k)));
-                if (0..=WINDOW_SECS).contains(&r.offset) {
-                    let &(input, output, writes, reads) = r.entries.last().unwrap();
-                    let t = want.entry(r.model.clone()).or_default();
-                    t.input += input;
-                    t.output += output;
-                    t.cache_creation += writes;
-                    t.cache_read += reads;
-                    counted += 1;
-                    streamed += r.entries.len() as u64 - 1;
+            let mut offset = 0i64;
+            let mut iteration = 0u64;
+            for (n, turn) in turns.iter().enumerate() {
+                offset += 60;
+                lines.push(prompt(&format!("p{n}"), offset));
+                // A response's entries are written together, once its
+                // stream has ended: `end` comes before or after all of them.
+                let mut mine: Vec<Vec<String>> = Vec::new();
+                for (i, r) in turn.responses.iter().enumerate() {
+                    let id = format!("msg_{n}_{i}");
+                    mine.push((0..r.entries.len()).map(|k| entry(&id, r, k, offset + i as i64)).collect());
+                    if turn.tick {
+                        add(&mut want, r);
+                    }
+                }
+                for (line, at) in &turn.noise {
+                    mine.insert(at.index(mine.len() + 1), vec![line.clone()]);
+                }
+                if turn.tick {
+                    let cut = turn.before_end.index(mine.len() + 1);
+                    lines.extend(mine[..cut].iter().flatten().cloned());
+                    iteration += 1;
+                    run_end(&path, &lines, &mut seen, iteration)?;
+                    lines.extend(mine[cut..].iter().flatten().cloned());
                 } else {
-                    outside += r.entries.len() as u64;
+                    lines.extend(mine.into_iter().flatten());
                 }
             }
-            for (line, at) in &noise {
-                lines.insert(at.index(lines.len() + 1), line.clone());
-            }
-            let bytes = lines.join("\n").into_bytes();
-            let dir = tempfile::tempdir().unwrap();
-            let spend = read_spend(&write(&dir, &bytes), window()).unwrap();
-            prop_assert_eq!(&spend.by_model, &want);
-            prop_assert_eq!(spend.responses, counted);
-            prop_assert_eq!(spend.skipped.streamed, streamed);
-            prop_assert!(spend.skipped.outside_window >= outside);
-            let s = spend.skipped;
-            prop_assert_eq!(
-                spend.responses + s.malformed + s.foreign + s.other_entries + s.incomplete
-                    + s.synthetic + s.outside_window + s.streamed + s.replayed,
-                non_blank_lines(&bytes),
-            );
+            // One more tick, whose end counts what the last one left.
+            lines.push(prompt("last", offset + 60));
+            run_end(&path, &lines, &mut seen, iteration + 1)?;
+            seen.got.retain(|_, t| *t != TokenTotals::default());
+            want.retain(|_, t| *t != TokenTotals::default());
+            prop_assert_eq!(seen.got, want);
         }
 
         /// Nothing in a transcript is fatal: whatever it holds is read,
@@ -1829,12 +1898,15 @@ mod transcripts {
             lines in proptest::collection::vec(noise(), 0..8),
         ) {
             let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("session.jsonl");
             for bytes in [bytes, lines.join("\n").into_bytes()] {
-                let spend = read_spend(&write(&dir, &bytes), window()).unwrap();
+                std::fs::write(&path, &bytes).unwrap();
+                let tick = TickId { iteration: 1, began_at: FROM.into() };
+                let spend = count_spend(&path, &Ledger::default(), &tick).unwrap().spend;
                 let s = spend.skipped;
                 prop_assert_eq!(
                     spend.responses + s.malformed + s.foreign + s.other_entries + s.incomplete
-                        + s.synthetic + s.outside_window + s.streamed + s.replayed,
+                        + s.synthetic + s.not_loop + s.counted_before + s.streamed + s.replayed,
                     non_blank_lines(&bytes),
                 );
             }
@@ -1860,7 +1932,12 @@ mod transcripts {
     /// An unreadable transcript is an error value naming the file.
     #[test]
     fn a_missing_transcript_is_an_error_naming_it() {
-        let err = read_spend(Path::new("/nonexistent/s.jsonl"), window()).unwrap_err();
+        let tick = TickId {
+            iteration: 1,
+            began_at: FROM.into(),
+        };
+        let err =
+            count_spend(Path::new("/nonexistent/s.jsonl"), &Ledger::default(), &tick).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/s.jsonl"), "{err}");
     }
 }
@@ -3266,11 +3343,17 @@ fn deeply_nested_input_is_an_error() {
     assert!(sdd_loop::journal::Journal::load(&path).is_err());
     let transcript = dir.path().join("session.jsonl");
     std::fs::write(&transcript, &json).unwrap();
-    let window = sdd_loop::transcript::Window {
-        from: jiff::Timestamp::UNIX_EPOCH,
-        to: jiff::Timestamp::MAX,
+    let tick = sdd_loop::transcript::TickId {
+        iteration: 1,
+        began_at: "2026-11-03T10:00:00Z".into(),
     };
-    let spend = sdd_loop::transcript::read_spend(&transcript, window).unwrap();
+    let spend = sdd_loop::transcript::count_spend(
+        &transcript,
+        &sdd_loop::transcript::Ledger::default(),
+        &tick,
+    )
+    .unwrap()
+    .spend;
     assert_eq!(spend.skipped.malformed, 1);
     for open in ["[", "{a: ", "- "] {
         let yaml = format!("- gate: {}", open.repeat(100_000));

@@ -364,23 +364,57 @@ fn events_need_an_open_iteration_and_a_valid_shape() {
 /// One assistant entry as Claude Code writes it.
 fn assistant(id: &str, request: &str, at: &str, model: &str, usage: &str) -> String {
     format!(
-        r#"{{"parentUuid":"p","isSidechain":false,"userType":"external","cwd":"/x","sessionId":"s1","version":"2.0.31","type":"assistant","uuid":"u-{id}","timestamp":"{at}","requestId":"{request}","message":{{"id":"{id}","type":"message","role":"assistant","model":"{model}","content":[{{"type":"text","text":"ok"}}],"stop_reason":null,"usage":{usage}}}}}"#
+        r#"{{"parentUuid":"p","isSidechain":false,"userType":"external","cwd":"/x","sessionId":"s1","version":"2.1.328","type":"assistant","uuid":"u-{id}","timestamp":"{at}","requestId":"{request}","message":{{"id":"{id}","type":"message","role":"assistant","model":"{model}","content":[{{"type":"text","text":"ok"}}],"stop_reason":null,"usage":{usage}}}}}"#
     )
 }
 
+/// A prompt: a user entry that starts a turn.
+fn prompt(uuid: &str, at: &str, text: &str) -> String {
+    format!(
+        r#"{{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/x","sessionId":"s1","version":"2.1.328","type":"user","uuid":"{uuid}","promptId":"pid-{uuid}","timestamp":"{at}","message":{{"role":"user","content":"{text}"}}}}"#
+    )
+}
+
+/// A tool's result: part of the turn, not a prompt.
+fn tool_result(at: &str) -> String {
+    format!(
+        r#"{{"type":"user","uuid":"r-{at}","timestamp":"{at}","message":{{"role":"user","content":[{{"tool_use_id":"t","type":"tool_result","content":"ok"}}]}}}}"#
+    )
+}
+
+/// The session's Claude Code folder under the sandbox's home.
+fn transcript_folder(s: &Sandbox) -> std::path::PathBuf {
+    let slug = sdd_loop::transcript::project_slug(s.root());
+    let folder = s.root().join("home/.claude/projects").join(slug);
+    std::fs::create_dir_all(&folder).unwrap();
+    folder
+}
+
+fn from_transcript(s: &Sandbox, caller: u32) -> EndInput {
+    let mut input = end_flags(EndFlags::default());
+    input.caller = Some(caller);
+    input.transcript = Some(sdd_loop::tick::TranscriptSource {
+        choice: sdd_loop::transcript::TranscriptChoice::Auto,
+        dirs: sdd_loop::transcript::ClaudeDirs {
+            config_dir: None,
+            home: s.root().join("home"),
+            session_id: None,
+        },
+        settle: None,
+    });
+    input
+}
+
 #[test]
-fn end_reads_the_session_s_spend_from_its_transcript_between_begin_and_end() {
+fn end_reads_the_spend_of_the_tick_s_prompt_from_the_transcript() {
     let mut s = ready();
     s.procs.0 = vec![SESSION];
     let cfg = s.cfg(Skill::Work);
-    // begin at 14:00:00; the sandbox clock reads 14:00:30 at end.
     s.begin(&cfg, SESSION);
-    let home = s.root().join("home");
-    let slug = sdd_loop::transcript::project_slug(s.root());
-    let folder = home.join(".claude/projects").join(slug);
-    std::fs::create_dir_all(&folder).unwrap();
+    let folder = transcript_folder(&s);
     let lines = [
-        // Before begin: another tick's spend.
+        // Chat before the loop: never the loop's spend.
+        prompt("chat", "2026-05-09T13:58:00.000Z", "what is in this repo?"),
         assistant(
             "msg_0",
             "req_0",
@@ -388,21 +422,23 @@ fn end_reads_the_session_s_spend_from_its_transcript_between_begin_and_end() {
             "claude-sonnet-4-7",
             r#"{"input_tokens":999,"output_tokens":999}"#,
         ),
+        prompt("p1", "2026-05-09T13:59:58.000Z", "/sdd:work --loop"),
         // A streamed response: two entries, the last one's usage counts.
         assistant(
             "msg_1",
             "req_1",
-            "2026-05-09T14:00:05.000Z",
+            "2026-05-09T13:59:59.000Z",
             "claude-sonnet-4-7",
             r#"{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":1000}"#,
         ),
         assistant(
             "msg_1",
             "req_1",
-            "2026-05-09T14:00:06.000Z",
+            "2026-05-09T13:59:59.500Z",
             "claude-sonnet-4-7",
             r#"{"input_tokens":10,"output_tokens":50,"cache_read_input_tokens":1000,"cache_creation_input_tokens":200}"#,
         ),
+        tool_result("2026-05-09T14:00:01.000Z"),
         "not json at all".to_owned(),
         assistant(
             "msg_2",
@@ -413,18 +449,12 @@ fn end_reads_the_session_s_spend_from_its_transcript_between_begin_and_end() {
         ),
     ];
     std::fs::write(folder.join("s1.jsonl"), lines.join("\n") + "\n").unwrap();
-    let mut input = end_flags(EndFlags::default());
-    input.transcript = Some(sdd_loop::tick::TranscriptSource {
-        choice: sdd_loop::transcript::TranscriptChoice::Auto,
-        dirs: sdd_loop::transcript::ClaudeDirs {
-            config_dir: None,
-            home,
-        },
-    });
-    let e = s.end(&cfg, &input);
+    let e = s.end(&cfg, &from_transcript(&s, SESSION));
     assert_eq!(e.code, 0, "{}{}", e.out, e.err);
     assert!(
-        e.out.contains("Spend from the session transcript"),
+        e.out.contains(
+            "2 API response(s), 2 answering this tick's prompt and 0 left from earlier ticks (1 file(s) read; 1 line(s) that are not usable entries skipped)"
+        ),
         "{}",
         e.out
     );
@@ -438,10 +468,183 @@ fn end_reads_the_session_s_spend_from_its_transcript_between_begin_and_end() {
             sonnet.cache_write_tokens
         ),
         (1210, 50, 1000, 200),
-        "one response, its last entry; cache parts inside tokens_in"
+        "one response, its last entry; cache parts inside tokens_in; the one running begin too"
     );
     assert_eq!(b.tokens_by_model["claude-haiku-4-7"].tokens_in, 5);
     assert_eq!((b.tokens_in, b.tokens_out), (1215, 55));
+    assert!(
+        s.paths(Skill::Work).transcript_ledger().exists(),
+        "the ledger remembers what was counted"
+    );
+}
+
+/// Appends tick `t`'s four responses to the session transcript, as they
+/// are written around its `begin` and `end`: the prompt and the response
+/// running `begin`, then the work, then the response running `end`.
+/// Response `k` of tick `t` spends `100t + k` tokens in and `10t + k` out.
+fn tick_lines(t: u64, k: std::ops::RangeInclusive<u64>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for k in k {
+        if k == 1 {
+            lines.push(prompt(
+                &format!("p{t}"),
+                &format!("2026-05-09T1{t}:00:00.000Z"),
+                "/sdd:work --loop",
+            ));
+        }
+        let at = format!("2026-05-09T1{t}:00:0{k}.000Z");
+        lines.push(assistant(
+            &format!("msg_{t}_{k}"),
+            &format!("req_{t}_{k}"),
+            &at,
+            "claude-sonnet-4-7",
+            &format!(
+                r#"{{"input_tokens":{},"output_tokens":{}}}"#,
+                100 * t + k,
+                10 * t + k
+            ),
+        ));
+        if k < 4 {
+            lines.push(tool_result(&at));
+        }
+    }
+    lines
+}
+
+fn append(path: &std::path::Path, lines: &[String]) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    for line in lines {
+        writeln!(f, "{line}").unwrap();
+    }
+}
+
+/// The tokens in and out history records per tick.
+fn per_tick(s: &Sandbox) -> Vec<(u64, u64)> {
+    s.history(Skill::Work)
+        .iter()
+        .map(|l| {
+            (
+                l.tokens_in_this_iter.unwrap_or(0),
+                l.tokens_out_this_iter.unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+// The failure this pins: with `begin`, the work and `end` as the session's
+// own tool calls, a window between `begin` and `end` counted 1 of each
+// tick's 4 responses.
+#[test]
+fn three_ticks_count_every_response_but_the_last_closing_one_and_a_fourth_tick_counts_it() {
+    let mut s = ready();
+    s.procs.0 = vec![SESSION];
+    let mut cfg = s.cfg(Skill::Work);
+    answer(&mut cfg, "budget-escalation=continue");
+    let path = transcript_folder(&s).join("s1.jsonl");
+    for t in 1..=4 {
+        append(&path, &tick_lines(t, 1..=1));
+        let b = s.begin(&cfg, SESSION);
+        assert_eq!(b.code, 0, "{}{}", b.out, b.err);
+        append(&path, &tick_lines(t, 2..=3));
+        let e = s.end(&cfg, &from_transcript(&s, SESSION));
+        assert_eq!(e.code, 0, "{}{}", e.out, e.err);
+        append(&path, &tick_lines(t, 4..=4));
+    }
+    // tick t: its responses 1-3 (in 300t + 6), and tick t-1's 4th.
+    assert_eq!(
+        per_tick(&s),
+        vec![
+            (306, 36),
+            (606 + 104, 66 + 14),
+            (906 + 204, 96 + 24),
+            (1206 + 304, 126 + 34)
+        ]
+    );
+    let three: u64 = per_tick(&s)[..3].iter().map(|t| t.0).sum();
+    let every: u64 = (1..=3)
+        .flat_map(|t| (1..=4).map(move |k| 100 * t + k))
+        .sum();
+    assert_eq!(three, every - 304, "all but the closing response of tick 3");
+}
+
+// A session killed between `begin` and `end` is recovered from the usage
+// events it appended; its transcript responses must not count a second
+// time through the ledger — while the earlier tick's closing message,
+// left after that tick's `end`, still counts once.
+#[test]
+fn a_recovered_tick_s_responses_are_not_counted_again_from_the_transcript() {
+    let mut s = ready().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR), issue(3, CLEAR)]);
+    s.procs.0 = vec![SESSION];
+    let cfg = s.cfg(Skill::Work);
+    let first = transcript_folder(&s).join("s1.jsonl");
+    append(&first, &tick_lines(1, 1..=1));
+    s.begin(&cfg, SESSION);
+    append(&first, &tick_lines(1, 2..=3));
+    assert_eq!(s.end(&cfg, &from_transcript(&s, SESSION)).code, 0);
+    append(&first, &tick_lines(1, 4..=4));
+    // Tick 2: begun, worked, reported its usage as an event, then killed.
+    append(&first, &tick_lines(2, 1..=1));
+    s.begin(&cfg, SESSION);
+    append(&first, &tick_lines(2, 2..=3));
+    append_event(
+        &s.paths(Skill::Work),
+        r#"{"event":"usage","model":"claude-sonnet-4-7","tokens_in":500,"tokens_out":50}"#,
+        &Redactor::default(),
+    )
+    .unwrap();
+    // A new session: tick 3 recovers tick 2, and its end reads its own
+    // transcript and the earlier one the ledger names.
+    s.procs.0 = vec![OTHER];
+    let second = transcript_folder(&s).join("s2.jsonl");
+    append(&second, &tick_lines(3, 1..=1));
+    let b = s.begin(&cfg, OTHER);
+    assert!(
+        b.out.contains("Recovered interrupted iteration 2"),
+        "{}",
+        b.out
+    );
+    append(&second, &tick_lines(3, 2..=3));
+    let e = s.end(&cfg, &from_transcript(&s, OTHER));
+    assert_eq!(e.code, 0, "{}{}", e.out, e.err);
+    assert!(e.out.contains("(2 file(s) read;"), "{}", e.out);
+    assert_eq!(
+        per_tick(&s),
+        vec![(306, 36), (500, 50), (906 + 104, 96 + 14)],
+        "tick 2 once, from its events; tick 1's closing message in tick 3"
+    );
+}
+
+#[test]
+fn a_damaged_ledger_leaves_the_iteration_open_and_says_how_to_recover() {
+    let mut s = ready();
+    s.procs.0 = vec![SESSION];
+    let cfg = s.cfg(Skill::Work);
+    append(
+        &transcript_folder(&s).join("s1.jsonl"),
+        &tick_lines(1, 1..=3),
+    );
+    s.begin(&cfg, SESSION);
+    let ledger = s.paths(Skill::Work).transcript_ledger();
+    std::fs::write(&ledger, "{\"version\": 1, \"ticks\": [").unwrap();
+    let before = s.files();
+    let r = s.end(&cfg, &from_transcript(&s, SESSION));
+    assert_eq!(r.code, exit::DATA, "{}", r.err);
+    assert!(
+        r.err.contains("work.transcript.json is unreadable"),
+        "{}",
+        r.err
+    );
+    assert!(r.err.contains("help: delete "), "{}", r.err);
+    assert_eq!(s.files(), before, "still open, nothing written");
+    std::fs::remove_file(&ledger).unwrap();
+    let r = s.end(&cfg, &from_transcript(&s, SESSION));
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert_eq!(per_tick(&s), vec![(306, 36)]);
 }
 
 #[test]
@@ -457,7 +660,9 @@ fn a_missing_transcript_leaves_the_iteration_open_with_a_help_line() {
         dirs: sdd_loop::transcript::ClaudeDirs {
             config_dir: Some(s.root().join("nowhere")),
             home: s.root().to_path_buf(),
+            session_id: None,
         },
+        settle: None,
     });
     let r = s.end(&cfg, &input);
     assert_eq!(r.code, exit::DATA, "{}", r.err);

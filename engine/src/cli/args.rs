@@ -48,7 +48,9 @@ Environment:
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
-  CLAUDE_CONFIG_DIR, HOME  where `end --transcript auto` looks for Claude Code transcripts";
+  CLAUDE_CONFIG_DIR, HOME  where `end --transcript auto` looks for Claude Code transcripts
+  CLAUDE_CODE_SESSION_ID   set by Claude Code: `end --transcript auto` reads that session's file
+  CLAUDECODE               set by Claude Code: `end --transcript` first waits (at most 2 s) for its writes";
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
@@ -389,10 +391,12 @@ pub struct EndArgs {
     #[arg(long, value_name = "ERROR")]
     pub qmd_unreachable: Option<String>,
     /// The session's spend from its Claude Code transcript: a .jsonl file,
-    /// or `auto` for the newest transcript of this project (under
-    /// $CLAUDE_CONFIG_DIR, else ~/.claude: projects/<project path with every
-    /// character but A-Z, a-z, 0-9 turned into ->/). Counts each API
-    /// response once, between begin and end; replaces other usage.
+    /// or `auto` for this session's own ($CLAUDE_CODE_SESSION_ID), else the
+    /// newest transcript of this project (under $CLAUDE_CONFIG_DIR, else
+    /// ~/.claude: projects/<project path with every character but A-Z, a-z,
+    /// 0-9 turned into ->/). Counts each API response once, in the tick
+    /// whose prompt it answers (one written after an end, by the next end);
+    /// replaces other usage.
     #[arg(long, value_name = "PATH|auto")]
     pub transcript: Option<String>,
     #[command(flatten)]

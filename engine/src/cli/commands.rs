@@ -24,7 +24,7 @@ use crate::protocol::ModelUsage;
 use crate::runner::{Interrupts, NoInterrupts, ProcessRunner, SkillRunner};
 use crate::tick::{self, EndFlags, EndInput, ResultInput, TranscriptSource, WorkReport, World};
 use crate::tracker::{self, HttpTracker, Tracker, TrackerConfig, TrackerError};
-use crate::transcript::{ClaudeDirs, TranscriptChoice};
+use crate::transcript::{ClaudeDirs, Settle, TranscriptChoice};
 
 /// A tracker that is not configured: every call says so.
 #[derive(Debug)]
@@ -612,7 +612,19 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
                     .filter(|v| !v.is_empty())
                     .map(PathBuf::from),
                 home: env.vars.get("HOME").map(PathBuf::from).unwrap_or_default(),
+                session_id: env
+                    .vars
+                    .get("CLAUDE_CODE_SESSION_ID")
+                    .filter(|v| !v.is_empty())
+                    .cloned(),
             },
+            // Claude Code sets CLAUDECODE=1 for the commands and hooks it
+            // runs: then it may still hold entries it has not written.
+            settle: env
+                .vars
+                .get("CLAUDECODE")
+                .is_some_and(|v| !v.is_empty())
+                .then_some(Settle::CLAUDE_CODE),
         }),
     })
 }

@@ -11,6 +11,19 @@
 //! whole result is known: a bad `--result`, an unknown PR or an
 //! unreachable tracker leaves the iteration open, and `end` can be run
 //! again.
+//!
+//! `--transcript` takes the spend from the session's Claude Code
+//! transcript by the rule of [`crate::transcript`]: the responses that
+//! answer this tick's prompt, and those that answer an earlier tick's
+//! prompt and were written after that tick's `end`. The loop's ledger of
+//! counted responses is written after the result and before the history
+//! line: an `end` that stops before the history line and is run again
+//! replaces its own ledger line, and one that stops after it is not run
+//! again (the iteration is already recorded), so no response is counted
+//! twice. (A session killed in the instant between the result and the
+//! ledger is recovered from that result, and the next `end` may count the
+//! earlier ticks' leftovers it took a second time: an over-count of a
+//! closing message, never a miss.)
 
 use super::Failure;
 use super::WorkReport;
@@ -24,7 +37,7 @@ use crate::journal::Journal;
 use crate::paths::StatePaths;
 use crate::protocol::{self, ModelUsage, PROTOCOL_VERSION, PrReport, SkillEvent, SkillResult};
 use crate::tracker::TrackerError;
-use crate::transcript::{self, ClaudeDirs, TranscriptChoice, Window};
+use crate::transcript::{self, ClaudeDirs, Ledger, Settle, Settled, TickId, TranscriptChoice};
 
 /// `end --result FILE|-`: where it came from and what it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,8 +91,12 @@ pub struct EndInput {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TranscriptSource {
     pub choice: TranscriptChoice,
-    /// `$CLAUDE_CONFIG_DIR` and `$HOME`, gathered by the CLI.
+    /// `$CLAUDE_CONFIG_DIR`, `$HOME` and `$CLAUDE_CODE_SESSION_ID`,
+    /// gathered by the CLI.
     pub dirs: ClaudeDirs,
+    /// Wait for Claude Code to write what it has queued first: set when
+    /// `end` runs inside Claude Code (`$CLAUDECODE`).
+    pub settle: Option<Settle>,
 }
 
 /// The tick configuration for `end`: the open iteration's budget file,
@@ -112,7 +129,7 @@ pub(crate) fn end_tick(
         return handover::complete_recorded(ctx, &journal);
     };
     let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
-    let result = match assemble(ctx, &journal, &exchange, input) {
+    let (result, ledger) = match assemble(ctx, &journal, &exchange, input) {
         Ok(r) => r,
         Err(f) => {
             // The iteration stays open: fix the input and run `end` again.
@@ -124,7 +141,11 @@ pub(crate) fn end_tick(
     let mut json = serde_json::to_vec_pretty(&result).expect("results serialise");
     json.push(b'\n');
     let written = files::ensure_private_dir(&exchange.dir)
-        .and_then(|()| files::write_atomic(&exchange.result_path(), &json));
+        .and_then(|()| files::write_atomic(&exchange.result_path(), &json))
+        .and_then(|()| match &ledger {
+            Some(ledger) => ledger.save(&ctx.paths.transcript_ledger()),
+            None => Ok(()),
+        });
     if let Err(e) = written {
         held.keep();
         return Err(e.into());
@@ -141,13 +162,14 @@ fn invalid(source: &str, detail: impl std::fmt::Display) -> Failure {
     )
 }
 
-/// The iteration's result from the session's reports.
+/// The iteration's result from the session's reports, and with
+/// `--transcript` the loop's ledger to write once the result is on disk.
 fn assemble(
     ctx: &mut Ctx<'_, '_>,
     journal: &Journal,
     exchange: &Exchange,
     input: &EndInput,
-) -> Result<SkillResult, Failure> {
+) -> Result<(SkillResult, Option<Ledger>), Failure> {
     let mut result = match &input.result {
         Some(r) => {
             let mut value: serde_json::Value =
@@ -220,41 +242,81 @@ fn assemble(
     if let Some(s) = &flags.summary {
         result.summary = Some(s.clone());
     }
+    let mut ledger = None;
     if let Some(source) = &input.transcript {
-        let from = crate::clock::parse(&journal.started_at).unwrap_or(ctx.started);
-        let window = Window {
-            from,
-            to: ctx.now(),
-        };
-        let spend = transcript::locate(&source.choice, &source.dirs, &ctx.cfg.root)
-            .and_then(|path| transcript::read_spend(&path, window))
-            .map_err(|e| {
-                Failure::new(exit::DATA, format!("{e} — nothing was changed"), e.help())
-            })?;
-        if !result.usage.is_empty() {
-            ctx.note(format!(
-                "Usage reported for {} model(s) is replaced by the transcript's",
-                result.usage.len()
-            ));
-        }
-        let skipped = spend.skipped;
-        let not_counted = skipped.malformed + skipped.foreign + skipped.incomplete;
-        let file = spend
-            .files
-            .first()
-            .map(|f| ctx.rel(&f.path))
-            .unwrap_or_default();
-        ctx.note(format!(
-            "Spend from the session transcript {file}: {} API response(s) from {} to {} ({} file(s) read; {} line(s) that are not usable entries skipped)",
-            spend.responses,
-            crate::clock::format(window.from),
-            crate::clock::format(window.to),
-            spend.files.len(),
-            not_counted,
-        ));
-        result.usage = spend.usage();
+        let counted = spend_from_transcript(ctx, journal, source, result.usage.len())?;
+        result.usage = counted.spend.usage();
+        ledger = Some(counted.ledger);
     }
-    Ok(result)
+    Ok((result, ledger))
+}
+
+fn transcript_failure(e: impl std::fmt::Display, help: String) -> Failure {
+    Failure::new(exit::DATA, format!("{e} — nothing was changed"), help)
+}
+
+/// `end --transcript`: what the session spent, by the rule of
+/// [`crate::transcript`], with notes saying what was read and counted
+/// (`replaced`: how many models' usage the transcript's replaces).
+fn spend_from_transcript(
+    ctx: &mut Ctx<'_, '_>,
+    journal: &Journal,
+    source: &TranscriptSource,
+    replaced: usize,
+) -> Result<transcript::Counted, Failure> {
+    let path = transcript::locate(&source.choice, &source.dirs, &ctx.cfg.root)
+        .map_err(|e| transcript_failure(&e, e.help()))?;
+    let settled = match source.settle {
+        Some(limits) => Some(
+            transcript::settle(&path, limits, &mut std::thread::sleep)
+                .map_err(|e| transcript_failure(&e, e.help()))?,
+        ),
+        None => None,
+    };
+    let ledger_path = ctx.paths.transcript_ledger();
+    let ledger = Ledger::load(&ledger_path).map_err(|e| transcript_failure(&e, e.help()))?;
+    let tick = TickId {
+        iteration: journal.iteration,
+        began_at: journal.started_at.clone(),
+    };
+    let counted = transcript::count_spend(&path, &ledger, &tick)
+        .map_err(|e| transcript_failure(&e, e.help()))?;
+    if replaced > 0 {
+        ctx.note(format!(
+            "Usage reported for {replaced} model(s) is replaced by the transcript's"
+        ));
+    }
+    if settled == Some(Settled::GaveUp) {
+        ctx.note(format!(
+            "The session transcript {} was still being written when end stopped waiting; what is not in it yet is counted by the next end",
+            ctx.rel(&path)
+        ));
+    }
+    let spend = &counted.spend;
+    let skipped = spend.skipped;
+    let not_usable = skipped.malformed + skipped.foreign + skipped.incomplete;
+    ctx.note(format!(
+        "Spend from the session transcript {}: {} API response(s), {} answering this tick's prompt and {} left from earlier ticks ({} file(s) read; {} line(s) that are not usable entries skipped)",
+        ctx.rel(&path),
+        spend.responses,
+        spend.this_tick,
+        spend.leftover(),
+        spend.files.len(),
+        not_usable,
+    ));
+    if spend.prompt.is_none() {
+        ctx.note(format!(
+            "The session transcript {} holds no prompt: only earlier ticks' leftovers were counted — pass the session's own file with --transcript PATH",
+            ctx.rel(&path)
+        ));
+    }
+    for gone in &spend.missing {
+        ctx.note(format!(
+            "The transcript {} of an earlier tick is gone; what it held after that tick's end is not counted",
+            ctx.rel(gone)
+        ));
+    }
+    Ok(counted)
 }
 
 /// A PR the session names, as the tracker has it.

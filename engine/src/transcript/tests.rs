@@ -1,13 +1,12 @@
-//! Unit tests of `transcript.rs`.
+//! Unit tests of the transcript module: slugs, usage, what a prompt is,
+//! one response per key, the ledger's bounds and the settle wait.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::*;
 
-fn window() -> Window {
-    Window {
-        from: "2026-11-03T10:00:00Z".parse().unwrap(),
-        to: "2026-11-03T10:30:00Z".parse().unwrap(),
-    }
-}
+const PROMPT: &str = r#"{"type":"user","uuid":"p1","timestamp":"2026-11-03T10:00:00.000Z","message":{"role":"user","content":"/sdd:work --loop"}}"#;
 
 fn assistant(id: &str, request: Option<&str>, at: &str, output: u64) -> String {
     let request = request.map_or(String::new(), |r| format!(r#""requestId":"{r}","#));
@@ -16,11 +15,27 @@ fn assistant(id: &str, request: Option<&str>, at: &str, output: u64) -> String {
     )
 }
 
+fn tick(iteration: u64) -> TickId {
+    TickId {
+        iteration,
+        began_at: format!("2026-11-03T10:0{iteration}:00Z"),
+    }
+}
+
+/// What the first `end` of a loop counts in a file holding `lines`.
 fn spend_of(lines: &[u8]) -> Spend {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.jsonl");
     std::fs::write(&path, lines).unwrap();
-    read_spend(&path, window()).unwrap()
+    count_spend(&path, &Ledger::default(), &tick(1))
+        .unwrap()
+        .spend
+}
+
+fn with_prompt(lines: &[String]) -> String {
+    let mut all = vec![PROMPT.to_owned()];
+    all.extend(lines.iter().cloned());
+    all.join("\n")
 }
 
 #[test]
@@ -43,11 +58,13 @@ fn the_config_dir_is_claude_config_dir_else_dot_claude_in_home() {
     let dirs = ClaudeDirs {
         config_dir: None,
         home: home.clone(),
+        session_id: None,
     };
     assert_eq!(dirs.config_dir(), home.join(".claude"));
     let dirs = ClaudeDirs {
         config_dir: Some("/etc/claude".into()),
         home,
+        session_id: None,
     };
     assert_eq!(dirs.config_dir(), PathBuf::from("/etc/claude"));
 }
@@ -86,12 +103,11 @@ fn missing_counts_are_zero_and_the_cache_split_never_loses_a_write() {
 
 #[test]
 fn a_streamed_response_keeps_its_last_usage_not_the_sum() {
-    let lines = [
+    let lines = with_prompt(&[
         assistant("msg_1", Some("req_1"), "2026-11-03T10:01:00Z", 5),
         assistant("msg_1", Some("req_1"), "2026-11-03T10:01:01Z", 9),
         assistant("msg_1", Some("req_1"), "2026-11-03T10:01:02Z", 40),
-    ]
-    .join("\n");
+    ]);
     let spend = spend_of(lines.as_bytes());
     assert_eq!(spend.by_model["m"].output, 40);
     assert_eq!(spend.responses, 1);
@@ -100,12 +116,11 @@ fn a_streamed_response_keeps_its_last_usage_not_the_sum() {
 
 #[test]
 fn a_response_is_a_message_id_and_request_id_pair() {
-    let lines = [
+    let lines = with_prompt(&[
         assistant("msg_1", Some("req_1"), "2026-11-03T10:01:00Z", 5),
         assistant("msg_1", Some("req_2"), "2026-11-03T10:02:00Z", 7),
         assistant("msg_2", None, "2026-11-03T10:03:00Z", 11),
-    ]
-    .join("\n");
+    ]);
     let spend = spend_of(lines.as_bytes());
     assert_eq!(spend.responses, 3);
     assert_eq!(spend.by_model["m"].output, 23);
@@ -113,22 +128,9 @@ fn a_response_is_a_message_id_and_request_id_pair() {
 }
 
 #[test]
-fn both_ends_of_the_window_count() {
-    let lines = [
-        assistant("a", None, "2026-11-03T09:59:59.999Z", 1),
-        assistant("b", None, "2026-11-03T10:00:00Z", 10),
-        assistant("c", None, "2026-11-03T12:30:00+02:00", 100),
-        assistant("d", None, "2026-11-03T10:30:00.001Z", 1000),
-    ]
-    .join("\n");
-    let spend = spend_of(lines.as_bytes());
-    assert_eq!(spend.by_model["m"].output, 110);
-    assert_eq!(spend.skipped.outside_window, 2);
-}
-
-#[test]
 fn bytes_that_are_not_utf8_are_a_malformed_line_not_an_error() {
-    let mut bytes = b"\xff\xfe\x00garbage\r\n".to_vec();
+    let mut bytes = format!("{PROMPT}\n").into_bytes();
+    bytes.extend_from_slice(b"\xff\xfe\x00garbage\r\n");
     bytes.extend_from_slice(assistant("a", None, "2026-11-03T10:05:00Z", 3).as_bytes());
     bytes.extend_from_slice(b"\r\n\n   \n{\"type\":7}\n\"just a string\"\n");
     let spend = spend_of(&bytes);
@@ -142,16 +144,200 @@ fn bytes_that_are_not_utf8_are_a_malformed_line_not_an_error() {
 
 #[test]
 fn the_synthetic_model_and_incomplete_entries_are_skipped() {
-    let lines = [
+    let lines = with_prompt(&[
             r#"{"type":"assistant","timestamp":"2026-11-03T10:05:00Z","message":{"id":"x","model":"<synthetic>","usage":{"input_tokens":0,"output_tokens":0}}}"#.to_owned(),
             r#"{"type":"assistant","timestamp":"2026-11-03T10:05:00Z","message":{"model":"m","usage":{}}}"#.to_owned(),
             r#"{"type":"assistant","timestamp":"2026-11-03T10:05:00Z","message":{"id":"y","usage":{}}}"#.to_owned(),
             r#"{"type":"assistant","timestamp":"2026-11-03T10:05:00Z","message":{"id":"y","model":"m","usage":{"input_tokens":-4}}}"#.to_owned(),
             r#"{"type":"assistant","timestamp":"2026-11-03T10:05:00Z"}"#.to_owned(),
-        ]
-        .join("\n");
+    ]);
     let spend = spend_of(lines.as_bytes());
     assert_eq!(spend.skipped.synthetic, 1);
     assert_eq!(spend.skipped.incomplete, 4);
     assert!(spend.by_model.is_empty());
+}
+
+/// The prompts `scan_file` finds in `lines`, by identity.
+fn prompts_in(lines: &[&str]) -> Vec<String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    scan::scan_file(&path)
+        .unwrap()
+        .prompts
+        .into_iter()
+        .map(|p| p.id)
+        .collect()
+}
+
+#[test]
+fn a_prompt_is_a_user_entry_that_starts_a_turn() {
+    let found = prompts_in(&[
+        r#"{"type":"user","uuid":"text","message":{"role":"user","content":"hello"}}"#,
+        r#"{"type":"user","uuid":"blocks","message":{"role":"user","content":[{"type":"text","text":"look"},{"type":"image","source":{}}]}}"#,
+        r#"{"type":"user","uuid":"result","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"ok"}]}}"#,
+        r#"{"type":"user","uuid":"meta","isMeta":true,"message":{"role":"user","content":"Base directory for this skill: …"}}"#,
+        r#"{"type":"user","uuid":"summary","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued…"}}"#,
+        r#"{"type":"user","uuid":"only","isVisibleInTranscriptOnly":true,"message":{"role":"user","content":"x"}}"#,
+        r#"{"type":"user","uuid":"task","isSidechain":true,"message":{"role":"user","content":"Find the tests"}}"#,
+        r#"{"type":"user","uuid":"odd","message":{"role":"user","content":[1,"two",null,[3],{"type":7}]}}"#,
+        r#"{"type":"user","uuid":"none","message":{"role":"user"}}"#,
+        r#"{"type":"user","uuid":"number","message":{"role":"user","content":5}}"#,
+        r#"{"type":"attachment","uuid":"att","attachment":{"type":"queued_command","prompt":"later"}}"#,
+        r#"{"type":"queue-operation","operation":"enqueue","content":"/sdd:work --loop"}"#,
+        r#"{"type":"last-prompt","lastPrompt":"/sdd:work --loop"}"#,
+        r#"{"type":"user","promptId":"by-prompt-id","message":{"role":"user","content":"no uuid"}}"#,
+        r#"{"type":"user","message":{"role":"user","content":"neither"}}"#,
+    ]);
+    assert_eq!(
+        found,
+        ["text", "blocks", "odd", "by-prompt-id", "s.jsonl:15"],
+        "tool results, made-up messages, subagent tasks and other entry types start no turn"
+    );
+}
+
+// Every tool result between a prompt and a response leaves the response
+// answering that prompt; the next prompt takes over.
+#[test]
+fn a_response_answers_the_last_prompt_before_it_in_file_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    let lines = [
+        assistant("before", None, "2026-11-03T09:59:00Z", 1),
+        r#"{"type":"user","uuid":"p1","timestamp":"2026-11-03T10:00:00Z","message":{"content":"go"}}"#.to_owned(),
+        assistant("r1", None, "2026-11-03T10:00:01Z", 1),
+        r#"{"type":"user","uuid":"tr","timestamp":"2026-11-03T10:00:02Z","message":{"content":[{"type":"tool_result","tool_use_id":"t"}]}}"#.to_owned(),
+        r#"{"type":"attachment","timestamp":"2026-11-03T10:00:02Z"}"#.to_owned(),
+        // Written late, stamped early: the order of the file decides.
+        assistant("r2", None, "2026-11-03T09:00:00Z", 1),
+        r#"{"type":"user","uuid":"p2","timestamp":"2026-11-03T10:01:00Z","message":{"content":"again"}}"#.to_owned(),
+        assistant("r3", None, "2026-11-03T10:01:01Z", 1),
+    ];
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let scan = scan::scan_file(&path).unwrap();
+    let answers = |id: &str| {
+        let key = ResponseKey {
+            message: id.to_owned(),
+            request: None,
+        };
+        scan.responses[&key]
+            .prompt
+            .map(|i| scan.prompts[i].id.clone())
+    };
+    assert_eq!(answers("before"), None);
+    assert_eq!(answers("r1").as_deref(), Some("p1"));
+    assert_eq!(answers("r2").as_deref(), Some("p1"));
+    assert_eq!(answers("r3").as_deref(), Some("p2"));
+}
+
+fn line(iteration: u64, keys: &[&str]) -> LedgerTick {
+    LedgerTick {
+        iteration,
+        began_at: tick(iteration).began_at,
+        transcript: PathBuf::from("/t/s.jsonl"),
+        prompt: Some(format!("p{iteration}")),
+        counted: keys
+            .iter()
+            .map(|k| ResponseKey {
+                message: (*k).to_owned(),
+                request: None,
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn the_ledger_keeps_the_last_ticks_and_a_tick_replaces_its_own_line() {
+    let mut ledger = Ledger::default();
+    for n in 1..=(MAX_TICKS as u64 + 3) {
+        ledger = ledger.with(line(n, &["a"]));
+    }
+    assert_eq!(ledger.ticks.len(), MAX_TICKS);
+    assert_eq!(ledger.ticks[0].iteration, 4, "the oldest are dropped first");
+    let last = MAX_TICKS as u64 + 3;
+    let again = ledger.with(line(last, &["b"]));
+    assert_eq!(again.ticks.len(), MAX_TICKS);
+    assert_eq!(again.ticks.last().unwrap().counted[0].message, "b");
+    assert_eq!(
+        again.earlier(&tick(last)).count(),
+        MAX_TICKS - 1,
+        "an end run again does not see its own first line"
+    );
+}
+
+#[test]
+fn a_ledger_round_trips_and_a_damaged_one_names_the_file_and_the_fix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("work.transcript.json");
+    assert_eq!(Ledger::load(&path).unwrap(), Ledger::default());
+    let ledger = Ledger::default().with(line(1, &["a", "b"]));
+    ledger.save(&path).unwrap();
+    assert_eq!(Ledger::load(&path).unwrap(), ledger);
+    for bad in [
+        r#"{"version":2,"ticks":[]}"#,
+        r#"{"version":1,"tick":[]}"#,
+        "{",
+    ] {
+        std::fs::write(&path, bad).unwrap();
+        let err = Ledger::load(&path).unwrap_err();
+        assert!(err.to_string().contains("work.transcript.json"), "{err}");
+        assert!(err.help().starts_with("delete "), "{}", err.help());
+    }
+}
+
+/// Runs `settle` on a file; each wait appends the next of `later` (Claude
+/// Code writing its queue). Returns how it ended and how many waits it took.
+fn settle_on(later: &[&str]) -> (Settled, usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    std::fs::write(&path, format!("{PROMPT}\n")).unwrap();
+    let mut waits = 0;
+    let mut sleep = |d: Duration| {
+        assert_eq!(d, Settle::CLAUDE_CODE.poll);
+        if let Some(more) = later.get(waits) {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            std::io::Write::write_all(&mut f, format!("{more}\n").as_bytes()).unwrap();
+        }
+        waits += 1;
+    };
+    let settled = settle(&path, Settle::CLAUDE_CODE, &mut sleep).unwrap();
+    (settled, waits)
+}
+
+#[test]
+fn settle_waits_until_the_file_has_been_quiet_for_three_write_intervals() {
+    let limits = Settle::CLAUDE_CODE;
+    let quiet = (limits.quiet.as_millis() / limits.poll.as_millis()) as usize;
+    assert_eq!(settle_on(&[]), (Settled::Quiet, quiet));
+    let written = [r#"{"type":"assistant"}"#, r#"{"type":"user"}"#];
+    assert_eq!(
+        settle_on(&written),
+        (Settled::Quiet, written.len() + quiet),
+        "each write starts the quiet time again"
+    );
+}
+
+#[test]
+fn settle_gives_up_on_a_file_that_keeps_growing() {
+    let limits = Settle::CLAUDE_CODE;
+    let growing: Vec<String> = (0..200)
+        .map(|i| format!("{{\"type\":\"attachment\",\"n\":{i}}}"))
+        .collect();
+    let growing: Vec<&str> = growing.iter().map(String::as_str).collect();
+    let most = (limits.most.as_millis() / limits.poll.as_millis()) as usize;
+    assert_eq!(settle_on(&growing), (Settled::GaveUp, most));
+}
+
+#[test]
+fn settle_on_a_missing_file_is_an_error_naming_it() {
+    let err = settle(
+        Path::new("/nonexistent/s.jsonl"),
+        Settle::CLAUDE_CODE,
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/s.jsonl"), "{err}");
 }
