@@ -193,6 +193,46 @@ fn three_real_ticks_count_every_response_but_the_last_closing_one_and_a_fourth_c
     assert_eq!(again.spend.responses, 0, "nothing twice");
 }
 
+// Recorded by another route: the real Claude Code against `mock-model`
+// (its script beside the file), one prompt answered by four responses, the
+// third a `Bash` call standing for `end`.
+#[test]
+fn a_real_tick_recorded_against_mock_model_counts_its_four_responses_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = fixtures().join("real-2.1.328-mock-model");
+    let name = "80e0210c-fc40-4791-971c-34d9a14abae1.jsonl";
+    let all = lines(&real.join(name));
+    let path = tmp.path().join(name);
+    write_lines(&path, &all[..=calls(&all, "echo end")[0]]);
+    let totals = |input, output, cache_read, cache_creation| {
+        BTreeMap::from([(
+            // Claude Code's default model when none is named.
+            "claude-opus-5-5".to_owned(),
+            TokenTotals {
+                input,
+                output,
+                cache_creation,
+                cache_creation_1h: 0,
+                cache_read,
+            },
+        )])
+    };
+    let first = end(&path, &Ledger::default(), 1);
+    assert_eq!(
+        first.spend.by_model,
+        totals(
+            3000 + 120 + 110,
+            60 + 45 + 30,
+            12_000 + 12_400,
+            12_000 + 400 + 300
+        )
+    );
+    write_lines(&path, &all);
+    let second = end(&path, &first.ledger, 2);
+    assert_eq!(second.spend.by_model, totals(90, 12, 12_700, 0));
+    assert_eq!(end(&path, &second.ledger, 3).spend.responses, 0);
+}
+
 #[test]
 fn every_line_of_a_real_transcript_is_counted_or_skipped_for_a_reason() {
     let real = fixtures().join(REAL);
