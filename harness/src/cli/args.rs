@@ -14,6 +14,12 @@ Environment:
   SDD_EVALS_KEEP=1       keep every sandbox (same as --keep)
   SDD_EVALS_TMPDIR       where sandboxes are made [default: /dev/shm when
                          there is one, else the system's temporary directory]
+  SDD_EVALS_AGENTS_DIR   where `agents install` puts the pinned Claude Code
+                         and Codex, and the real-CLI cases find them
+                         [default: $XDG_CACHE_HOME/sdd-evals/agents, else
+                         ~/.cache/sdd-evals/agents; then PATH]
+  SDD_EVALS_REQUIRE_AGENTS=1  a real-CLI case whose CLI is missing fails
+                         (same as --require-agents)
 
 Exit status:
   0   every case passed
@@ -22,7 +28,8 @@ Exit status:
       difference between a SKILL.md and the engine
   64  usage error
   65  a case file (or the --compare benchmark) does not parse or validate
-  69  a binary is missing (build them with `cargo build --workspace --bins`)
+  69  a binary is missing (build them with `cargo build --workspace --bins`),
+      or `agents` found a pinned CLI missing or could not install it
   73  the reports cannot be written
 
 The case format: evals/README.md";
@@ -78,6 +85,30 @@ pub enum Command {
         after_help = "Examples:\n  sdd-evals coverage\n  sdd-evals coverage --markdown --write evals/README.md"
     )]
     Coverage(CoverageArgs),
+    /// The pinned real CLIs the real-CLI cases run (Claude Code, Codex):
+    /// where each is and the disk they take; `agents install` installs
+    /// them with npm (once: a warm cache downloads nothing).
+    #[command(
+        after_help = "Examples:\n  sdd-evals agents\n  sdd-evals agents install\n  sdd-evals agents install --dir /tmp/agents"
+    )]
+    Agents(AgentsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    #[command(subcommand)]
+    pub command: Option<AgentsCommand>,
+    /// The install directory [default: $SDD_EVALS_AGENTS_DIR, else
+    /// $XDG_CACHE_HOME/sdd-evals/agents, else ~/.cache/sdd-evals/agents]
+    #[arg(long, value_name = "DIR", global = true)]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Install every pinned CLI that is not installed yet (npm, into the
+    /// install directory).
+    Install,
 }
 
 #[derive(Debug, Args)]
@@ -128,7 +159,7 @@ pub struct RunArgs {
     /// rebuilt first, so the suite never runs stale ones; this skips that.
     #[arg(long)]
     pub no_build: bool,
-    /// How many cases run at once [default: the number of cores]
+    /// How many cases run at once [default: 4 per core]
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
     /// Write the snapshots of new cases (those with none stored). A
@@ -140,8 +171,16 @@ pub struct RunArgs {
     /// newest one in a directory such as evals/benchmarks/.
     #[arg(long, value_name = "BENCHMARK")]
     pub compare: Option<PathBuf>,
+    /// A real-CLI case whose CLI is not installed fails instead of being
+    /// skipped (CI uses it; `sdd-evals agents install` installs them).
+    #[arg(long)]
+    pub require_agents: bool,
     /// Add this run's benchmark to evals/benchmarks/ as
     /// <commit date>-<commit>.json (the committed history).
     #[arg(long)]
     pub record: bool,
+    /// Print each case's phases (world, events, ticks, capture, judging,
+    /// teardown), slowest first, and the run's wall and CPU time.
+    #[arg(long)]
+    pub timings: bool,
 }

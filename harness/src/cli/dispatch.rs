@@ -10,6 +10,7 @@ use clap::Parser;
 use crate::loading::fixtures::Fixtures;
 use crate::loading::schema;
 
+use super::agents::agents_command;
 use super::args::{Cli, Command};
 use super::coverage::coverage_command;
 use super::docs::docs_command;
@@ -86,6 +87,7 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>, env: &mut Env<'_>) ->
             run(env, args, &paths, &workspace, fixtures)
         }
         Command::Docs(args) => docs_command(env, args, &workspace),
+        Command::Agents(args) => agents_command(env, args),
         Command::Coverage(args) => {
             let paths = resolve(args.paths.clone());
             coverage_command(env, &args, &paths, &fixtures)

@@ -3,9 +3,11 @@
 //! [`Env`] and exits with what [`main_with`] returns; [`dispatch`] parses
 //! the arguments ([`args`]) and calls one command per file: [`run`],
 //! [`cases`] (`check`, `list`), [`scaffold`] (`new`), [`docs`] and
-//! [`coverage`] (and `schema`, printed from the loading stage). Exit
+//! [`coverage`], [`agents`] (the pinned real CLIs; and `schema`, printed
+//! from the loading stage). Exit
 //! statuses are named in [`exit`].
 
+pub mod agents;
 pub mod args;
 pub mod cases;
 pub mod coverage;
