@@ -27,6 +27,7 @@ fn options() -> Options {
         keep_sandbox: false,
         sandbox_parent: sdd_harness::world::sandbox::ram_dir(),
         worlds: None,
+        clis: sdd_harness::world::clis::Clis::default(),
     }
 }
 

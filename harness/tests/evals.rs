@@ -12,12 +12,21 @@
 //! when there is one); `INSTA_WORKSPACE_ROOT` (or nextest's
 //! `NEXTEST_WORKSPACE_ROOT`) locates the workspace when running from a
 //! nextest archive.
+//!
+//! A real-CLI case (`driver: real-claude|real-codex|real-session`) whose
+//! pinned CLI is not installed (`sdd-evals agents install`; found through
+//! `SDD_EVALS_AGENTS_DIR`, `XDG_CACHE_HOME`, `HOME` and `PATH` as
+//! `sdd-evals` finds it) cannot run. nextest has no way for a test to
+//! report itself skipped at run time, so such a test prints `SKIPPED: …`
+//! with the install command on stderr and passes — unless
+//! `SDD_EVALS_REQUIRE_AGENTS=1`, which makes it fail (CI sets it).
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use sdd_harness::driving::Options;
+use sdd_harness::driving::real;
 use sdd_harness::driving::runner;
 use sdd_harness::judging::snapshot;
 use sdd_harness::loading::case::Case;
@@ -25,6 +34,7 @@ use sdd_harness::loading::fixtures::Fixtures;
 use sdd_harness::loading::validate;
 use sdd_harness::reporting::report::{self, Snapshots};
 use sdd_harness::world::bins::Binaries;
+use sdd_harness::world::clis::{Clis, Places};
 
 /// A failure message, shown as it is (datatest prints errors with `{:?}`,
 /// which would quote a `String` and escape its newlines).
@@ -64,6 +74,23 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
     let workspace = workspace(&vars);
     let fixtures = Fixtures::new(workspace.join("fixtures"));
     let case = Case::load(path, &fixtures).map_err(|e| fail(validate::render(&e, path)))?;
+    let clis = Clis::find(&Places::from_vars(&vars));
+    if let Some(why) = real::missing_cli(&case, &clis) {
+        if vars
+            .get("SDD_EVALS_REQUIRE_AGENTS")
+            .is_some_and(|v| v == "1")
+        {
+            return Err(fail(format!(
+                "case {} cannot run: {why} (SDD_EVALS_REQUIRE_AGENTS=1 makes a missing CLI a failure)",
+                case.id()
+            )));
+        }
+        eprintln!(
+            "SKIPPED: case {} did not run: {why}; this test passes without running it (SDD_EVALS_REQUIRE_AGENTS=1 makes it fail)",
+            case.id()
+        );
+        return Ok(());
+    }
     let binaries = Binaries::find(&std::env::current_exe()?, &vars, None)
         .map_err(|e| fail(format!("error: {e}\nhelp: {}", e.help())))?;
     let opts = Options {
@@ -74,6 +101,7 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
         keep_sandbox: vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
         sandbox_parent: sdd_harness::cli::sandbox_parent(&vars),
         worlds: None,
+        clis,
     };
     let run =
         runner::run(&case, &opts).map_err(|e| fail(format!("error: {e}\nhelp: {}", e.help())))?;

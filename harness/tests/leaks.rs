@@ -117,6 +117,7 @@ fn options(engine: Option<String>) -> Options {
         keep_sandbox: true,
         sandbox_parent: sdd_harness::world::sandbox::ram_dir(),
         worlds: None,
+        clis: sdd_harness::world::clis::Clis::default(),
     }
 }
 

@@ -15,6 +15,7 @@ use crate::reporting::benchmark::{self, Benchmark, Failing};
 use crate::reporting::report::{self, CaseResult, Snapshots};
 use crate::reporting::viewer;
 use crate::world::bins::{self, BUILD_HINT, Binaries};
+use crate::world::clis::{Clis, Places};
 use crate::world::sandbox::Worlds;
 
 use super::args::RunArgs;
@@ -157,6 +158,7 @@ pub(super) fn run(
         keep_sandbox: args.keep || env.vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
         sandbox_parent: sandbox_parent(&env.vars),
         worlds: None,
+        clis: Clis::find(&Places::from_vars(&env.vars)),
     };
     // A case alone builds its own world; a suite builds each backlog once
     // (when the cache's directory cannot be made, the sandboxes cannot

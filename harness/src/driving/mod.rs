@@ -4,7 +4,10 @@
 //! running a [`tick::TickRun`] its own way: [`wrapper`] (the engine runs
 //! the fake skill, `sdd-loop <skill> --loop`), [`agent`] (the engine drives
 //! a fake Claude Code or Codex with `--agent`) and [`session`] (the
-//! in-session protocol, `begin`/`end`, as a session would call it). What
+//! in-session protocol, `begin`/`end`, as a session would call it), and
+//! with the pinned real CLIs against a scripted model: [`real`] (the
+//! engine drives real Claude Code or Codex) and [`real_session`] (a real
+//! Claude Code session runs `begin`/`end` itself). What
 //! every driver shares — the prepared files, the engine's environment and
 //! command line, how a tick's end is read — is [`tick`]. [`parallel`] runs
 //! a suite's cases on N jobs; [`options`] is what the caller gives a run.
@@ -15,6 +18,8 @@
 pub mod agent;
 pub mod options;
 pub mod parallel;
+pub mod real;
+pub mod real_session;
 pub mod record;
 pub mod runner;
 pub mod session;

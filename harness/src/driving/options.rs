@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::loading::fixtures::Fixtures;
 use crate::world::bins::Binaries;
+use crate::world::clis::Clis;
 use crate::world::sandbox::Worlds;
 
 /// What the runner needs from its caller (gathered from flags and the
@@ -29,4 +30,7 @@ pub struct Options {
     /// Git worlds to copy rather than build, shared by the cases of a run
     /// (`None`: each case builds its own).
     pub worlds: Option<Arc<Worlds>>,
+    /// The pinned real CLIs found (`sdd-evals agents`): a real-CLI case
+    /// whose CLI is missing is skipped before it runs.
+    pub clis: Clis,
 }

@@ -1,7 +1,7 @@
 //! What a run left behind, captured before the sandbox goes away: each
 //! tick's exit, output and the history lines it appended, the final
-//! history and budget.json, the project's files and the mock tracker's
-//! request journal. Checks ([`crate::loading::check`]) read only this, so they are
+//! history and budget.json, the project's files, the mock tracker's
+//! request journal and a real-CLI case's model log. Checks ([`crate::loading::check`]) read only this, so they are
 //! tested without running anything.
 
 use std::collections::BTreeSet;
@@ -10,6 +10,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use sdd_mocks::model::LogEntry;
 use sdd_mocks::tracker::RecordedRequest;
 use serde_json::Value;
 
@@ -64,6 +65,9 @@ pub struct TickRecord {
     /// Indices into [`RunRecord::history`] of the lines this tick appended
     /// (a resumed tick may append a recovered iteration before its own).
     pub lines: Range<usize>,
+    /// Indices into [`RunRecord::model_log`] of the requests this tick's
+    /// real CLI made (empty for other drivers).
+    pub model_requests: Range<usize>,
     pub wall: Duration,
 }
 
@@ -83,6 +87,8 @@ pub struct RunRecord {
     pub files: BTreeSet<String>,
     /// Every request the mock tracker answered.
     pub requests: Vec<RecordedRequest>,
+    /// A real-CLI case: every request its scripted model answered, in order.
+    pub model_log: Vec<LogEntry>,
     /// The workspace root, for checks on the repository's own files.
     pub workspace: PathBuf,
     /// Why the run stopped early, if it did.

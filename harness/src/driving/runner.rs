@@ -1,6 +1,7 @@
 //! Runs one case: build the sandbox, then for each tick apply the world
 //! events and hand the tick to its driver ([`super::wrapper`],
-//! [`super::agent`] or [`super::session`]), which runs the real engine as
+//! [`super::agent`], [`super::session`], [`super::real`] or
+//! [`super::real_session`]), which runs the real engine as
 //! a subprocess (killing it where the case says) and records what
 //! happened; finally capture history, budget.json, the project's files and
 //! the tracker's journal into a [`RunRecord`].
@@ -22,9 +23,10 @@ use serde_json::Value;
 
 use super::options::Options;
 use super::record::RunRecord;
+use super::real_session::RealSession;
 use super::session::Agent;
 use super::tick::TickRun;
-use super::{agent, wrapper};
+use super::{agent, real, wrapper};
 use crate::loading::case::{self, Case, Driver, Event, TickSpec};
 use crate::loading::duration;
 use crate::world::error::HarnessError;
@@ -82,6 +84,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
     let mut aborted = None;
     let mut clock = start;
     let mut session = Agent::default();
+    let mut real_session = RealSession::default();
     for (i, spec) in case.ticks().iter().enumerate() {
         let n = i + 1;
         let prefix = format!("case {}, tick {n}", case.id());
@@ -101,6 +104,8 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         };
         let (record, abort) = match (case.driver, case.driver.agent()) {
             (Driver::Session, _) => session.run_tick(&t, &mut reaper)?,
+            (Driver::RealSession, _) => real_session.run_tick(&t, &mut reaper)?,
+            (Driver::RealClaude | Driver::RealCodex, _) => real::run(&t, &mut reaper)?,
             (_, Some(kind)) => agent::run(&t, kind, &mut reaper)?,
             (_, None) => wrapper::run(&t, &mut reaper)?,
         };
@@ -124,6 +129,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
             .and_then(|b| serde_json::from_slice(&b).ok()),
         files: RunRecord::list_files(sandbox.project()),
         requests: sandbox.tracker.requests(),
+        model_log: sandbox.model.as_ref().map(|m| m.log()).unwrap_or_default(),
         workspace: opts.workspace.clone(),
         aborted,
     };

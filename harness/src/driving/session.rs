@@ -147,6 +147,7 @@ impl Agent {
                 stdout: log.stdout,
                 stderr: log.stderr,
                 lines: before..after.max(before),
+                model_requests: 0..0,
                 wall: log.wall,
             },
             abort,

@@ -381,6 +381,7 @@ pub fn run_engine(
             stdout: ran.stdout,
             stderr: ran.stderr,
             lines: before..after.max(before),
+            model_requests: 0..0,
             wall: ran.wall,
         },
         abort,

@@ -140,6 +140,7 @@ assertions:
             stdout: stdout.to_owned(),
             stderr: String::new(),
             lines,
+            model_requests: 0..0,
             wall: Duration::ZERO,
         };
         RunRecord {

@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use sdd_loop::history::Outcome;
 use sdd_loop::paths::Skill;
 use sdd_mocks::agent::script::{Kind as AgentKind, Stream};
+use sdd_mocks::model::script::Turn;
 use sdd_mocks::qmd::QmdState;
 use sdd_mocks::skill::Tick;
 use sdd_mocks::tracker::{Fault, WorldChange};
@@ -69,6 +70,11 @@ pub struct Case {
     /// agent's stream) [default: wrapper].
     #[serde(default)]
     pub driver: Driver,
+    /// `driver: real-session` only: arguments for `claude` after the
+    /// harness's own (`-p PROMPT --output-format stream-json --verbose
+    /// --allowedTools Bash`), e.g. `[--model, claude-sonnet-4-5-20250929]`.
+    #[serde(default)]
+    pub claude_args: Vec<String>,
     /// Run the engine with `--loop` [default: true]. `false` runs
     /// `sdd-loop <skill>` as a user would without loop mode: the skill runs
     /// once and nothing under `.sdd/loop/` may appear.
@@ -122,6 +128,20 @@ pub enum Driver {
     Claude,
     /// `sdd-loop <skill> --loop --agent codex`: the same with `fake-codex`.
     Codex,
+    /// `sdd-loop <skill> --loop --agent claude --agent-cmd <the pinned
+    /// Claude Code>`: the real CLI against the case's scripted model.
+    #[serde(rename = "real-claude")]
+    RealClaude,
+    /// `sdd-loop <skill> --loop --agent codex --agent-cmd <the pinned
+    /// Codex>`: the real CLI against the case's scripted model.
+    #[serde(rename = "real-codex")]
+    RealCodex,
+    /// A real Claude Code session per tick (`claude -p PROMPT
+    /// --output-format stream-json --verbose --allowedTools Bash`, later
+    /// ticks `--continue`), whose scripted model runs `sdd-loop <skill>
+    /// begin`, the work and `end` as Bash calls.
+    #[serde(rename = "real-session")]
+    RealSession,
 }
 
 impl Driver {
@@ -130,8 +150,32 @@ impl Driver {
         match self {
             Driver::Claude => Some(AgentKind::Claude),
             Driver::Codex => Some(AgentKind::Codex),
-            Driver::Wrapper | Driver::Session => None,
+            _ => None,
         }
+    }
+
+    /// The real CLI a driver runs, if it runs one: the name it is pinned
+    /// under (`crate::world::clis`).
+    pub fn real_cli(self) -> Option<&'static str> {
+        match self {
+            Driver::RealClaude | Driver::RealSession => Some("claude"),
+            Driver::RealCodex => Some("codex"),
+            _ => None,
+        }
+    }
+
+    /// Whether the engine drives an agent (`--agent`), fake or real.
+    pub fn engine_drives_agent(self) -> bool {
+        matches!(
+            self,
+            Driver::Claude | Driver::Codex | Driver::RealClaude | Driver::RealCodex
+        )
+    }
+
+    /// Whether the tick's work is an agent session's (`begin`/`end`),
+    /// played or real.
+    pub fn in_session(self) -> bool {
+        matches!(self, Driver::Session | Driver::RealSession)
     }
 }
 
@@ -262,6 +306,19 @@ pub struct TickSpec {
     #[serde(default)]
     #[schemars(schema_with = "schema_parts::skill_entry")]
     pub skill: Option<Tick>,
+    /// Real-CLI drivers only: the scripted model's turns this tick's CLI
+    /// gets, in mock-model's turn format (fixtures/model/README.md); the
+    /// harness runs one mock model per case with every tick's turns in
+    /// order. A tick that runs no CLI has none.
+    #[serde(default)]
+    #[schemars(schema_with = "schema_parts::model_turns")]
+    pub model: Vec<Spanned<Turn>>,
+    /// `driver: real-session` only: `new` starts a new Claude Code session
+    /// for this tick; by default a tick continues the last one (`claude
+    /// -p … --continue`), and the first tick and a tick after a kill start
+    /// one.
+    #[serde(default)]
+    pub session: Option<SessionMode>,
     /// `driver: claude|codex` only: how the fake agent's stream reports the
     /// tick's actions — its end (`success`, an error subtype, `no_result`
     /// …), final message, errors, helper models, cost factor
@@ -291,6 +348,16 @@ pub struct TickSpec {
     /// What must hold for this tick.
     #[serde(default)]
     pub expect: TickExpect,
+}
+
+/// Which Claude Code session a `driver: real-session` tick runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionMode {
+    /// The last tick's session, continued (`--continue`): one transcript.
+    Continue,
+    /// A new session, as after the user restarted Claude Code.
+    New,
 }
 
 /// Something that happens to the world between ticks.

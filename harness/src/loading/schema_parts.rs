@@ -171,3 +171,61 @@ pub fn covers(_: &mut SchemaGenerator) -> Schema {
         "uniqueItems": true
     })
 }
+
+pub fn model_turns(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "The scripted model's turns this tick's real CLI gets, in mock-model's turn format (fixtures/model/README.md); real-CLI drivers only",
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "text": { "type": "string" },
+                "calls": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "minProperties": 1,
+                        "maxProperties": 1,
+                        "propertyNames": { "enum": ["bash", "tool"] }
+                    }
+                },
+                "usage": {
+                    "type": "object",
+                    "properties": {
+                        "input": { "type": "integer", "minimum": 0 },
+                        "output": { "type": "integer", "minimum": 0 },
+                        "cache_read": { "type": "integer", "minimum": 0 },
+                        "cache_creation": { "type": "integer", "minimum": 0 },
+                        "reasoning": { "type": "integer", "minimum": 0 }
+                    },
+                    "additionalProperties": false
+                },
+                "model": { "type": "string" },
+                "expect": {
+                    "type": "object",
+                    "properties": {
+                        "last_tool_result_contains": { "type": "string" },
+                        "system_contains": { "type": "string" },
+                        "user_contains": { "type": "string" }
+                    },
+                    "additionalProperties": false
+                },
+                "faults": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "fault": { "type": "string", "enum": ["rate_limited", "server_error", "overloaded", "cut"] },
+                            "times": { "type": "integer", "minimum": 1 },
+                            "retry_after": { "type": "integer", "minimum": 0 },
+                            "after_events": { "type": "integer", "minimum": 0 }
+                        },
+                        "required": ["fault"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "additionalProperties": false
+        }
+    })
+}

@@ -162,6 +162,7 @@ mod tests {
                 stdout: String::new(),
                 stderr: String::new(),
                 lines: 0..1,
+                model_requests: 0..0,
                 wall: Duration::ZERO,
             }],
             history: vec![json!({

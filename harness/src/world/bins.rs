@@ -1,6 +1,10 @@
 //! The binaries a case runs: the engine (`sdd-loop`, or another
 //! implementation of the contract given as a command line), the fake skill,
-//! mock-qmd, and the fake agents (`fake-claude`, `fake-codex`).
+//! mock-qmd, the fake agents (`fake-claude`, `fake-codex`) and `fake-gh`
+//! (installed as `gh` for the real CLIs' scripted commands). The scripted
+//! model of a real-CLI case runs inside the harness
+//! (`sdd_mocks::model::MockModel`), so the `mock-model` binary is not one
+//! of them.
 //!
 //! Cargo sets `CARGO_BIN_EXE_*` only for a test's own package, and these
 //! binaries belong to `sdd-loop` and `sdd-mocks`, so they are looked for
@@ -60,10 +64,18 @@ pub const FAKE_SKILL: (&str, &str) = ("fake-skill", "SDD_EVALS_FAKE_SKILL");
 pub const MOCK_QMD: (&str, &str) = ("mock-qmd", "SDD_EVALS_MOCK_QMD");
 pub const FAKE_CLAUDE: (&str, &str) = ("fake-claude", "SDD_EVALS_FAKE_CLAUDE");
 pub const FAKE_CODEX: (&str, &str) = ("fake-codex", "SDD_EVALS_FAKE_CODEX");
+pub const FAKE_GH: (&str, &str) = ("fake-gh", "SDD_EVALS_FAKE_GH");
 
 /// Every binary a graded run needs beside `sdd-evals` itself: what a CI job
 /// that runs the suite from prebuilt binaries must carry (`ci/skill-evals`).
-pub const ALL: [(&str, &str); 5] = [ENGINE, FAKE_SKILL, MOCK_QMD, FAKE_CLAUDE, FAKE_CODEX];
+pub const ALL: [(&str, &str); 6] = [
+    ENGINE,
+    FAKE_SKILL,
+    MOCK_QMD,
+    FAKE_CLAUDE,
+    FAKE_CODEX,
+    FAKE_GH,
+];
 
 /// The engine under test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +95,8 @@ pub struct Binaries {
     pub fake_claude: PathBuf,
     /// Installed as `codex` on the sandbox PATH.
     pub fake_codex: PathBuf,
+    /// Installed as `gh` on the sandbox PATH of a real-CLI case.
+    pub fake_gh: PathBuf,
 }
 
 /// A binary that is not where it should be.
@@ -153,6 +167,7 @@ impl Binaries {
             mock_qmd: locate(MOCK_QMD, &dir, vars)?,
             fake_claude: locate(FAKE_CLAUDE, &dir, vars)?,
             fake_codex: locate(FAKE_CODEX, &dir, vars)?,
+            fake_gh: locate(FAKE_GH, &dir, vars)?,
         })
     }
 }
@@ -243,7 +258,7 @@ mod tests {
         }
         let err = Binaries::find(&exe, &BTreeMap::new(), None).unwrap_err();
         assert_eq!(err.name, "mock-qmd");
-        for name in ["fake-claude", "fake-codex"] {
+        for name in ["fake-claude", "fake-codex", "fake-gh"] {
             std::fs::write(dir.path().join(name), "").unwrap();
         }
         let vars = BTreeMap::from([(

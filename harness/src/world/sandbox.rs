@@ -14,6 +14,13 @@
 //!                       and the engine's stdout.txt and stderr.txt
 //! ```
 //!
+//! A real-CLI case (`driver: real-claude|real-codex|real-session`) gets no
+//! fake agents; instead `bin/gh` → fake-gh, `bin/sdd-loop` → the engine
+//! and `bin/sdd-evals-barrier` (what a scripted command runs where the
+//! case kills), `[ROOT]/claude-config/` and `[ROOT]/codex-home/` for the
+//! CLIs' own configuration and transcripts, and the case's scripted model
+//! on 127.0.0.1 with its log in `[ROOT]/model.log` ([`CaseModel`]).
+//!
 //! plus the mock tracker on 127.0.0.1, bound to the origin so pull
 //! requests' heads are live; it stops when the sandbox is dropped. The
 //! directory is removed on drop unless it is kept for debugging.
@@ -49,8 +56,9 @@ use serde_json::Value;
 
 use crate::loading::case::{Case, PidSpec};
 use crate::loading::fixtures::Fixtures;
-use crate::world::bins::Binaries;
+use crate::world::bins::{Binaries, Engine};
 use crate::world::error::HarnessError;
+use crate::world::model::{self, BARRIER_BIN, BARRIER_SCRIPT, CaseModel, Confinement};
 use crate::world::procs::Reaper;
 
 /// The bearer token the mock tracker requires.
@@ -71,6 +79,11 @@ pub struct Sandbox {
     /// The process behind `world.lock.pid: live`, while it runs.
     pub live_lock: Option<u32>,
     elsewhere: Option<PathBuf>,
+    /// A real-CLI case's scripted model (stops with the sandbox).
+    pub model: Option<CaseModel>,
+    /// What a real CLI runs with: the model, its configuration here, no
+    /// network but loopback.
+    pub confinement: Option<Confinement>,
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
@@ -169,6 +182,55 @@ fn unique_name() -> String {
     format!("world-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+/// `text` as one shell word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// The engine as a real CLI's scripted commands run it: `bin/sdd-loop`.
+/// In a real session (`SDD_EVALS_TICK_DIR` set) it also keeps each run's
+/// arguments, output and exit status under `ticks/N/engine/` — what the
+/// case reads as the tick's report and exit, since the session's Bash
+/// calls are the only ones that see them.
+fn engine_shim(engine: &Engine) -> String {
+    let run = match engine {
+        Engine::Binary(path) => shell_quote(&path.display().to_string()),
+        Engine::Command(cmd) => format!(
+            "sh -c {} sdd-engine",
+            shell_quote(&format!("exec {cmd} \"$@\""))
+        ),
+    };
+    format!(
+        "#!/bin/sh\n\
+         # Written by sdd-evals: the engine under test; in a real session it\n\
+         # also keeps each run's arguments, output and exit status for the case.\n\
+         if [ -z \"$SDD_EVALS_TICK_DIR\" ]; then exec {run} \"$@\"; fi\n\
+         d=\"$SDD_EVALS_TICK_DIR/engine\"\n\
+         mkdir -p \"$d\"\n\
+         n=$(($(cat \"$d/count\" 2>/dev/null || echo 0) + 1))\n\
+         echo \"$n\" > \"$d/count\"\n\
+         printf '%s\\n' \"$@\" > \"$d/$n.args\"\n\
+         {run} \"$@\" > \"$d/$n.out\" 2> \"$d/$n.err\"\n\
+         code=$?\n\
+         echo \"$code\" > \"$d/$n.exit\"\n\
+         cat \"$d/$n.out\"\n\
+         cat \"$d/$n.err\" >&2\n\
+         exit \"$code\"\n"
+    )
+}
+
+/// What a real CLI's scripted commands find on the sandbox PATH besides
+/// `gh`: `sdd-loop` ([`engine_shim`]) and the barrier helper.
+fn install_for_real_clis(bin: &Path, engine: &Engine) -> Result<(), HarnessError> {
+    let script = |path: &Path, text: &str| -> Result<(), HarnessError> {
+        std::fs::write(path, text).map_err(io(format!("write {}", path.display())))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .map_err(io(format!("chmod {}", path.display())))
+    };
+    script(&bin.join("sdd-loop"), &engine_shim(engine))?;
+    script(&bin.join(BARRIER_BIN), BARRIER_SCRIPT)
+}
+
 impl Sandbox {
     /// Builds the world of `case` at `start`, in a new directory under
     /// `parent` (default: the system's temporary directory).
@@ -220,14 +282,34 @@ impl Sandbox {
         for d in [&home, &bin, &tmp, &root.join("ticks")] {
             std::fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
         }
-        for (target, name) in [
-            (&binaries.mock_qmd, "qmd"),
-            (&binaries.fake_claude, "claude"),
-            (&binaries.fake_codex, "codex"),
-        ] {
+        let real = case.driver.real_cli().is_some();
+        let mut installed = vec![(&binaries.mock_qmd, "qmd")];
+        if real {
+            installed.push((&binaries.fake_gh, "gh"));
+        } else {
+            installed.push((&binaries.fake_claude, "claude"));
+            installed.push((&binaries.fake_codex, "codex"));
+        }
+        for (target, name) in installed {
             std::os::unix::fs::symlink(target, bin.join(name))
                 .map_err(io(format!("install {} as {name}", target.display())))?;
         }
+        let (model, confinement) = if real {
+            install_for_real_clis(&bin, &binaries.engine)?;
+            let claude_config = root.join("claude-config");
+            let codex_home = root.join("codex-home");
+            for d in [&claude_config, &codex_home] {
+                std::fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
+            }
+            let model = CaseModel::start(case, &root)?;
+            let confinement = model.as_ref().map(|m| {
+                model::closed_port()
+                    .map(|port| Confinement::new(&m.uri(), &claude_config, &codex_home, port))
+            });
+            (model, confinement.transpose()?)
+        } else {
+            (None, None)
+        };
         let qmd_state = root.join("qmd.state");
         qmd::state::write(&qmd_state, world_spec.qmd).map_err(io("write the qmd state"))?;
 
@@ -243,6 +325,8 @@ impl Sandbox {
             tracker,
             live_lock: None,
             elsewhere: None,
+            model,
+            confinement,
         };
         if let Some(text) = claude_md {
             sandbox.write_file("CLAUDE.md", &text)?;
@@ -271,8 +355,14 @@ impl Sandbox {
     /// Keeps the directory after the sandbox is dropped; its path.
     pub fn keep(self) -> PathBuf {
         let root = self.root.clone();
-        let Self { dir, tracker, .. } = self;
+        let Self {
+            dir,
+            tracker,
+            model,
+            ..
+        } = self;
         drop(tracker);
+        drop(model);
         let _ = dir.into_persistent();
         root
     }

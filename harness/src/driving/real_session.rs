@@ -1,0 +1,249 @@
+//! `driver: real-session`: a real Claude Code session per tick, the way
+//! `/loop /sdd:work --loop` runs in-session — `claude -p PROMPT
+//! --output-format stream-json --verbose --allowedTools Bash` in the
+//! project, the case's scripted model making it call `sdd-loop <skill>
+//! begin`, do the work and call `end` as Bash commands.
+//!
+//! PROMPT is what `/loop` re-sends each time: the case's `prompt` without
+//! its leading `/loop ` (else `/sdd:<skill> --loop`). Later ticks continue
+//! the same session (`--continue`), so the session is one transcript, as
+//! with `/loop`; the first tick, a tick after a kill and a tick with
+//! `session: new` start a new one. The case's `claude_args` follow the
+//! harness's own flags.
+//!
+//! Only the session sees what the engine prints, so `sdd-loop` on the
+//! sandbox PATH keeps each run's arguments, output and exit status under
+//! `ticks/N/engine/` (`crate::world::sandbox`); the tick's report is theirs
+//! in order (`begin --json`'s report is on its stderr, as in
+//! [`super::session`]) and its exit the last run's (`begin`'s 5, nothing
+//! to do, counts as 0). The CLI's own stream and stderr are kept beside
+//! them (`claude.jsonl`, `claude.stderr.txt`).
+//!
+//! `kill: barrier` SIGKILLs the `claude` process, and everything it
+//! started, the moment a scripted command runs `sdd-evals-barrier` (it
+//! writes `ready` into the tick's FIFO and blocks: no sleeps); the next
+//! tick starts a new session, which reaps the dead session's lock.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use super::real;
+use super::record::{TickEnd, TickRecord};
+use super::tick::{self, TickRun};
+use crate::loading::case::{Case, SessionMode};
+use crate::world::error::HarnessError;
+use crate::world::procs::Reaper;
+use crate::world::spawn::{self, Ended, Invocation};
+
+/// `begin`: nothing for the agent to do this tick.
+const NOTHING_TO_DO: i32 = 5;
+
+/// The variable that tells `sdd-loop` on the sandbox PATH where to keep
+/// its runs.
+pub const TICK_DIR_VAR: &str = "SDD_EVALS_TICK_DIR";
+
+/// The real Claude Code session across a case's ticks.
+#[derive(Debug, Default)]
+pub struct RealSession {
+    /// A session exists to continue.
+    live: bool,
+}
+
+/// The prompt `/loop` re-sends each tick.
+pub fn prompt(case: &Case) -> String {
+    match case.prompt.as_deref().map(str::trim) {
+        Some(p) => p.strip_prefix("/loop ").unwrap_or(p).trim().to_owned(),
+        None => format!("/sdd:{} --loop", case.skill.as_str()),
+    }
+}
+
+/// One engine run the session made.
+#[derive(Debug)]
+struct EngineRun {
+    args: Vec<String>,
+    stdout: String,
+    stderr: String,
+    exit: Option<i32>,
+}
+
+/// The engine runs under `dir/engine/`, in order.
+fn engine_runs(dir: &Path) -> Vec<EngineRun> {
+    let dir = dir.join("engine");
+    let read = |n: usize, ext: &str| std::fs::read_to_string(dir.join(format!("{n}.{ext}")));
+    let mut runs = Vec::new();
+    for n in 1.. {
+        let Ok(args) = read(n, "args") else { break };
+        runs.push(EngineRun {
+            args: args.lines().map(str::to_owned).collect(),
+            stdout: read(n, "out").unwrap_or_default(),
+            stderr: read(n, "err").unwrap_or_default(),
+            exit: read(n, "exit").ok().and_then(|e| e.trim().parse().ok()),
+        });
+    }
+    runs
+}
+
+/// The last lines of `text`, for a failure message.
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let shown = all[all.len().saturating_sub(lines)..].join("\n  ");
+    if shown.is_empty() {
+        "(nothing)".to_owned()
+    } else {
+        shown
+    }
+}
+
+/// What Claude Code's `result` event said, when it reports an error.
+fn result_error(stream: &str) -> Option<String> {
+    stream.lines().rev().find_map(|line| {
+        let event: serde_json::Value = serde_json::from_str(line).ok()?;
+        (event["type"] == "result" && event["is_error"] == true).then(|| {
+            format!(
+                "{}: {}",
+                event["subtype"].as_str().unwrap_or("error"),
+                event["result"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| event["errors"].to_string())
+            )
+        })
+    })
+}
+
+impl RealSession {
+    /// Runs one tick as a real Claude Code session.
+    pub fn run_tick(
+        &mut self,
+        t: &TickRun<'_>,
+        reaper: &mut Reaper,
+    ) -> Result<(TickRecord, Option<String>), HarnessError> {
+        let (_, exe) = real::cli(t)?;
+        let model = real::model(t)?;
+        let prepared = tick::prepare(t)?;
+        let kill = t.spec.kill.as_ref().map(|k| &k.value);
+        let mut env = tick::engine_env(t, &prepared.script, reaper);
+        env.extend(real::cli_env(t, &prepared));
+        env.push((TICK_DIR_VAR.to_owned(), prepared.dir.clone().into()));
+
+        let mut args: Vec<OsString> = vec![
+            "-p".into(),
+            prompt(t.case).into(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--verbose".into(),
+            "--allowedTools".into(),
+            "Bash".into(),
+        ];
+        if self.live && t.spec.session != Some(SessionMode::New) {
+            args.push("--continue".into());
+        }
+        args.extend(t.case.claude_args.iter().map(OsString::from));
+        let before = tick::history_len(t);
+        let requests_before = model.log().len();
+        let dir = prepared.dir.clone();
+        let ran = spawn::run(
+            &Invocation {
+                program: exe,
+                args,
+                env,
+                cwd: t.sandbox.project().to_path_buf(),
+            },
+            tick::control(t, prepared.fifo),
+            t.deadline,
+            reaper,
+        )
+        .map_err(tick::io("run claude"))?;
+        let _ = std::fs::write(dir.join("claude.jsonl"), &ran.stdout);
+        let _ = std::fs::write(dir.join("claude.stderr.txt"), &ran.stderr);
+        self.live = true;
+        if kill.is_some() {
+            // Whatever the kill hit, the session is gone with it.
+            self.live = false;
+            reaper.sweep();
+        }
+
+        let runs = engine_runs(&dir);
+        let (mut stdout, mut stderr) = (String::new(), String::new());
+        for run in &runs {
+            let json_begin =
+                run.args.iter().any(|a| a == "begin") && run.args.iter().any(|a| a == "--json");
+            let (report, rest) = if json_begin {
+                (&run.stderr, &run.stdout)
+            } else {
+                (&run.stdout, &run.stderr)
+            };
+            stdout.push_str(report);
+            stderr.push_str(rest);
+        }
+        let last_exit = runs
+            .iter()
+            .rev()
+            .find_map(|r| r.exit)
+            .map(|code| if code == NOTHING_TO_DO { 0 } else { code });
+        let end = match (&ran.ended, last_exit) {
+            (Ended::Exited(0), Some(code)) => TickEnd::Exited(code),
+            (Ended::Exited(0), None) => TickEnd::Exited(0),
+            (other, _) => tick::tick_end(other, kill),
+        };
+        let cli_failed = match &ran.ended {
+            Ended::Exited(0) | Ended::KilledAtBarrier | Ended::TimedOut => None,
+            Ended::Exited(code) => Some(format!("exited {code}")),
+            Ended::Signaled(sig) => Some(format!("was killed by signal {sig}")),
+        };
+        let abort = match cli_failed {
+            Some(how) => Some(format!(
+                "claude {how}{}; its stderr:\n  {}",
+                result_error(&ran.stdout)
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default(),
+                tail(&ran.stderr, 10)
+            )),
+            None if runs.is_empty() && kill.is_none() => Some(format!(
+                "the session ran no `sdd-loop` command: its model turns must run `sdd-loop {} begin …` (ticks/{}/claude.jsonl has the session's stream)",
+                t.case.skill.as_str(),
+                t.n
+            )),
+            None => tick::verdict(t, &end, &stderr, ran.barrier_missed),
+        };
+        let abort = real::with_model_verdict(t, model, abort);
+        let after = tick::history_len(t);
+        let _ = std::fs::write(dir.join("stdout.txt"), &stdout);
+        let _ = std::fs::write(dir.join("stderr.txt"), &stderr);
+        Ok((
+            TickRecord {
+                number: t.n,
+                args: t.case.args.iter().chain(&t.spec.args).cloned().collect(),
+                end,
+                stdout,
+                stderr,
+                lines: before..after.max(before),
+                model_requests: requests_before..model.log().len(),
+                wall: ran.wall,
+            },
+            abort,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_is_what_loop_re_sends() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |text: &str| {
+            let path = dir.path().join("c.yaml");
+            std::fs::write(&path, text).unwrap();
+            let fixtures = crate::loading::fixtures::Fixtures::new(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures"),
+            );
+            Case::load(&path, &fixtures).unwrap()
+        };
+        let base = "id: x\nname: x\nproves: x\nskill: work\nticks: [{}]\n";
+        assert_eq!(prompt(&write(base)), "/sdd:work --loop");
+        let with = format!("{base}prompt: /loop /sdd:work --loop --max-prs 1\n");
+        assert_eq!(prompt(&write(&with)), "/sdd:work --loop --max-prs 1");
+    }
+}
