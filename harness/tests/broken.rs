@@ -34,6 +34,11 @@ use sdd_harness::loading::validate;
 #[case::late_unknown_key("late-unknown-key")]
 #[case::agent_protocol_action("agent-protocol-action")]
 #[case::agent_without_agent_driver("agent-without-agent-driver")]
+#[case::model_without_real_driver("model-without-real-driver")]
+#[case::real_driver_with_skill("real-driver-with-skill")]
+#[case::real_session_answers("real-session-answers")]
+#[case::real_barrier_without_helper("real-barrier-without-helper")]
+#[case::unknown_driver("unknown-driver")]
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");

@@ -22,6 +22,7 @@
 //! `SDD_EVALS_REQUIRE_AGENTS=1`, which makes it fail (CI sets it).
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
@@ -85,7 +86,9 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
                 case.id()
             )));
         }
-        eprintln!(
+        // A test's stderr is what nextest shows for it (and keeps in JUnit).
+        let _ = writeln!(
+            std::io::stderr(),
             "SKIPPED: case {} did not run: {why}; this test passes without running it (SDD_EVALS_REQUIRE_AGENTS=1 makes it fail)",
             case.id()
         );

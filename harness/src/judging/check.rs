@@ -5,13 +5,17 @@
 
 use std::fmt::Write as _;
 
+use sdd_mocks::model::expect::Expect;
+use sdd_mocks::model::request::Conversation;
+use sdd_mocks::model::turns::Outcome;
+use sdd_mocks::model::{LogEntry, Totals};
 use sdd_mocks::tracker::pattern::RouteMatcher;
 use serde_json::Value;
 
 use super::docs;
 use super::status_layout;
 use crate::driving::record::RunRecord;
-use crate::loading::check::{Check, Comparison, TickRef};
+use crate::loading::check::{Check, Comparison, ModelRequest, TickRef};
 use crate::loading::names::NO_STOP;
 
 fn tick_of(r: &TickRef) -> Option<usize> {
@@ -324,6 +328,36 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
             }
         }
         Check::StatusLayout(c) => status_layout(run, tick_of(&c.tick)),
+        Check::ModelRequest(c) => model_request(run, c),
+        Check::ModelRequests(c) => {
+            let want = c.outcome.as_ref().map(|o| o.value.as_str());
+            let count = model_entries(run, tick_of(&c.tick))
+                .iter()
+                .filter(|e| want.is_none_or(|w| outcome_name(e) == w))
+                .count();
+            let (passed, seen) = compare(&c.is, Some(&Value::from(count)), &Value::Null);
+            (
+                passed,
+                format!(
+                    "model requests{}{}: {seen}",
+                    want.map(|w| format!(" answered `{w}`")).unwrap_or_default(),
+                    scope(tick_of(&c.tick))
+                ),
+            )
+        }
+        Check::ModelTotals(c) => {
+            let entries = model_entries(run, tick_of(&c.tick));
+            let totals = serde_json::to_value(Totals::of(entries)).unwrap_or_default();
+            let (passed, seen) = compare(&c.is, totals.pointer(&c.pointer.value), &totals);
+            (
+                passed,
+                format!(
+                    "the model's totals{} {} = {seen} (totals: {totals})",
+                    scope(tick_of(&c.tick)),
+                    c.pointer.value
+                ),
+            )
+        }
         Check::TrackerRequests(c) => {
             let route = RouteMatcher::new(c.method.as_deref().unwrap_or("*"), &c.path);
             let count = run
@@ -343,6 +377,75 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
             )
         }
     }
+}
+
+/// The scripted model's log, or the part of it tick `tick` made.
+fn model_entries(run: &RunRecord, tick: Option<usize>) -> &[LogEntry] {
+    match tick {
+        None => &run.model_log,
+        Some(n) => run
+            .tick(n)
+            .and_then(|t| run.model_log.get(t.model_requests.clone()))
+            .unwrap_or(&[]),
+    }
+}
+
+/// A log entry's outcome as the log writes it (`expect_failed`, …).
+fn outcome_name(entry: &LogEntry) -> String {
+    serde_json::to_value(entry.outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn model_request(run: &RunRecord, c: &ModelRequest) -> (bool, String) {
+    let Some(entry) = run
+        .model_log
+        .iter()
+        .find(|e| e.turn == Some(c.turn) && e.outcome == Outcome::Turn)
+    else {
+        let served = run
+            .model_log
+            .iter()
+            .filter(|e| e.outcome == Outcome::Turn)
+            .count();
+        return (
+            false,
+            format!(
+                "the model served no turn {} ({served} turn(s) served)",
+                c.turn
+            ),
+        );
+    };
+    let Some(api) = entry.api else {
+        return (false, format!("request {} was on no model API", entry.seq));
+    };
+    let expect = Expect {
+        last_tool_result_contains: c.last_tool_result_contains.clone(),
+        system_contains: c.system_contains.clone(),
+        user_contains: c.user_contains.clone(),
+    };
+    let results = expect.check(&Conversation::of(api, &entry.body));
+    let passed = results.iter().all(|r| r.passed);
+    let evidence = results
+        .iter()
+        .map(|r| match (&r.found, r.passed) {
+            (_, true) => format!(
+                "turn {} (request {}): {} {:?}: yes",
+                c.turn, entry.seq, r.check, r.expected
+            ),
+            (Some(found), false) => format!(
+                "turn {} (request {}): {} {:?}: no — {found}",
+                c.turn, entry.seq, r.check, r.expected
+            ),
+            (None, false) => format!(
+                "turn {} (request {}): {} {:?}: no",
+                c.turn, entry.seq, r.check, r.expected
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    (passed, evidence)
 }
 
 fn status_layout(run: &RunRecord, tick: Option<usize>) -> (bool, String) {

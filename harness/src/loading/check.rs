@@ -58,6 +58,17 @@ pub enum Check {
     RepoFileContains(RepoFileContains),
     /// How many requests the mock tracker answered on a route.
     TrackerRequests(TrackerRequests),
+    /// Real-CLI cases: the request the scripted model answered with turn
+    /// N (of the case, counted from 1 across ticks) held these texts.
+    ModelRequest(ModelRequest),
+    /// Real-CLI cases: how many requests the scripted model answered (in
+    /// the run, or in tick N; of one outcome, or all).
+    ModelRequests(ModelRequests),
+    /// Real-CLI cases: the usage the scripted model returned, summed
+    /// (`mock-model totals`: `/responses`, `/input`, `/output`,
+    /// `/cache_read`, `/cache_creation`, `/reasoning`, `/by_model/M/…`),
+    /// in the run or in tick N.
+    ModelTotals(ModelTotals),
     /// A plugin's `skills/{skill}/SKILL.md` agrees with the engine: loop
     /// flags and defaults, gate questions and options, and every command,
     /// flag and exit status it names (`sdd-evals docs`).
@@ -179,6 +190,64 @@ pub struct TrackerRequests {
     /// `*` one segment, `**` any number, e.g. `**/pulls/*/merge`.
     pub path: String,
     /// Compared with the number of matching requests.
+    pub is: Comparison,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelRequest {
+    /// The turn, counted from 1 across the case's ticks.
+    pub turn: usize,
+    /// The last tool result in the request (a `tool_result`, or a
+    /// `function_call_output`) contains this text.
+    #[serde(default)]
+    pub last_tool_result_contains: Option<String>,
+    /// Some user message (tool results excluded) contains this text.
+    #[serde(default)]
+    pub user_contains: Option<String>,
+    /// The system prompt (Codex: its instructions) contains this text.
+    #[serde(default)]
+    pub system_contains: Option<String>,
+}
+
+/// The outcomes a scripted model's log records for a request.
+pub const MODEL_OUTCOMES: [&str; 9] = [
+    "turn",
+    "untooled",
+    "count_tokens",
+    "fault",
+    "expect_failed",
+    "out_of_turns",
+    "unauthorized",
+    "bad_request",
+    "not_found",
+];
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelRequests {
+    /// Only requests of this outcome: `turn`, `untooled`, `count_tokens`,
+    /// `fault`, `expect_failed`, `out_of_turns`, `unauthorized`,
+    /// `bad_request`, `not_found` [default: every request].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub outcome: Option<Spanned<String>>,
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub tick: TickRef,
+    /// Compared with the number of matching requests.
+    pub is: Comparison,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelTotals {
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub tick: TickRef,
+    /// A JSON pointer into the totals, e.g. `/input`.
+    #[schemars(with = "String")]
+    pub pointer: Spanned<String>,
     pub is: Comparison,
 }
 

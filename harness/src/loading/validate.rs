@@ -24,7 +24,7 @@ use sdd_mocks::yaml::YamlError;
 use serde_saphyr::{Location, Spanned};
 
 use crate::loading::case::{Case, Driver, Event, FORMAT_HELP, Kill, PidSpec, TickSpec};
-use crate::loading::check::{Check, Comparison, GateSpec};
+use crate::loading::check::{Check, Comparison, GateSpec, MODEL_OUTCOMES};
 use crate::loading::fixtures::Fixtures;
 use crate::loading::names::{self, NO_STOP};
 use crate::loading::reference::{self, Doc};
@@ -199,6 +199,93 @@ impl Checker<'_> {
         })
     }
 
+    /// `model:` only with a real CLI, which takes no `skill:`; each turn
+    /// says something; a real session is steered by its model alone.
+    fn real(&self, tick: &TickSpec) -> Checked {
+        let at = |l: Location| {
+            if l == Location::UNKNOWN {
+                self.ticks_at
+            } else {
+                l
+            }
+        };
+        if self.driver.real_cli().is_none() {
+            if let Some(turn) = tick.model.first() {
+                return Err(self.at(
+                    at(turn.referenced),
+                    "`model:` scripts the model a real CLI talks to, and this case runs none".to_owned(),
+                    format!("add `driver: real-claude`, `real-codex` or `real-session` to the case, or drop `model:` ({FORMAT_HELP})"),
+                ));
+            }
+            if tick.session.is_some() {
+                return Err(self.at(
+                    self.ticks_at,
+                    "`session:` chooses the real Claude Code session of a tick, and this case runs none".to_owned(),
+                    format!("add `driver: real-session` to the case, or drop `session:` ({FORMAT_HELP})"),
+                ));
+            }
+            return Ok(());
+        }
+        if let Some(skill) = &tick.skill {
+            return Err(self.at(
+                at(skill.exit.referenced),
+                format!("`skill:` scripts the fake skill, and with `driver: {}` the work is the real CLI's", driver_name(self.driver)),
+                format!("script what the model makes the CLI do as this tick's `model:` turns, e.g. `- calls: [{{ bash: {{ command: \"git push -u origin feature/1-login && gh pr create …\" }} }}]` (fixtures/model/README.md; {FORMAT_HELP})"),
+            ));
+        }
+        for turn in &tick.model {
+            if turn.value.text.is_none() && turn.value.calls.is_empty() {
+                return Err(self.at(
+                    at(turn.referenced),
+                    "this model turn has neither `text` nor `calls`".to_owned(),
+                    format!("give the turn a `text`, a `calls` list, or both (fixtures/model/README.md; {FORMAT_HELP})"),
+                ));
+            }
+        }
+        if self.driver == Driver::RealSession {
+            if let Some(a) = tick.answers.first() {
+                return Err(self.at(
+                    a.gate.referenced,
+                    "a real session answers a gate itself: `begin` exits 4 with the question, and the model runs `begin` again with `--answer GATE=ANSWER`".to_owned(),
+                    format!("drop `answers:` and script the re-run as a model turn, e.g. `- calls: [{{ bash: {{ command: \"sdd-loop work begin --loop --json --answer ambiguous-criteria=proceed\" }} }}]` ({FORMAT_HELP})"),
+                ));
+            }
+            if !tick.args.is_empty() {
+                return Err(self.at(
+                    self.ticks_at,
+                    "a real session's engine arguments are the model's: `args:` would reach no command".to_owned(),
+                    format!("write them in the model's `sdd-loop … begin` command ({FORMAT_HELP})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `kill: barrier` with a real CLI: a model turn runs the barrier
+    /// helper, and only a barrier kill reaches a real session.
+    fn real_barrier(&self, tick: &TickSpec, kill: &Kill, at: Location) -> Checked {
+        if matches!(kill, Kill::Interrupt) && self.driver == Driver::RealSession {
+            return Err(self.at(
+                at,
+                "`kill: interrupt` interrupts the engine while it runs the work, which an in-session tick never does".to_owned(),
+                format!("use `kill: barrier` for a session that dies mid-work ({FORMAT_HELP})"),
+            ));
+        }
+        let runs_barrier = tick.model.iter().any(|turn| {
+            turn.value.calls.iter().any(|c| {
+                matches!(c, sdd_mocks::model::Call::Bash { command, .. } if command.contains("sdd-evals-barrier"))
+            })
+        });
+        if runs_barrier {
+            return Ok(());
+        }
+        Err(self.at(
+            at,
+            "a barrier kill on a tick whose model runs no `sdd-evals-barrier`".to_owned(),
+            format!("make a model turn's Bash call run `sdd-evals-barrier` where the CLI should be killed, e.g. `command: \"sdd-loop work begin --loop --json && sdd-evals-barrier\"` ({FORMAT_HELP})"),
+        ))
+    }
+
     fn gates(&self, specs: &[GateSpec]) -> Checked {
         specs.iter().try_for_each(|g| self.gate(&g.name))
     }
@@ -334,11 +421,26 @@ impl Checker<'_> {
         }
         self.covers(case)?;
         self.world(case)?;
-        if !case.loop_mode && case.driver == Driver::Session {
+        if !case.loop_mode && case.driver.in_session() {
             return Err(self.at(
                 case.id.referenced,
-                "`loop: false` with `driver: session`: the in-session halves exist only in loop mode".to_owned(),
+                format!("`loop: false` with `driver: {}`: the in-session halves exist only in loop mode", driver_name(case.driver)),
                 format!("drop one of them ({FORMAT_HELP})"),
+            ));
+        }
+        if case.driver == Driver::RealSession && !case.args.is_empty() {
+            return Err(self.at(
+                case.id.referenced,
+                "a real session's engine arguments are the model's: `args:` would reach no command"
+                    .to_owned(),
+                format!("write them in the model's `sdd-loop … begin` commands ({FORMAT_HELP})"),
+            ));
+        }
+        if case.driver != Driver::RealSession && !case.claude_args.is_empty() {
+            return Err(self.at(
+                case.id.referenced,
+                "`claude_args` are for the `claude` a real session runs, and this case runs none".to_owned(),
+                format!("add `driver: real-session`, or pass agent flags as `--agent-arg=…` in `args:` ({FORMAT_HELP})"),
             ));
         }
         if let Some(t) = &case.timeout {
@@ -484,8 +586,15 @@ impl Checker<'_> {
                     "the crash points (`sdd-loop crash-points`) are",
                 ));
             }
+            Some((Kill::CrashPoint(point), _)) if self.driver == Driver::RealSession => {
+                return Err(self.at(
+                    point.referenced,
+                    "a real session runs the engine from its own Bash calls, where a crash point cannot be set".to_owned(),
+                    format!("kill the session with `kill: barrier` and a model turn that runs `sdd-evals-barrier` ({FORMAT_HELP})"),
+                ));
+            }
             Some((Kill::CrashPoint(point), _))
-                if self.driver == Driver::Session
+                if self.driver.in_session()
                     && crash::WRAPPER_ONLY.contains(&point.value.as_str()) =>
             {
                 return Err(self.at(
@@ -500,7 +609,7 @@ impl Checker<'_> {
                 ));
             }
             Some((Kill::CrashPoint(point), _))
-                if self.driver.agent().is_none()
+                if !self.driver.engine_drives_agent()
                     && crash::AGENT_ONLY.contains(&point.value.as_str()) =>
             {
                 return Err(self.at(
@@ -510,7 +619,7 @@ impl Checker<'_> {
                         point.value
                     ),
                     format!(
-                        "use it with `driver: claude` or `driver: codex`, or pick another crash point ({FORMAT_HELP})"
+                        "use it with `driver: claude`, `codex`, `real-claude` or `real-codex`, or pick another crash point ({FORMAT_HELP})"
                     ),
                 ));
             }
@@ -520,6 +629,9 @@ impl Checker<'_> {
                 } else {
                     "interrupt"
                 };
+                if self.driver.real_cli().is_some() {
+                    return self.real_barrier(tick, kill, at);
+                }
                 let has_barrier = tick
                     .skill
                     .as_ref()
@@ -551,6 +663,7 @@ impl Checker<'_> {
             ));
         }
         self.agent(tick)?;
+        self.real(tick)?;
         if let Some(gates) = &tick.expect.gates {
             self.gates(gates)?;
         }
@@ -596,6 +709,39 @@ impl Checker<'_> {
             }
             Check::RepoFileContains(c) => self.relative(&c.path, "the repository"),
             Check::TrackerRequests(c) => self.comparison(&c.is, None),
+            Check::ModelRequest(_) | Check::ModelRequests(_) | Check::ModelTotals(_)
+                if self.driver.real_cli().is_none() =>
+            {
+                Err(self.at(
+                    self.ticks_at,
+                    "a model check reads the scripted model's log, and this case runs no real CLI".to_owned(),
+                    format!("use it with `driver: real-claude`, `real-codex` or `real-session` ({FORMAT_HELP})"),
+                ))
+            }
+            Check::ModelRequest(c) => {
+                if c.turn == 0 {
+                    return Err(self.at(self.ticks_at, "model turns are numbered from 1".to_owned(), format!("`turn: 1` is the case's first model turn ({FORMAT_HELP})")));
+                }
+                if c.last_tool_result_contains.is_none() && c.user_contains.is_none() && c.system_contains.is_none() {
+                    return Err(self.at(self.ticks_at, format!("`model_request` for turn {} checks nothing", c.turn), format!("give it `last_tool_result_contains`, `user_contains` or `system_contains` ({FORMAT_HELP})")));
+                }
+                Ok(())
+            }
+            Check::ModelRequests(c) => {
+                if let Some(o) = &c.outcome
+                    && !MODEL_OUTCOMES.contains(&o.value.as_str())
+                {
+                    let valid: Vec<String> = MODEL_OUTCOMES.iter().map(|s| (*s).to_owned()).collect();
+                    return Err(unknown(self.path, o, "model request outcome", &valid, "the outcomes are"));
+                }
+                self.tick_ref(&c.tick)?;
+                self.comparison(&c.is, None)
+            }
+            Check::ModelTotals(c) => {
+                self.tick_ref(&c.tick)?;
+                self.pointer(&c.pointer)?;
+                self.comparison(&c.is, None)
+            }
             Check::StatusLayout(c) => self.tick_ref(&c.tick),
             Check::SkillDocs(c) => match &c.plugin_root {
                 Some(root) => self.relative(root, "the repository"),
@@ -708,6 +854,19 @@ pub fn comment_trap(path: &Path, text: &str) -> Result<(), YamlError> {
         }
     }
     Ok(())
+}
+
+/// A driver as a case names it.
+fn driver_name(driver: Driver) -> &'static str {
+    match driver {
+        Driver::Wrapper => "wrapper",
+        Driver::Session => "session",
+        Driver::Claude => "claude",
+        Driver::Codex => "codex",
+        Driver::RealClaude => "real-claude",
+        Driver::RealCodex => "real-codex",
+        Driver::RealSession => "real-session",
+    }
 }
 
 /// Checks a parsed case; the first problem, located.

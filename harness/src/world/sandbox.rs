@@ -296,6 +296,17 @@ impl Sandbox {
         }
         let (model, confinement) = if real {
             install_for_real_clis(&bin, &binaries.engine)?;
+            // Codex runs each command in a login shell, which sets PATH
+            // afresh from /etc/profile: the sandbox's bin/ comes back
+            // from the profile, as a user's own PATH would.
+            std::fs::write(
+                home.join(".profile"),
+                format!(
+                    "# Written by sdd-evals: the sandbox's bin/ (gh, sdd-loop) first, in login shells too.\nexport PATH={}:\"$PATH\"\n",
+                    shell_quote(&bin.display().to_string())
+                ),
+            )
+            .map_err(io("write the sandbox's .profile"))?;
             let claude_config = root.join("claude-config");
             let codex_home = root.join("codex-home");
             for d in [&claude_config, &codex_home] {
