@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use sdd_mocks::model::expect::Expect;
-use sdd_mocks::model::request::Conversation;
+use sdd_mocks::model::request::{Api, Conversation};
 use sdd_mocks::model::turns::Outcome;
 use sdd_mocks::model::{LogEntry, Totals};
 use sdd_mocks::tracker::pattern::RouteMatcher;
@@ -347,7 +347,12 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
         }
         Check::ModelTotals(c) => {
             let entries = model_entries(run, tick_of(&c.tick));
-            let totals = serde_json::to_value(Totals::of(entries)).unwrap_or_default();
+            let mut totals = serde_json::to_value(Totals::of(entries)).unwrap_or_default();
+            let (tokens_in, tokens_out) = engine_tokens(entries);
+            if let Some(map) = totals.as_object_mut() {
+                map.insert("tokens_in".to_owned(), tokens_in.into());
+                map.insert("tokens_out".to_owned(), tokens_out.into());
+            }
             let (passed, seen) = compare(&c.is, totals.pointer(&c.pointer.value), &totals);
             (
                 passed,
@@ -388,6 +393,23 @@ fn model_entries(run: &RunRecord, tick: Option<usize>) -> &[LogEntry] {
             .and_then(|t| run.model_log.get(t.model_requests.clone()))
             .unwrap_or(&[]),
     }
+}
+
+/// The usage `entries` returned as the engine counts it: `tokens_in` with
+/// the cache reads and writes (on the Messages API they are apart from
+/// `input_tokens`; on the Responses API cached tokens are a part of
+/// `input_tokens` already), and `tokens_out`.
+fn engine_tokens(entries: &[LogEntry]) -> (u64, u64) {
+    entries
+        .iter()
+        .filter_map(|e| e.usage.map(|u| (e.api, u)))
+        .fold((0, 0), |(i, o), (api, u)| {
+            let input = match api {
+                Some(Api::Openai) => u.input,
+                _ => u.input + u.cache_read + u.cache_creation,
+            };
+            (i + input, o + u.output)
+        })
 }
 
 /// A log entry's outcome as the log writes it (`expect_failed`, …).

@@ -66,8 +66,9 @@ pub enum Check {
     ModelRequests(ModelRequests),
     /// Real-CLI cases: the usage the scripted model returned, summed
     /// (`mock-model totals`: `/responses`, `/input`, `/output`,
-    /// `/cache_read`, `/cache_creation`, `/reasoning`, `/by_model/M/…`),
-    /// in the run or in tick N.
+    /// `/cache_read`, `/cache_creation`, `/reasoning`, `/by_model/M/…`;
+    /// and `/tokens_in`, `/tokens_out` as the engine counts them, cache
+    /// reads and writes in `tokens_in`), in the run or in tick N.
     ModelTotals(ModelTotals),
     /// A plugin's `skills/{skill}/SKILL.md` agrees with the engine: loop
     /// flags and defaults, gate questions and options, and every command,

@@ -137,14 +137,28 @@ pub fn trouble(log: &[LogEntry]) -> Vec<String> {
                     | Outcome::BadRequest
             )
         })
-        .map(|e| {
-            format!(
-                "request {} ({} {}): {}",
-                e.seq,
+        .fold(Vec::<(String, Vec<u64>)>::new(), |mut seen, e| {
+            let what = format!(
+                "{} {}: {}",
                 e.method,
                 e.path,
                 e.error.as_deref().unwrap_or("(no message)")
-            )
+            );
+            match seen.iter_mut().find(|(w, _)| *w == what) {
+                Some((_, seqs)) => seqs.push(e.seq),
+                None => seen.push((what, vec![e.seq])),
+            }
+            seen
+        })
+        .into_iter()
+        .map(|(what, seqs)| {
+            let seqs: Vec<String> = seqs.iter().map(u64::to_string).collect();
+            let label = if seqs.len() == 1 {
+                "request"
+            } else {
+                "requests"
+            };
+            format!("{label} {} ({what})", seqs.join(", "))
         })
         .collect()
 }

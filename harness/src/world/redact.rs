@@ -8,6 +8,9 @@
 //!   the sandbox project's Claude Code folder name (its path with every
 //!   non-alphanumeric character turned into `-`) → `[PROJECT-SLUG]`;
 //! - the mock tracker's port → `[PORT]`;
+//! - a real Claude Code session's id (the name of its transcript under
+//!   `[ROOT]/claude-config/projects/`) → `[SESSION-1]`, `[SESSION-2]`, …
+//!   in the order the sessions began;
 //! - process ids: `pid 12345` → `pid [PID]` in text, and any JSON field
 //!   named `pid` → `"[PID]"` (`process_start` → `"[START]"`).
 //!
@@ -29,6 +32,34 @@ use std::path::Path;
 
 use regex::Regex;
 use serde_json::Value;
+
+/// The ids of the real Claude Code sessions a case ran (its transcripts'
+/// names under `root/claude-config/projects/*/`), oldest first.
+fn real_sessions(root: &Path) -> Vec<String> {
+    let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
+    let Ok(projects) = std::fs::read_dir(root.join("claude-config").join("projects")) else {
+        return Vec::new();
+    };
+    for project in projects.flatten() {
+        let Ok(files) = std::fs::read_dir(project.path()) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let path = file.path();
+            if path.extension().is_some_and(|e| e == "jsonl")
+                && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
+            {
+                let born = file
+                    .metadata()
+                    .and_then(|m| m.created().or_else(|_| m.modified()))
+                    .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+                found.push((born, stem.to_owned()));
+            }
+        }
+    }
+    found.sort();
+    found.into_iter().map(|(_, id)| id).collect()
+}
 
 /// The rules for one sandbox.
 #[derive(Debug, Clone)]
@@ -73,6 +104,9 @@ impl Redactor {
         for project in projects {
             let slug = sdd_loop::transcript::project_slug(&project);
             rules.push((literal(&slug), "[PROJECT-SLUG]".to_owned()));
+        }
+        for (n, id) in real_sessions(root).iter().enumerate() {
+            rules.push((literal(id), format!("[SESSION-{}]", n + 1)));
         }
         for (path, with) in paths {
             let text = path.display().to_string();
