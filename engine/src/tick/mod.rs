@@ -41,6 +41,7 @@ mod acquire;
 mod ctx;
 mod entry;
 mod failure;
+mod found;
 mod handover;
 mod load;
 mod record;
@@ -417,7 +418,23 @@ fn begin_tick(ctx: &mut Ctx<'_, '_>, driver: Driver) -> Result<Begun, Failure> {
     };
     match planned {
         Err(halt) => entry::halt(ctx, run, halt).map(Begun::Concluded),
-        Ok(dispatch) => handover::open(ctx, run, dispatch, driver),
+        Ok(dispatch) => {
+            // A session reports what it did, but not always all of it:
+            // `end` compares the world with this snapshot (`found`).
+            let request = &dispatch.request;
+            let before = if driver == Driver::Session
+                && !(request.issues.is_empty() && request.prs.is_empty())
+            {
+                Some(found::snapshot(ctx, request)?)
+            } else {
+                None
+            };
+            let begun = handover::open(ctx, run, dispatch, driver)?;
+            if let (Some(before), Begun::Work(opened)) = (&before, &begun) {
+                found::keep(ctx, before, &opened.exchange);
+            }
+            Ok(begun)
+        }
     }
 }
 

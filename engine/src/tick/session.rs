@@ -242,6 +242,7 @@ fn assemble(
     if let Some(s) = &flags.summary {
         result.summary = Some(s.clone());
     }
+    super::found::add(ctx, exchange, &journal.request, &mut result)?;
     let mut ledger = None;
     if let Some(source) = &input.transcript {
         let counted = spend_from_transcript(ctx, journal, source, result.usage.len())?;

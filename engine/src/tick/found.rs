@@ -1,0 +1,139 @@
+//! What an in-session tick did to the world, found the way the agent
+//! adapters find it (DESIGN §11, issue "the contract enforced
+//! in-session"): a session's reports are not trusted to be complete.
+//! Measured before this existed: a PR the model opened with `curl` and
+//! never named to `end` was not counted, so `--max-prs 1` did not stop the
+//! next tick.
+//!
+//! `begin` takes the adapters' snapshot ([`crate::agent::world::snapshot`])
+//! of a session tick — remote branch heads, the tracker's open PRs, the
+//! comments on the PRs the tick is about, the token's login — and keeps it
+//! in the exchange directory; `end` compares the world with it
+//! ([`crate::agent::world::discover`]) and adds every PR, comment and
+//! merge found there to what the session reported (a reported PR keeps
+//! its report; counts take the larger of the two). A tick recovered after
+//! its session died is compared too (`load::recover` reads the same file).
+//!
+//! A project whose remote cannot be listed (no clone, no `origin`) is
+//! snapshot without branch heads, and `end` then ignores the heads too —
+//! otherwise every branch would look new at `end`. Without heads, a work
+//! tick's PRs are found by the `Closes #N` of their body alone.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::Failure;
+use super::ctx::Ctx;
+use crate::agent::world::{self, Before};
+use crate::exchange::Exchange;
+use crate::exit;
+use crate::git::{Git, GitError, WorktreeState};
+use crate::protocol::{SkillRequest, SkillResult};
+
+/// A remote that is not read: no heads, as when it cannot be listed.
+#[derive(Debug)]
+struct NoHeads<'g>(&'g dyn Git);
+
+impl Git for NoHeads<'_> {
+    fn remote_heads(
+        &self,
+        remote: &str,
+        branches: &[String],
+    ) -> Result<BTreeMap<String, String>, GitError> {
+        self.0.remote_heads(remote, branches)
+    }
+    fn worktree(&self, path: &Path) -> WorktreeState {
+        self.0.worktree(path)
+    }
+    fn remote_url(&self, remote: &str) -> Option<String> {
+        self.0.remote_url(remote)
+    }
+    fn heads(&self, _: &str) -> Result<BTreeMap<String, String>, GitError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+/// The world before a session tick's work, for `request`.
+pub(crate) fn snapshot(ctx: &mut Ctx<'_, '_>, request: &SkillRequest) -> Result<Before, Failure> {
+    let remote = ctx.cfg.remote.clone();
+    let base = ctx.git;
+    let no_heads = NoHeads(base);
+    let git: &dyn Git = match base.heads(&remote) {
+        Ok(_) => base,
+        Err(e) => {
+            ctx.note(format!(
+                "The remote {remote} cannot be listed ({e}): end finds this tick's PRs by the issues their body closes, not by new branches"
+            ));
+            &no_heads
+        }
+    };
+    world::snapshot(ctx.tracker, git, &remote, request).map_err(|e| {
+        Failure::new(
+            exit::UNAVAILABLE,
+            format!("cannot note the tracker's PRs before the work: {e} — nothing was changed"),
+            "run begin again when the tracker answers",
+        )
+    })
+}
+
+/// Keeps the snapshot beside the request; a tick without it is ended
+/// from the session's reports alone, which a note says.
+pub(crate) fn keep(ctx: &mut Ctx<'_, '_>, before: &Before, exchange: &Exchange) {
+    if let Err(e) = before.save(exchange) {
+        ctx.note(format!(
+            "The world before the work could not be kept ({e}): end counts only the PRs the session reports"
+        ));
+    }
+}
+
+/// Adds to `result` what the world shows this tick did, compared with
+/// the snapshot `begin` kept (none: a tick begun before snapshots, or a
+/// wrapper tick — nothing to add).
+pub(crate) fn add(
+    ctx: &mut Ctx<'_, '_>,
+    exchange: &Exchange,
+    request: &SkillRequest,
+    result: &mut SkillResult,
+) -> Result<(), Failure> {
+    let Some(before) = Before::load(exchange) else {
+        return Ok(());
+    };
+    let remote = ctx.cfg.remote.clone();
+    let base = ctx.git;
+    let no_heads = NoHeads(base);
+    let git: &dyn Git = if before.heads.is_empty() {
+        &no_heads
+    } else {
+        base
+    };
+    let found = world::discover(&before, ctx.tracker, git, &remote, request).map_err(|e| {
+        Failure::new(
+            exit::UNAVAILABLE,
+            format!("cannot find this tick's PRs on the tracker: {e} — nothing was changed"),
+            "run end again when the tracker answers; the iteration stays open",
+        )
+    })?;
+    for n in &found.notes {
+        ctx.note(format!("Found in the world: {n}"));
+    }
+    let mut unreported = Vec::new();
+    for pr in found.prs {
+        if !result.prs.iter().any(|p| p.number == pr.number) {
+            unreported.push(format!(
+                "#{}{}",
+                pr.number,
+                if pr.opened { " (opened)" } else { "" }
+            ));
+            result.prs.push(pr);
+        }
+    }
+    if !unreported.is_empty() {
+        ctx.note(format!(
+            "Found on the tracker, not reported by the session: {}",
+            unreported.join(", ")
+        ));
+    }
+    result.comments_pushed = result.comments_pushed.max(found.comments);
+    result.merges_attempted = result.merges_attempted.max(found.merges);
+    Ok(())
+}
