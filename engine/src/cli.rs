@@ -5,6 +5,7 @@
 
 mod args;
 mod commands;
+mod hook;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
@@ -103,6 +104,7 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
     match cli.command {
         Command::Schema { kind } => write_or(env, &schema::render(kind)),
         Command::CrashPoints => write_or(env, &CrashPoints::listing()),
+        Command::Hook(args) => hook::hook_command(args, env),
         Command::Guard {
             parent,
             exec,

@@ -8,7 +8,8 @@
 //! [`gates`]), the world ([`backlog`], [`tracker`], [`git`]), the wrapped
 //! skill ([`protocol`], [`exchange`], [`runner`], [`guard`]), real agents
 //! as the work ([`agent`]), the spend of an in-session agent
-//! ([`transcript`]), the seams ([`clock`],
+//! ([`transcript`]), the contract enforced inside a Claude Code session
+//! by its hooks ([`hook`]), the seams ([`clock`],
 //! [`liveness`], [`holder`], [`files`]), and the command line ([`cli`]).
 
 pub mod agent;
@@ -27,6 +28,7 @@ pub mod git;
 pub mod guard;
 pub mod history;
 pub mod holder;
+pub mod hook;
 pub mod journal;
 pub mod liveness;
 pub mod lock;

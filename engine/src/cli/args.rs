@@ -94,6 +94,10 @@ pub enum Command {
     },
     /// List the named crash points for SDD_LOOP_CRASH_AT.
     CrashPoints,
+    /// Run one hook of the Claude Code plugin (hooks/hooks.json): reads the
+    /// hook's JSON on stdin, prints only what Claude Code accepts.
+    #[command(after_help = HOOK_HELP)]
+    Hook(HookArgs),
     /// Runs a wrapped skill for the engine, which the kernel signals when
     /// the engine dies (internal; see the `guard` module).
     #[command(name = "__guard", hide = true)]
@@ -345,6 +349,44 @@ pub struct HolderArgs {
     /// [default: the nearest ancestor that is not a shell or launcher]
     #[arg(long, value_name = "PID")]
     pub holder_pid: Option<u32>,
+}
+
+const HOOK_HELP: &str = "\
+The hooks of the sdd-loop plugin, run by Claude Code (hooks/hooks.json):
+  user-prompt-submit  a loop prompt (/sdd:work --loop …, /sdd:review --loop …,
+                      /sdd-loop:work|review --loop …, or /loop re-sending one)
+                      runs begin; work becomes context for the model, while
+                      skip, stop and ask block the prompt (the model is not
+                      called); any other prompt passes untouched
+  pre-tool-use        refuses what the open iteration's contract forbids: a PR
+                      beyond max_new_prs or for an issue not in the request, a
+                      merge not allowed (or held), a second review round, any
+                      PR or merge when this session holds the loop but no
+                      iteration is open
+  stop                ends the iteration this session holds (PRs from the
+                      tracker, spend from the transcript); blocks once on a
+                      transient failure
+
+Every decision is logged to .sdd/loop/{skill}.hooks.jsonl. The exit status is
+always 0: the answer is the JSON printed (or nothing).
+
+Example:
+  echo '{\"session_id\":\"s\",\"transcript_path\":\"/tmp/t.jsonl\",\"cwd\":\".\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"hello\"}' | sdd-loop hook user-prompt-submit";
+
+/// `hook`: which event, and for tests the session.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The hook event.
+    #[arg(value_enum)]
+    pub event: crate::hook::HookEvent,
+    /// The session process that holds the loop's lock [default: the
+    /// nearest ancestor that is not a shell or launcher: Claude Code]
+    #[arg(long, value_name = "PID")]
+    pub holder_pid: Option<u32>,
+    /// The project directory [default: $CLAUDE_PROJECT_DIR, else the hook
+    /// input's cwd]
+    #[arg(short = 'C', long = "project", value_name = "DIR")]
+    pub project: Option<PathBuf>,
 }
 
 /// `end`: what the session did.

@@ -1,0 +1,120 @@
+//! `sdd-loop hook EVENT`: one Claude Code hook of this repository's
+//! plugin (`hooks/hooks.json`). Reads the hook's JSON on standard input,
+//! finds the session (the nearest ancestor that is no shell or launcher:
+//! the `claude` process that ran the hook), runs [`crate::hook`] with the
+//! command line's own `begin` and `end` as its engine, and prints only
+//! what Claude Code accepts — always exiting 0, since a hook's other exit
+//! statuses mean something else to Claude Code.
+//!
+//! The hook answers within its time limit whatever the engine does: the
+//! work runs on a thread, and when [`crate::hook::MARGIN_SECS`] before the
+//! limit it has not answered, the event's fallback answer is printed
+//! instead ([`crate::hook::fallback`]: the prompt blocked, a PR or merge
+//! refused, a stop let through) and the process exits.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::args::HookArgs;
+use super::{Env, main_with};
+use crate::clock::{self, Clock, FixedClock, SystemClock};
+use crate::exit;
+use crate::git::GitCli;
+use crate::holder;
+use crate::hook::{self, Engine, Hook, Ran};
+use crate::liveness::OsProbe;
+
+/// The engine a hook runs: `sdd-loop ARGS` in-process, with the hook's
+/// environment, its output captured.
+#[derive(Debug)]
+struct InProcess {
+    vars: BTreeMap<String, String>,
+}
+
+impl Engine for InProcess {
+    fn run(&mut self, project: &Path, args: &[String]) -> Ran {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = {
+            let mut env = Env {
+                stdout: &mut out,
+                stderr: &mut err,
+                vars: self.vars.clone(),
+                cwd: project.to_path_buf(),
+                terminal: None,
+                stdin: None,
+                interrupts: None,
+            };
+            let argv = std::iter::once(OsString::from("sdd-loop"))
+                .chain(args.iter().map(OsString::from))
+                .collect::<Vec<_>>();
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| main_with(argv, &mut env)))
+                .unwrap_or(exit::INTERNAL)
+        };
+        Ran {
+            code,
+            stdout: String::from_utf8_lossy(&out).into_owned(),
+            stderr: String::from_utf8_lossy(&err).into_owned(),
+        }
+    }
+}
+
+fn clock(vars: &BTreeMap<String, String>) -> Box<dyn Clock> {
+    match vars
+        .get("SDD_LOOP_NOW")
+        .filter(|v| !v.trim().is_empty())
+        .and_then(|v| clock::parse(v).ok())
+    {
+        Some(at) => Box::new(FixedClock(at)),
+        None => Box::new(SystemClock),
+    }
+}
+
+pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
+    let event = args.event;
+    let mut bytes = Vec::new();
+    if let Some(stdin) = env.stdin.as_mut() {
+        let _ = stdin.read_to_end(&mut bytes);
+    }
+    let vars = env.vars.clone();
+    let project: Option<PathBuf> = args.project.map(|p| env.cwd.join(p)).or_else(|| {
+        vars.get("CLAUDE_PROJECT_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let session = match args.holder_pid {
+        Some(pid) => holder::explicit(&OsProbe, pid),
+        None => holder::session(&OsProbe, std::process::id()),
+    }
+    .map(|identity| identity.pid);
+    let git_dir = project.clone().unwrap_or_else(|| env.cwd.clone());
+    let (tx, rx) = mpsc::channel();
+    let input = bytes.clone();
+    std::thread::spawn(move || {
+        let mut engine = InProcess { vars: vars.clone() };
+        let clock = clock(&vars);
+        let git = GitCli { dir: git_dir };
+        let mut hook = Hook {
+            vars: &vars,
+            project,
+            session,
+            clock: clock.as_ref(),
+            engine: &mut engine,
+            git: &git,
+        };
+        let answer = hook::run(event, &input, &mut hook);
+        let _ = tx.send(answer);
+    });
+    let budget = Duration::from_secs(event.timeout_secs().saturating_sub(hook::MARGIN_SECS));
+    // A panicking hook drops its sender: the fallback answers at once.
+    let answer = rx
+        .recv_timeout(budget)
+        .unwrap_or_else(|_| hook::fallback(event, &bytes));
+    if let Some(json) = answer.json() {
+        let _ = writeln!(env.stdout, "{json}");
+    }
+    exit::TICK_DONE
+}

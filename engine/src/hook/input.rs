@@ -1,0 +1,220 @@
+//! The JSON object Claude Code writes on a hook's standard input, as
+//! measured with Claude Code 2.1.328 (`reference/real-agents.md`, "Claude
+//! Code hooks"): every event carries `session_id`, `transcript_path`,
+//! `cwd`, `prompt_id`, `permission_mode` and `hook_event_name`;
+//! `UserPromptSubmit` adds `prompt`, `PreToolUse` adds `tool_name`,
+//! `tool_input` and `tool_use_id`, and `Stop` adds `stop_hook_active`,
+//! `last_assistant_message`, `background_tasks` and `session_crons`.
+//!
+//! Unknown fields are accepted, unlike the engine's own files: Claude
+//! Code adds fields from one release to the next, and a hook that refused
+//! its input would fail every prompt of every session. What the hooks
+//! decide on is required and typed; the rest is optional.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// Which hook is running: the subcommand of `sdd-loop hook`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookEvent {
+    /// `UserPromptSubmit`: a prompt, before the model sees it.
+    UserPromptSubmit,
+    /// `PreToolUse`: a tool call, before it runs.
+    PreToolUse,
+    /// `Stop`: the session's turn ends.
+    Stop,
+}
+
+impl HookEvent {
+    /// The name in Claude Code's `hook_event_name` and `hooks.json`.
+    pub fn claude_name(self) -> &'static str {
+        match self {
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::Stop => "Stop",
+        }
+    }
+
+    /// The subcommand: `user-prompt-submit`, `pre-tool-use`, `stop`.
+    pub fn command(self) -> &'static str {
+        match self {
+            HookEvent::UserPromptSubmit => "user-prompt-submit",
+            HookEvent::PreToolUse => "pre-tool-use",
+            HookEvent::Stop => "stop",
+        }
+    }
+}
+
+/// The fields every event carries.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Common {
+    pub session_id: String,
+    /// The session's transcript, exactly (what `end --transcript` reads).
+    #[serde(default)]
+    pub transcript_path: Option<PathBuf>,
+    pub cwd: PathBuf,
+    /// The prompt in progress: the same for every tool call of one turn.
+    #[serde(default)]
+    pub prompt_id: Option<String>,
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+    pub hook_event_name: String,
+}
+
+/// `UserPromptSubmit`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PromptInput {
+    #[serde(flatten)]
+    pub common: Common,
+    pub prompt: String,
+}
+
+/// `PreToolUse`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ToolInput {
+    #[serde(flatten)]
+    pub common: Common,
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_input: serde_json::Value,
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+}
+
+/// `Stop`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct StopInput {
+    #[serde(flatten)]
+    pub common: Common,
+    /// A Stop hook already blocked this turn: never block again.
+    #[serde(default)]
+    pub stop_hook_active: bool,
+    #[serde(default)]
+    pub last_assistant_message: Option<String>,
+}
+
+/// A hook's input that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("the hook input on standard input is not a {event} object: {detail}")]
+    Invalid { event: &'static str, detail: String },
+    #[error(
+        "`sdd-loop hook {command}` was given a {found} event (hook_event_name), not {expected}"
+    )]
+    WrongEvent {
+        command: &'static str,
+        expected: &'static str,
+        found: String,
+    },
+}
+
+impl InputError {
+    pub fn help(&self) -> &'static str {
+        match self {
+            InputError::Invalid { .. } => {
+                "the hooks are run by Claude Code, which writes this object; to try one by hand, pipe a JSON object shaped as in the README's \"The hooks\""
+            }
+            InputError::WrongEvent { .. } => {
+                "wire each event to its own subcommand in hooks/hooks.json"
+            }
+        }
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    event: HookEvent,
+    name: impl Fn(&T) -> &str,
+) -> Result<T, InputError> {
+    let value: T = serde_json::from_slice(bytes).map_err(|e| InputError::Invalid {
+        event: event.claude_name(),
+        detail: e.to_string(),
+    })?;
+    let found = name(&value);
+    if found != event.claude_name() {
+        return Err(InputError::WrongEvent {
+            command: event.command(),
+            expected: event.claude_name(),
+            found: found.to_owned(),
+        });
+    }
+    Ok(value)
+}
+
+impl PromptInput {
+    pub fn parse(bytes: &[u8]) -> Result<Self, InputError> {
+        parse(bytes, HookEvent::UserPromptSubmit, |v: &Self| {
+            &v.common.hook_event_name
+        })
+    }
+}
+
+impl ToolInput {
+    pub fn parse(bytes: &[u8]) -> Result<Self, InputError> {
+        parse(bytes, HookEvent::PreToolUse, |v: &Self| {
+            &v.common.hook_event_name
+        })
+    }
+
+    /// The `Bash` tool's command line, if this is one.
+    pub fn bash_command(&self) -> Option<&str> {
+        (self.tool_name == "Bash")
+            .then(|| self.tool_input.get("command").and_then(|c| c.as_str()))
+            .flatten()
+    }
+}
+
+impl StopInput {
+    pub fn parse(bytes: &[u8]) -> Result<Self, InputError> {
+        parse(bytes, HookEvent::Stop, |v: &Self| &v.common.hook_event_name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMMON: &str = r#""session_id":"4b8e6284-aaaa","transcript_path":"/c/projects/-p/4b8e6284-aaaa.jsonl","cwd":"/p","prompt_id":"p-1","permission_mode":"default""#;
+
+    #[test]
+    fn every_measured_field_is_read_and_new_fields_are_accepted() {
+        let prompt = PromptInput::parse(
+            format!(r#"{{{COMMON},"hook_event_name":"UserPromptSubmit","prompt":"/sdd:work --loop","effort":"high"}}"#)
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(prompt.prompt, "/sdd:work --loop");
+        assert_eq!(prompt.common.prompt_id.as_deref(), Some("p-1"));
+        let tool = ToolInput::parse(
+            format!(r#"{{{COMMON},"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"gh pr list","description":"x"}},"tool_use_id":"toolu_1"}}"#)
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(tool.bash_command(), Some("gh pr list"));
+        let stop = StopInput::parse(
+            format!(r#"{{{COMMON},"hook_event_name":"Stop","stop_hook_active":true,"last_assistant_message":"Done.","background_tasks":[],"session_crons":[]}}"#)
+                .as_bytes(),
+        )
+        .unwrap();
+        assert!(stop.stop_hook_active);
+        assert_eq!(
+            stop.common.transcript_path.unwrap(),
+            PathBuf::from("/c/projects/-p/4b8e6284-aaaa.jsonl")
+        );
+    }
+
+    #[test]
+    fn another_event_or_a_missing_field_is_an_error_that_says_which() {
+        let e = StopInput::parse(
+            format!(r#"{{{COMMON},"hook_event_name":"PreToolUse","tool_name":"Bash"}}"#).as_bytes(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("PreToolUse"), "{e}");
+        let e = PromptInput::parse(
+            format!(r#"{{{COMMON},"hook_event_name":"UserPromptSubmit"}}"#).as_bytes(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("prompt"), "{e}");
+    }
+}

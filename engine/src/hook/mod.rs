@@ -1,0 +1,177 @@
+//! The loop contract enforced inside a Claude Code session (issue "the
+//! contract enforced in-session"): `sdd-loop hook EVENT`, wired by this
+//! repository's plugin (`hooks/hooks.json`) to three Claude Code hooks
+//! that run outside the model, so the contract no longer rests on the
+//! model obeying SKILL.md.
+//!
+//! - [`user_prompt`] (`UserPromptSubmit`): a loop prompt ([`prompt`])
+//!   runs `begin` with the prompt's flags, the session as the lock holder
+//!   and the session's transcript; work becomes context for the model,
+//!   while skip, stop and ask block the prompt — the model is not called.
+//! - [`pre_tool`] (`PreToolUse`): what a tool call would do ([`command`])
+//!   is refused when the contract forbids it — a PR beyond `max_new_prs`,
+//!   a PR for an issue not in the request, a merge under `hold` or where
+//!   merging is not allowed, a second review round (ADR-0010), or any of
+//!   these when the session holds the loop but no iteration is open.
+//! - [`stop`] (`Stop`): ends the open iteration: PRs from the world, spend
+//!   from the exact transcript, the summary from the last message.
+//!
+//! Every hook answers with what Claude Code accepts ([`answer`]) or
+//! nothing, within its time limit ([`TIMEOUTS`], the same as in
+//! `hooks/hooks.json`), and appends what it decided and why to
+//! `.sdd/loop/{skill}.hooks.jsonl` ([`log`]). What the hooks remember
+//! between calls is in [`state`]. `begin` and `end` themselves run through
+//! the [`Engine`] seam: the command line's own commands, so a hook and an
+//! explicit `sdd-loop work begin` are one code path.
+
+pub mod answer;
+pub mod command;
+pub mod input;
+pub mod log;
+pub mod pre_tool;
+pub mod prompt;
+pub mod state;
+pub mod stop;
+pub mod user_prompt;
+pub mod words;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::clock::Clock;
+use crate::git::Git;
+use crate::paths::{Skill, StatePaths};
+
+pub use answer::Answer;
+pub use input::HookEvent;
+
+/// Each hook's time limit in seconds, as `hooks/hooks.json` declares it;
+/// a hook answers [`MARGIN_SECS`] before it, whatever the engine is doing.
+pub const TIMEOUTS: [(HookEvent, u64); 3] = [
+    (HookEvent::UserPromptSubmit, 120),
+    (HookEvent::PreToolUse, 30),
+    (HookEvent::Stop, 120),
+];
+
+/// How long before Claude Code's limit a hook gives its fallback answer.
+pub const MARGIN_SECS: u64 = 5;
+
+impl HookEvent {
+    /// The time limit `hooks/hooks.json` gives this hook.
+    pub fn timeout_secs(self) -> u64 {
+        TIMEOUTS
+            .iter()
+            .find(|(e, _)| *e == self)
+            .map_or(60, |(_, s)| *s)
+    }
+}
+
+/// What one `sdd-loop` command printed and returned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ran {
+    pub code: u8,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    /// The `--json` summary line (the last line of stdout that is JSON).
+    pub fn summary(&self) -> serde_json::Value {
+        self.stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// What went wrong, in the engine's words: its `error:` and `help:`
+    /// lines, else the summary's, else the exit status.
+    pub fn error_text(&self) -> String {
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error:") || l.starts_with("help:"))
+            .collect();
+        if !lines.is_empty() {
+            let mut text = lines.join(" ");
+            if !text.ends_with(['.', '!', '?']) {
+                text.push('.');
+            }
+            return text;
+        }
+        let summary = self.summary();
+        match (summary["error"].as_str(), summary["help"].as_str()) {
+            (Some(e), Some(h)) => format!("error: {e} help: {h}"),
+            (Some(e), None) => format!("error: {e}"),
+            _ => format!("sdd-loop exited {}", self.code),
+        }
+    }
+}
+
+/// Runs `sdd-loop ARGS` in a project: the command line's own commands.
+pub trait Engine {
+    fn run(&mut self, project: &Path, args: &[String]) -> Ran;
+}
+
+/// What every hook is given besides its input.
+pub struct Hook<'a> {
+    /// The environment (for redaction and the project directory).
+    pub vars: &'a BTreeMap<String, String>,
+    /// The project: `-C DIR`, else `$CLAUDE_PROJECT_DIR`, else the
+    /// input's `cwd`.
+    pub project: Option<PathBuf>,
+    /// The session process (Claude Code): the lock holder, or why it
+    /// could not be found.
+    pub session: Result<u32, String>,
+    pub clock: &'a dyn Clock,
+    pub engine: &'a mut dyn Engine,
+    /// git in the project, for `git push` of new branches.
+    pub git: &'a dyn Git,
+}
+
+impl std::fmt::Debug for Hook<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hook")
+            .field("project", &self.project)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hook<'_> {
+    /// The project directory for an input whose `cwd` is `cwd`.
+    pub fn project_for(&self, cwd: &Path) -> PathBuf {
+        self.project.clone().unwrap_or_else(|| cwd.to_path_buf())
+    }
+}
+
+/// Both loops' state paths in `project`.
+pub(crate) fn both(project: &Path) -> [StatePaths; 2] {
+    [
+        StatePaths::new(project, Skill::Work, None),
+        StatePaths::new(project, Skill::Review, None),
+    ]
+}
+
+/// Runs hook `event` on `input` (the bytes Claude Code wrote).
+pub fn run(event: HookEvent, input: &[u8], hook: &mut Hook<'_>) -> Answer {
+    match event {
+        HookEvent::UserPromptSubmit => user_prompt::run(hook, input),
+        HookEvent::PreToolUse => pre_tool::run(hook, input),
+        HookEvent::Stop => stop::run(hook, input),
+    }
+}
+
+/// What a hook answers when it runs out of time: a prompt is blocked (the
+/// engine's state is unknown), a PR or merge is refused, a stop passes.
+pub fn fallback(event: HookEvent, input: &[u8]) -> Answer {
+    let limit = event.timeout_secs();
+    match event {
+        HookEvent::UserPromptSubmit => Answer::BlockPrompt(format!(
+            "sdd-loop did not answer within {} s (the tracker may be slow or down): the prompt was not sent to the model. Check `sdd-loop status work` (or review) before the next loop prompt.",
+            limit - MARGIN_SECS
+        )),
+        HookEvent::PreToolUse => pre_tool::fail_closed(input, "sdd-loop did not decide in time"),
+        HookEvent::Stop => Answer::Pass,
+    }
+}

@@ -1,0 +1,529 @@
+//! `sdd-loop hook pre-tool-use` (`PreToolUse`): a tool call that would
+//! open a PR, merge, review, push or begin a tick ([`super::command`]) is
+//! checked against the contract of the iteration this session holds, and
+//! refused (`permissionDecision: deny`, with the contract's reason) when:
+//!
+//! - it opens a PR beyond what `max_new_prs` leaves (the PRs let through
+//!   this iteration are counted in [`super::state::Counts`]), or, in a
+//!   work tick, a PR whose body does not close an issue of the request;
+//! - it merges in a work tick (merging is the review loop's, under its
+//!   gates), or a PR that is not in the review request or whose
+//!   `merge_allowed` is false — the post-feedback-merge gate said `hold`;
+//! - it submits a second review of one PR in one tick (ADR-0010: one
+//!   review-response round per PR), or reviews a PR not in the request;
+//! - it pushes a new branch when no new PR is left;
+//! - the request is a dry run and it changes anything of these;
+//! - it runs `begin` while the iteration is open (the hook began it);
+//! - no iteration is open but the session holds the loop's lock, or the
+//!   prompt's own iteration has ended: then every PR, merge, review and
+//!   push is refused.
+//!
+//! Everything else is allowed, and so is everything in a project with no
+//! loop state or a session holding no loop. When the hook cannot decide
+//! (state unreadable, the session's process unknown), it refuses PRs,
+//! merges, reviews and pushes and allows everything else: fail closed.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::answer::Answer;
+use super::command::{self, Action, Body};
+use super::input::ToolInput;
+use super::log::{self, Entry};
+use super::state::{Counts, Session};
+use super::{Hook, both};
+use crate::clock;
+use crate::exchange::Exchange;
+use crate::git::WorktreeState;
+use crate::journal::Journal;
+use crate::lock;
+use crate::paths::{Skill, StatePaths};
+use crate::protocol::SkillRequest;
+
+/// Longest PR body file read to see which issues it closes.
+const BODY_MAX: u64 = 1 << 20;
+
+fn refused(why: impl std::fmt::Display) -> Answer {
+    Answer::Deny(format!("sdd-loop refused this: {why}"))
+}
+
+/// Refuses `actions` if any changes PRs, else passes: the answer when
+/// the hook cannot decide.
+fn deny_if_prs(actions: &[Action], why: &str) -> Answer {
+    if actions.iter().any(Action::changes_prs) {
+        refused(format!(
+            "{why}. Until it can decide, PRs, merges, reviews and pushes are refused (fail closed); everything else is allowed."
+        ))
+    } else {
+        Answer::Pass
+    }
+}
+
+/// The answer when the hook cannot decide on `bytes` (its input).
+pub fn fail_closed(bytes: &[u8], why: &str) -> Answer {
+    let actions = match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => command::recognise(v["tool_name"].as_str().unwrap_or(""), &v["tool_input"]),
+        Err(_) => Vec::new(),
+    };
+    deny_if_prs(&actions, why)
+}
+
+/// What was decided, and about which loop (none: not a loop's call, not
+/// logged).
+struct Decided {
+    answer: Answer,
+    skill: Option<Skill>,
+    iteration: Option<u64>,
+}
+
+impl Decided {
+    fn outside(answer: Answer) -> Self {
+        Self {
+            answer,
+            skill: None,
+            iteration: None,
+        }
+    }
+}
+
+pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
+    let value: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(_) => return Answer::Pass,
+    };
+    let actions = command::recognise(
+        value["tool_name"].as_str().unwrap_or(""),
+        &value["tool_input"],
+    );
+    if actions.is_empty() {
+        return Answer::Pass;
+    }
+    let input = match ToolInput::parse(bytes) {
+        Ok(i) => i,
+        Err(e) => return deny_if_prs(&actions, &format!("its input cannot be read ({e})")),
+    };
+    let project = hook.project_for(&input.common.cwd);
+    let loop_dir = project.join(".sdd").join("loop");
+    if !loop_dir.is_dir() {
+        return Answer::Pass;
+    }
+    let redactor = log::redactor(&project, hook.vars);
+    let decided = match decide(hook, &input, &project, &actions, &redactor) {
+        Ok(d) => d,
+        Err(why) => Decided {
+            answer: deny_if_prs(&actions, &format!("the hook cannot decide: {why}")),
+            skill: Some(Skill::Work),
+            iteration: None,
+        },
+    };
+    if let Some(skill) = decided.skill {
+        let entry = Entry {
+            at: clock::format(hook.clock.now()),
+            event: "pre-tool-use".into(),
+            session_id: input.common.session_id.clone(),
+            prompt_id: input.common.prompt_id.clone(),
+            iteration: decided.iteration,
+            decision: match decided.answer {
+                Answer::Pass => "allow".into(),
+                ref a => a.decision().into(),
+            },
+            reason: decided.answer.text().map(str::to_owned),
+            saw: actions.iter().map(Action::describe).collect(),
+            input: Some(log::quote(
+                &input
+                    .bash_command()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("{} {}", input.tool_name, input.tool_input)),
+            )),
+        };
+        let _ = log::append(&project, skill, &entry, &redactor);
+    }
+    decided.answer
+}
+
+fn decide(
+    hook: &mut Hook<'_>,
+    input: &ToolInput,
+    project: &Path,
+    actions: &[Action],
+    redactor: &crate::redact::Redactor,
+) -> Result<Decided, String> {
+    let pid = hook
+        .session
+        .clone()
+        .map_err(|why| format!("the session's process is unknown ({why})"))?;
+    for paths in both(project) {
+        match Journal::load(&paths.inflight()) {
+            Ok(Some(j)) if j.pid == pid => {
+                return in_tick(hook, input, &paths, &j, actions, redactor);
+            }
+            Ok(_) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let changes: Vec<&Action> = actions.iter().filter(|a| a.changes_prs()).collect();
+    if changes.is_empty() {
+        return Ok(Decided::outside(Answer::Pass));
+    }
+    let what = changes
+        .iter()
+        .map(|a| a.describe())
+        .collect::<Vec<_>>()
+        .join(", ");
+    for paths in both(project) {
+        if let Ok(Some(Ok(record))) = lock::peek(&paths)
+            && record.pid == pid
+        {
+            let skill = paths.skill;
+            return Ok(Decided {
+                answer: refused(format!(
+                    "no iteration of the {skill} loop is open, but this session holds its lock (iteration {}): {what} now would be counted by no tick. Finish the tick (`sdd-loop {skill} end`) or wait for the next loop prompt.",
+                    record.iteration
+                )),
+                skill: Some(skill),
+                iteration: Some(record.iteration),
+            });
+        }
+    }
+    for paths in both(project) {
+        if let Ok(Some(session)) = Session::load(&paths)
+            && session.session_id == input.common.session_id
+            && session.prompt_id.is_some()
+            && session.prompt_id == input.common.prompt_id
+            && let Some(n) = session.iteration
+        {
+            let skill = paths.skill;
+            return Ok(Decided {
+                answer: refused(format!(
+                    "iteration {n} of the {skill} loop, which this prompt began, has ended (its `end` ran): {what} now is outside any tick and would be counted by none. Stop here; the next tick begins with the next loop prompt."
+                )),
+                skill: Some(skill),
+                iteration: Some(n),
+            });
+        }
+    }
+    Ok(Decided::outside(Answer::Pass))
+}
+
+/// The issues a new PR's body closes (`None`: the body cannot be seen).
+fn closes(body: &Body, cwd: &Path) -> Result<BTreeSet<u64>, String> {
+    let read = |file: &str| -> Result<String, String> {
+        let path = cwd.join(file);
+        let f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::Read::take(f, BODY_MAX), &mut text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(text)
+    };
+    let text = match body {
+        Body::Text(t) => t.clone(),
+        Body::File(f) => read(f)?,
+        Body::JsonFile(f) => {
+            let json: Value =
+                serde_json::from_str(&read(f)?).map_err(|e| format!("{f}: not JSON: {e}"))?;
+            json["body"]
+                .as_str()
+                .ok_or_else(|| format!("{f} has no body"))?
+                .to_owned()
+        }
+        Body::Unknown(why) => return Err(why.clone()),
+    };
+    Ok(crate::backlog::closes(&text))
+}
+
+/// Whether `text` names PR `n` (`#n` not followed by a digit).
+fn mentions(text: &str, n: u64) -> bool {
+    let needle = format!("#{n}");
+    text.match_indices(&needle).any(|(at, _)| {
+        !text[at + needle.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+fn list(numbers: impl IntoIterator<Item = u64>) -> String {
+    let all: Vec<String> = numbers.into_iter().map(|n| format!("#{n}")).collect();
+    if all.is_empty() {
+        "none".into()
+    } else {
+        all.join(", ")
+    }
+}
+
+/// A push of a branch the remote does not have, when no new PR is left.
+fn new_branch(
+    hook: &Hook<'_>,
+    cwd: &Path,
+    dir: Option<&str>,
+    remote: Option<&str>,
+    branches: Option<&[String]>,
+) -> Option<String> {
+    let Some(branches) = branches else {
+        return Some("the branches it pushes cannot be told (--all, --mirror)".into());
+    };
+    let at = dir.map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d));
+    let mut names = Vec::new();
+    for b in branches {
+        if b == "HEAD" {
+            match hook.git.worktree(&at) {
+                WorktreeState::At { branch, .. } => names.push(branch),
+                WorktreeState::Missing => {
+                    return Some("its branch cannot be told".into());
+                }
+            }
+        } else {
+            names.push(b.clone());
+        }
+    }
+    if names.is_empty() {
+        match hook.git.worktree(&at) {
+            WorktreeState::At { branch, .. } => names.push(branch),
+            WorktreeState::Missing => return Some("its branch cannot be told".into()),
+        }
+    }
+    let remote = remote.unwrap_or("origin");
+    let git = crate::git::GitCli { dir: at };
+    let on_remote = match crate::git::Git::remote_heads(&git, remote, &names) {
+        Ok(heads) => heads,
+        Err(e) => return Some(format!("the remote cannot be read ({e})")),
+    };
+    names
+        .iter()
+        .find(|n| !on_remote.contains_key(*n))
+        .map(|n| format!("{n} is a new branch on {remote}"))
+}
+
+fn in_tick(
+    hook: &mut Hook<'_>,
+    input: &ToolInput,
+    paths: &StatePaths,
+    journal: &Journal,
+    actions: &[Action],
+    redactor: &crate::redact::Redactor,
+) -> Result<Decided, String> {
+    let skill = paths.skill;
+    let n = journal.iteration;
+    let request: &SkillRequest = &journal.request;
+    let decided = |answer| Decided {
+        answer,
+        skill: Some(skill),
+        iteration: Some(n),
+    };
+    let cwd = &input.common.cwd;
+    let exchange = Exchange::for_iteration(paths, n);
+    let requested: BTreeSet<u64> = request.issues.iter().map(|i| i.number).collect();
+    let dry = request.dry_run;
+    let limit = |opened: u64| match request.max_new_prs {
+        Some(max) => format!("max_new_prs is {max}, and {opened} PR(s) were opened this iteration"),
+        None => String::new(),
+    };
+
+    // The bodies are read before the counts are locked.
+    let mut bodies = Vec::new();
+    for a in actions {
+        if let Action::OpenPr { body, .. } = a {
+            bodies.push(closes(body, cwd));
+        }
+    }
+    let seen = Counts::update(&exchange, redactor, |c| (false, c.prs_opened))
+        .map_err(|e| e.to_string())?;
+    let left_before = request.max_new_prs.map(|m| m.saturating_sub(seen));
+    for a in actions {
+        if let Action::Push {
+            dir,
+            remote,
+            branches,
+        } = a
+        {
+            if !(dry || left_before == Some(0)) {
+                continue;
+            }
+            if let Some(why) = new_branch(
+                hook,
+                cwd,
+                dir.as_deref(),
+                remote.as_deref(),
+                branches.as_deref(),
+            ) {
+                let because = if dry {
+                    "this tick is a dry run".to_owned()
+                } else {
+                    format!("no new PR is left this tick ({})", limit(seen))
+                };
+                return Ok(decided(refused(format!(
+                    "{} — {why}, and {because}. Push only to the branches of PRs you already opened.",
+                    a.describe()
+                ))));
+            }
+        }
+    }
+
+    let answer = Counts::update(&exchange, redactor, |counts| {
+        let mut opened = counts.prs_opened;
+        let mut reviews = counts.reviews.clone();
+        let mut bodies = bodies.into_iter();
+        for a in actions {
+            let deny = match a {
+                Action::Begin { .. } => Some(format!(
+                    "`sdd-loop {skill} begin` already ran for this prompt: iteration {n} of the {skill} loop is open, held by this session. Do the work in the request; `end` runs when you stop."
+                )),
+                Action::Push { .. } => None,
+                Action::OpenPr { .. } => {
+                    let closed = bodies.next().unwrap_or_else(|| Err("no body".into()));
+                    let why = if dry {
+                        Some(format!("{} — this tick is a dry run: plan and report, open nothing.", a.describe()))
+                    } else if request.max_new_prs.is_some_and(|max| opened >= max) {
+                        Some(format!(
+                            "{} — this tick may open no more pull requests: {}. Do not open more; finish and stop (end records what you did).",
+                            a.describe(),
+                            limit(opened)
+                        ))
+                    } else if skill == Skill::Work {
+                        match closed {
+                            Ok(issues) if issues.is_empty() => Some(format!(
+                                "{} — its body closes no issue; a PR in this tick implements one issue of the request and says so: put `Closes #N` in the body, for one of {}.",
+                                a.describe(),
+                                list(requested.iter().copied())
+                            )),
+                            Ok(issues) if !issues.is_subset(&requested) => Some(format!(
+                                "{} — it closes {}, which this tick's request does not hold (the request: {}). Open PRs only for the issues of the request.",
+                                a.describe(),
+                                list(issues.difference(&requested).copied()),
+                                list(requested.iter().copied())
+                            )),
+                            Ok(_) => None,
+                            Err(why) => Some(format!(
+                                "{} — which issue it closes cannot be seen ({why}); open it with `--body 'Closes #N'` for one of {}.",
+                                a.describe(),
+                                list(requested.iter().copied())
+                            )),
+                        }
+                    } else {
+                        None
+                    };
+                    if why.is_none() {
+                        opened += 1;
+                    }
+                    why
+                }
+                Action::Merge { pr, .. } => {
+                    if dry {
+                        Some(format!("{} — this tick is a dry run: merge nothing.", a.describe()))
+                    } else if skill == Skill::Work {
+                        Some(format!(
+                            "{} — a /sdd:work tick merges nothing: merging is the review loop's, under its post-feedback-merge gate.",
+                            a.describe()
+                        ))
+                    } else {
+                        match pr {
+                            None => Some(format!(
+                                "{} — name the PR by its number, so the hook can check that merging it is allowed this tick (the request: {}).",
+                                a.describe(),
+                                list(request.prs.iter().map(|p| p.number))
+                            )),
+                            Some(number) => match request.prs.iter().find(|p| p.number == *number) {
+                                None => Some(format!(
+                                    "{} — PR #{number} is not in this tick's request (the request: {}).",
+                                    a.describe(),
+                                    list(request.prs.iter().map(|p| p.number))
+                                )),
+                                Some(p) if !p.merge_allowed => {
+                                    let held = journal.gates.iter().any(|g| {
+                                        g.name == "post-feedback-merge"
+                                            && g.answer.starts_with("hold")
+                                            && mentions(&g.question, *number)
+                                    });
+                                    Some(if held {
+                                        format!(
+                                            "{} — the post-feedback-merge gate was answered `hold` for PR #{number} this tick: it waits for a human re-review. Do not merge it.",
+                                            a.describe()
+                                        )
+                                    } else {
+                                        format!(
+                                            "{} — merging PR #{number} is not allowed this tick (merge_allowed is false in the request).",
+                                            a.describe()
+                                        )
+                                    })
+                                }
+                                Some(_) => None,
+                            },
+                        }
+                    }
+                }
+                Action::Review { pr, .. } => {
+                    let key = pr.map_or_else(|| "?".to_owned(), |p| p.to_string());
+                    if skill == Skill::Review
+                        && let Some(number) = pr
+                        && !request.prs.iter().any(|p| p.number == *number)
+                    {
+                        Some(format!(
+                            "{} — PR #{number} is not in this tick's request (the request: {}).",
+                            a.describe(),
+                            list(request.prs.iter().map(|p| p.number))
+                        ))
+                    } else if reviews.get(&key).copied().unwrap_or(0) >= 1 {
+                        Some(format!(
+                            "{} — it was already reviewed in this tick, and ADR-0010 allows one review-response round per PR per tick. Reply in the threads, push fixes, and stop; the next tick may review it again.",
+                            a.describe()
+                        ))
+                    } else {
+                        *reviews.entry(key).or_insert(0) += 1;
+                        None
+                    }
+                }
+            };
+            if let Some(why) = deny {
+                return (false, refused(why));
+            }
+        }
+        let changed = opened != counts.prs_opened || reviews != counts.reviews;
+        counts.prs_opened = opened;
+        counts.reviews = reviews;
+        (changed, Answer::Pass)
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(decided(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pr_is_mentioned_by_its_whole_number() {
+        let q =
+            "Responder addressed human feedback on PR #142. Merge now or hold for human re-review?";
+        assert!(mentions(q, 142));
+        assert!(!mentions(q, 14));
+        assert!(!mentions(q, 1420));
+    }
+
+    #[test]
+    fn bodies_from_text_and_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("pr.md"), "Fixes #3 and closes #4").unwrap();
+        std::fs::write(
+            tmp.path().join("pr.json"),
+            r#"{"title":"x","body":"Resolves #5"}"#,
+        )
+        .unwrap();
+        let c = |b: Body| closes(&b, tmp.path());
+        assert_eq!(
+            c(Body::Text("Closes #1".into())).unwrap(),
+            BTreeSet::from([1])
+        );
+        assert_eq!(
+            c(Body::File("pr.md".into())).unwrap(),
+            BTreeSet::from([3, 4])
+        );
+        assert_eq!(
+            c(Body::JsonFile("pr.json".into())).unwrap(),
+            BTreeSet::from([5])
+        );
+        assert!(c(Body::File("missing.md".into())).is_err());
+        assert!(c(Body::Unknown("--fill".into())).is_err());
+    }
+}

@@ -1,0 +1,158 @@
+//! `sdd-loop hook stop` (`Stop`): the session's turn is over, so its
+//! tick is — the hook runs `end` for the iteration this session holds,
+//! with the spend from the hook input's exact `transcript_path`, the PRs
+//! from the tracker and the remote (`end` compares the world with the
+//! snapshot `begin` kept), and the summary from `last_assistant_message`.
+//!
+//! - No iteration held by this session (none open, ended already by an
+//!   explicit `end`, or another session's): nothing is printed.
+//! - `end` fails on something that passes (the tracker or git
+//!   unavailable, state not writable): the stop is blocked once with the
+//!   reason, so the model can retry by stopping again; never when
+//!   `stop_hook_active` says this turn was blocked already. The iteration
+//!   then stays open, and the session's next loop prompt ends it first.
+//! - `end` fails otherwise: nothing is printed (blocking would not help);
+//!   the next loop prompt retries and shows the error if it fails again.
+//! - The loop ended: the user is told so.
+
+use std::path::Path;
+
+use super::answer::Answer;
+use super::input::StopInput;
+use super::log::{self, Entry};
+use super::{Hook, Ran, both};
+use crate::clock;
+use crate::exit;
+use crate::journal::Journal;
+use crate::paths::Skill;
+
+/// The first line of the model's last message, as the status block's
+/// summary.
+fn summary(message: Option<&str>) -> Option<String> {
+    message.and_then(crate::agent::first_line)
+}
+
+/// Runs `sdd-loop SKILL end` for `iteration`, held by `pid`.
+pub(crate) fn end(
+    hook: &mut Hook<'_>,
+    project: &Path,
+    skill: Skill,
+    iteration: u64,
+    pid: u32,
+    transcript: Option<&Path>,
+    summary: Option<String>,
+) -> Ran {
+    let mut args: Vec<String> = vec![
+        skill.to_string(),
+        "end".into(),
+        "--iteration".into(),
+        iteration.to_string(),
+        "--holder-pid".into(),
+        pid.to_string(),
+        "--json".into(),
+    ];
+    if let Some(t) = transcript {
+        args.push("--transcript".into());
+        args.push(t.display().to_string());
+    }
+    if let Some(s) = summary {
+        args.push("--summary".into());
+        args.push(s);
+    }
+    hook.engine.run(project, &args)
+}
+
+/// Whether a failed `end` may pass if tried again.
+pub(crate) fn transient(code: u8) -> bool {
+    code == exit::UNAVAILABLE || code == exit::CANT_WRITE
+}
+
+pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
+    let Ok(input) = StopInput::parse(bytes) else {
+        return Answer::Pass;
+    };
+    let project = hook.project_for(&input.common.cwd);
+    let Ok(pid) = hook.session.clone() else {
+        return Answer::Pass;
+    };
+    let mut answer = Answer::Pass;
+    let mut redactor = None;
+    for paths in both(&project) {
+        if !paths.dir.is_dir() {
+            continue;
+        }
+        let journal = match Journal::load(&paths.inflight()) {
+            Ok(Some(j)) if j.pid == pid => j,
+            _ => continue,
+        };
+        let skill = paths.skill;
+        let summary = summary(input.last_assistant_message.as_deref());
+        let ran = end(
+            hook,
+            &project,
+            skill,
+            journal.iteration,
+            pid,
+            input.common.transcript_path.as_deref(),
+            summary.clone(),
+        );
+        let n = journal.iteration;
+        let (decision, this) = match ran.code {
+            exit::TICK_DONE => ("ended", Answer::Pass),
+            exit::LOOP_ENDED => {
+                let cause = ran.summary()["stop_cause"]
+                    .as_str()
+                    .unwrap_or("a stop condition")
+                    .to_owned();
+                (
+                    "ended",
+                    Answer::Tell(format!(
+                        "sdd-loop: iteration {n} is recorded and the {skill} loop has ended ({cause}); further loop prompts are refused without calling the model."
+                    )),
+                )
+            }
+            exit::NOT_OPEN => ("not-open", Answer::Pass),
+            code if transient(code) && !input.stop_hook_active => (
+                "block",
+                Answer::BlockStop(format!(
+                    "sdd-loop could not end iteration {n} of the {skill} loop: {} Nothing was recorded and the iteration is still open. Stop again to retry `end` once; if it fails again, the next loop prompt retries it before anything else.",
+                    ran.error_text()
+                )),
+            ),
+            _ => ("left-open", Answer::Pass),
+        };
+        let redactor = redactor.get_or_insert_with(|| log::redactor(&project, hook.vars));
+        let entry = Entry {
+            at: clock::format(hook.clock.now()),
+            event: "stop".into(),
+            session_id: input.common.session_id.clone(),
+            prompt_id: input.common.prompt_id.clone(),
+            iteration: Some(n),
+            decision: decision.into(),
+            reason: this
+                .text()
+                .map(str::to_owned)
+                .or_else(|| (ran.code != exit::TICK_DONE).then(|| ran.error_text())),
+            saw: vec![format!(
+                "sdd-loop {skill} end --iteration {n}{}{} exited {}",
+                input
+                    .common
+                    .transcript_path
+                    .as_ref()
+                    .map(|t| format!(" --transcript {}", t.display()))
+                    .unwrap_or_default(),
+                summary
+                    .as_ref()
+                    .map(|s| format!(" --summary '{s}'"))
+                    .unwrap_or_default(),
+                ran.code
+            )],
+            input: None,
+        };
+        let _ = log::append(&project, skill, &entry, redactor);
+        if answer == Answer::Pass {
+            answer = this;
+        }
+    }
+    answer
+}

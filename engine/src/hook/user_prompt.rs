@@ -1,0 +1,379 @@
+//! `sdd-loop hook user-prompt-submit` (`UserPromptSubmit`): a loop prompt
+//! ([`super::prompt`]) begins a tick before the model sees it — `begin`
+//! with the prompt's flags, this session as the lock holder — and the
+//! outcome decides what the model gets:
+//!
+//! - **work**: the prompt goes on with the request as context: the work
+//!   to do, the limits left, and that `end` runs by itself at the stop;
+//! - **skip**, **stop**: the prompt is blocked with the reason (on a stop,
+//!   the final report and how to end `/loop`); no request reaches the
+//!   model, so a skipped or ended loop spends nothing;
+//! - **ask**: the prompt is blocked with the gate's exact question; the
+//!   session's next prompt answers it (one of the options, `GATE=OPTION`,
+//!   or the loop prompt again with `--answer GATE=OPTION`);
+//! - an error of `begin`: the prompt is blocked with `error:` and `help:`.
+//!
+//! Before `begin`, an iteration this session still holds (its stop hook
+//! could not end it) is ended, and the prompt is blocked if that fails.
+//! Any other prompt passes untouched: nothing is printed or written.
+
+use super::answer::Answer;
+use super::input::PromptInput;
+use super::log::{self, Entry};
+use super::prompt::{self, LoopPrompt};
+use super::state::{Pending, Session};
+use super::{Hook, both};
+use crate::agent::prompt::Template;
+use crate::clock;
+use crate::exit;
+use crate::files;
+use crate::journal::Journal;
+use crate::paths::{Skill, StatePaths};
+use crate::protocol::SkillRequest;
+use crate::redact::Redactor;
+
+/// The answer a pending question gets from `text`, if `text` is one:
+/// an option (`proceed`), `GATE=OPTION`, or for a raise its values
+/// (`raise max_iterations=10`).
+fn answers(pending: &Pending, text: &str) -> Option<String> {
+    let text = text.trim();
+    let text = text
+        .strip_prefix(&format!("{}=", pending.gate))
+        .unwrap_or(text)
+        .trim();
+    let first = text.split_whitespace().next()?.to_ascii_lowercase();
+    pending
+        .options
+        .iter()
+        .find(|o| o.eq_ignore_ascii_case(&first))
+        .map(|o| {
+            let rest = text[first.len()..].trim();
+            if rest.is_empty() {
+                o.clone()
+            } else {
+                format!("{o} {rest}")
+            }
+        })
+}
+
+/// A gate question of this session that `prompt` answers: the loop
+/// prompt to run again, with the answer among its flags.
+fn pending_answer(
+    project: &std::path::Path,
+    session_id: &str,
+    prompt: &str,
+) -> Option<(LoopPrompt, String)> {
+    for paths in both(project) {
+        let Ok(Some(record)) = Session::load(&paths) else {
+            continue;
+        };
+        let Some(pending) = record.pending.filter(|_| record.session_id == session_id) else {
+            continue;
+        };
+        let answer = answers(&pending, prompt)?;
+        let mut flags = pending.flags.clone();
+        flags.push("--answer".into());
+        flags.push(format!("{}={answer}", pending.gate));
+        return Some((
+            LoopPrompt {
+                skill: paths.skill,
+                name: pending.name.clone(),
+                flags,
+                via_loop: None,
+            },
+            format!("{}={answer}", pending.gate),
+        ));
+    }
+    None
+}
+
+/// Forgets this session's pending questions (its next prompt was no
+/// answer).
+fn forget_pending(project: &std::path::Path, session_id: &str, redactor: &Redactor) {
+    for paths in both(project) {
+        if let Ok(Some(mut record)) = Session::load(&paths)
+            && record.session_id == session_id
+            && record.pending.is_some()
+        {
+            record.pending = None;
+            let _ = record.save(&paths, redactor);
+        }
+    }
+}
+
+pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
+    let Ok(input) = PromptInput::parse(bytes) else {
+        // Not a prompt this hook can read: it cannot be a loop's either
+        // way, and a refusal here would block every prompt.
+        return Answer::Pass;
+    };
+    let project = hook.project_for(&input.common.cwd);
+    let session_id = input.common.session_id.clone();
+    let (tick, answered) = match prompt::recognise(&input.prompt) {
+        Some(p) => (p, None),
+        None => {
+            if !project.join(".sdd").join("loop").is_dir() {
+                return Answer::Pass;
+            }
+            match pending_answer(&project, &session_id, &input.prompt) {
+                Some((p, a)) => (p, Some(a)),
+                None => {
+                    let redactor = log::redactor(&project, hook.vars);
+                    forget_pending(&project, &session_id, &redactor);
+                    return Answer::Pass;
+                }
+            }
+        }
+    };
+    let redactor = log::redactor(&project, hook.vars);
+    let paths = StatePaths::new(&project, tick.skill, None);
+    let mut saw = vec![format!(
+        "{} {}{}",
+        tick.name,
+        tick.flags.join(" "),
+        answered
+            .as_ref()
+            .map(|a| format!(" (the prompt answers {a})"))
+            .unwrap_or_default()
+    )];
+    let answer = decide(hook, &input, &tick, &paths, &redactor, &mut saw);
+    let entry = Entry {
+        at: clock::format(hook.clock.now()),
+        event: "user-prompt-submit".into(),
+        session_id,
+        prompt_id: input.common.prompt_id.clone(),
+        iteration: Session::load(&paths)
+            .ok()
+            .flatten()
+            .filter(|s| s.prompt_id == input.common.prompt_id && s.prompt_id.is_some())
+            .and_then(|s| s.iteration),
+        decision: answer.decision().into(),
+        reason: answer.text().map(log::quote),
+        saw,
+        input: Some(log::quote(&input.prompt)),
+    };
+    if files::ensure_state_dir(&paths.dir).is_ok() {
+        let _ = log::append(&project, tick.skill, &entry, &redactor);
+    }
+    answer
+}
+
+fn decide(
+    hook: &mut Hook<'_>,
+    input: &PromptInput,
+    tick: &LoopPrompt,
+    paths: &StatePaths,
+    redactor: &Redactor,
+    saw: &mut Vec<String>,
+) -> Answer {
+    let skill = tick.skill;
+    let project = hook.project_for(&input.common.cwd);
+    let pid = match hook.session.clone() {
+        Ok(pid) => pid,
+        Err(why) => {
+            return Answer::BlockPrompt(format!(
+                "sdd-loop cannot tell which process is this session ({why}), so it cannot hold the loop's lock for it: the prompt was not sent to the model."
+            ));
+        }
+    };
+    // An iteration this session still holds: its stop did not end it.
+    match Journal::load(&paths.inflight()) {
+        Ok(Some(j)) if j.pid == pid => {
+            let ran = super::stop::end(
+                hook,
+                &project,
+                skill,
+                j.iteration,
+                pid,
+                input.common.transcript_path.as_deref(),
+                Some("Ended at the next loop prompt: the stop did not end it".into()),
+            );
+            saw.push(format!(
+                "iteration {} was still open in this session: sdd-loop {skill} end exited {}",
+                j.iteration, ran.code
+            ));
+            if !matches!(
+                ran.code,
+                exit::TICK_DONE | exit::LOOP_ENDED | exit::NOT_OPEN
+            ) {
+                return Answer::BlockPrompt(format!(
+                    "sdd-loop could not end iteration {} of the {skill} loop, which this session left open: {} The prompt was not sent to the model; send it again once that is fixed.",
+                    j.iteration,
+                    ran.error_text()
+                ));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => {
+            return Answer::BlockPrompt(format!(
+                "sdd-loop cannot read the {skill} loop's state: {e}. The prompt was not sent to the model."
+            ));
+        }
+    }
+    let mut args: Vec<String> = vec![skill.to_string(), "begin".into()];
+    args.extend(tick.flags.iter().filter(|f| *f != "--json").cloned());
+    if !tick.flags.iter().any(|f| f.starts_with("--holder-pid")) {
+        args.push("--holder-pid".into());
+        args.push(pid.to_string());
+    }
+    args.push("--json".into());
+    let ran = hook.engine.run(&project, &args);
+    saw.push(format!("sdd-loop {} exited {}", args.join(" "), ran.code));
+    let summary = ran.summary();
+    let record = |iteration: Option<u64>, pending: Option<Pending>| Session {
+        session_id: input.common.session_id.clone(),
+        prompt_id: input.common.prompt_id.clone(),
+        iteration,
+        pending,
+    };
+    match ran.code {
+        exit::TICK_DONE => {
+            let iteration = summary["iteration"].as_u64();
+            let _ = record(iteration, None).save(paths, redactor);
+            match serde_json::from_value::<SkillRequest>(summary["request"].clone()) {
+                Ok(request) => Answer::Context(context(tick, &request, &summary)),
+                Err(e) => Answer::BlockPrompt(format!(
+                    "sdd-loop began iteration {} but its request cannot be read ({e}); the iteration stays open and the next loop prompt ends it.",
+                    iteration.unwrap_or(0)
+                )),
+            }
+        }
+        exit::NOTHING_TO_DO => {
+            let _ = record(None, None).save(paths, redactor);
+            let reason = summary["reason"].as_str().unwrap_or("nothing to do");
+            let notes = notes(&summary);
+            Answer::BlockPrompt(format!(
+                "sdd-loop: nothing to do this tick of the {skill} loop — {reason}. The tick is recorded; the model was not called.{notes}"
+            ))
+        }
+        exit::LOOP_ENDED => {
+            let _ = record(None, None).save(paths, redactor);
+            let cause = summary["stop_cause"].as_str().unwrap_or("a stop condition");
+            Answer::BlockPrompt(format!(
+                "sdd-loop: the {skill} loop has ended ({cause}); the model was not called.\n\n{}\n\nTo end /loop, cancel its schedule (ask to stop the loop, or delete its cron job); until then each firing is refused here and spends nothing. To go on, send the loop prompt with --resume (the same budgets, every condition checked afresh) or --fresh (new budgets).",
+                ran.stderr.trim()
+            ))
+        }
+        exit::NEEDS_ANSWER => {
+            let gate = summary["gate"].as_str().unwrap_or("").to_owned();
+            let question = summary["question"].as_str().unwrap_or("").to_owned();
+            let options: Vec<String> = summary["options"]
+                .as_array()
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let flags: Vec<String> = tick
+                .flags
+                .iter()
+                .filter(|f| *f != "--json")
+                .cloned()
+                .collect();
+            let _ = record(
+                None,
+                Some(Pending {
+                    gate: gate.clone(),
+                    question: question.clone(),
+                    options: options.clone(),
+                    name: tick.name.clone(),
+                    flags: flags.clone(),
+                }),
+            )
+            .save(paths, redactor);
+            let raise = if gate == "budget-escalation" {
+                " (a raise names its ceilings: `raise max_iterations=10`)"
+            } else {
+                ""
+            };
+            Answer::BlockPrompt(format!(
+                "sdd-loop: the {skill} loop needs your answer before this tick can run (gate {gate}):\n\n  {question}\n\nAnswer with your next prompt: one of {}{raise} — or send the loop prompt again with `--answer {gate}=<option>` (`{} {} --answer {gate}={}`). Nothing was changed, and the model was not called.",
+                options
+                    .iter()
+                    .map(|o| format!("`{o}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                tick.name,
+                flags.join(" "),
+                options.first().map_or("<option>", String::as_str),
+            ))
+        }
+        _ => Answer::BlockPrompt(format!(
+            "sdd-loop {skill} begin failed, so this tick did not start: {} The prompt was not sent to the model.",
+            ran.error_text()
+        )),
+    }
+}
+
+fn notes(summary: &serde_json::Value) -> String {
+    let notes: Vec<&str> = summary["notes"]
+        .as_array()
+        .map(|n| n.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!("\n\n{}", notes.join("\n"))
+    }
+}
+
+/// What the model is told with a work prompt: that the tick began, the
+/// request in the words the agent adapters use, and what the hooks do.
+fn context(tick: &LoopPrompt, request: &SkillRequest, summary: &serde_json::Value) -> String {
+    let skill = tick.skill;
+    let request_file = summary["request_file"]
+        .as_str()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_default();
+    let body = Template::built_in(skill).render(request, &request_file);
+    let limit = match request.max_new_prs {
+        Some(n) => format!("at most {n} new pull request(s)"),
+        None => "no limit on new pull requests".to_owned(),
+    };
+    let refused = match skill {
+        Skill::Work => format!(
+            "a PR beyond {limit}, a PR whose body does not say `Closes #N` for an issue above, any merge, a second review of one PR"
+        ),
+        Skill::Review => format!(
+            "{limit}, a merge not allowed above (or held by the post-feedback-merge gate), a review of a PR not listed, a second review round on one PR (ADR-0010)"
+        ),
+    };
+    format!(
+        "[sdd-loop] The sdd-loop plugin's hook ran `sdd-loop {skill} begin` for this prompt ({}): iteration {} of the {skill} loop is open, held by this session. Do not run `sdd-loop {skill} begin` or `sdd-loop {skill} end` yourself: `end` runs when you stop — it finds your PRs on the tracker and your spend in this session's transcript. The hooks refuse {refused}.\n\n{body}",
+        tick.name, request.iteration,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(gate: &str, options: &[&str]) -> Pending {
+        Pending {
+            gate: gate.into(),
+            question: "?".into(),
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+            name: "/sdd:work".into(),
+            flags: vec!["--loop".into()],
+        }
+    }
+
+    #[test]
+    fn an_option_answers_in_any_of_its_spellings() {
+        let p = pending(
+            "ambiguous-criteria",
+            &["skip", "escalate", "proceed", "stop"],
+        );
+        assert_eq!(answers(&p, "proceed"), Some("proceed".into()));
+        assert_eq!(answers(&p, "  Proceed\n"), Some("proceed".into()));
+        assert_eq!(answers(&p, "ambiguous-criteria=skip"), Some("skip".into()));
+        assert_eq!(answers(&p, "please proceed"), None);
+        assert_eq!(answers(&p, "hello"), None);
+        let p = pending("budget-escalation", &["continue", "raise", "stop"]);
+        assert_eq!(
+            answers(&p, "raise max_iterations=10"),
+            Some("raise max_iterations=10".into())
+        );
+    }
+}

@@ -1,0 +1,441 @@
+//! Shell words: a command line as the simple commands a POSIX shell would
+//! run, each as its words after quote removal — enough to see what a
+//! `Bash` tool call does without running it ([`super::command`]) and to
+//! read a loop prompt's flags ([`super::prompt`]).
+//!
+//! Quotes (`'…'`, `"…"`, `\x`) are removed; `;`, `&&`, `||`, `|`, `&`,
+//! newlines and parentheses separate commands; the commands inside `$(…)`
+//! and backquotes are listed too (after the command they appear in);
+//! redirections and their targets are dropped; a here-document's body is
+//! skipped, as it is data; `#` starts a comment at the start of a word.
+//! Parameter expansion is not done: `$VAR` stays as written, so a command
+//! hidden behind a variable is not recognised (the README lists such
+//! limits). Malformed input (an unclosed quote) is read to its end, never
+//! refused: the caller decides on what it can see.
+
+/// The simple commands of `text`, in order, each as its words.
+pub fn commands(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    Splitter::new(text).run(&mut out);
+    out
+}
+
+/// The words of `text` as one command line (a prompt's arguments):
+/// quotes removed, separators kept as words.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                let w = current.get_or_insert_with(String::new);
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    w.push(c);
+                }
+            }
+            '"' => {
+                let w = current.get_or_insert_with(String::new);
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => {
+                            w.push(chars.next().unwrap_or('\\'));
+                        }
+                        other => w.push(other),
+                    }
+                }
+            }
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    current.get_or_insert_with(String::new).push(next);
+                }
+            }
+            c if c.is_whitespace() => {
+                if let Some(w) = current.take() {
+                    out.push(w);
+                }
+            }
+            other => current.get_or_insert_with(String::new).push(other),
+        }
+    }
+    if let Some(w) = current {
+        out.push(w);
+    }
+    out
+}
+
+struct Splitter {
+    chars: Vec<char>,
+    at: usize,
+    /// Here-document delimiters waiting for the end of the line
+    /// (`true`: `<<-`, leading tabs stripped).
+    heredocs: Vec<(String, bool)>,
+}
+
+impl Splitter {
+    fn new(text: &str) -> Self {
+        Self {
+            chars: text.chars().collect(),
+            at: 0,
+            heredocs: Vec::new(),
+        }
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.at).copied()
+    }
+
+    fn peek_at(&self, n: usize) -> Option<char> {
+        self.chars.get(self.at + n).copied()
+    }
+
+    fn run(&mut self, out: &mut Vec<Vec<String>>) {
+        let mut nested: Vec<String> = Vec::new();
+        let mut words: Vec<String> = Vec::new();
+        let mut word: Option<String> = None;
+        let mut redirect_target = false;
+        let finish_word =
+            |word: &mut Option<String>, words: &mut Vec<String>, redirect_target: &mut bool| {
+                if let Some(w) = word.take() {
+                    if *redirect_target {
+                        *redirect_target = false;
+                    } else {
+                        words.push(w);
+                    }
+                }
+            };
+        let finish_command =
+            |words: &mut Vec<String>, nested: &mut Vec<String>, out: &mut Vec<Vec<String>>| {
+                if !words.is_empty() {
+                    out.push(std::mem::take(words));
+                }
+                for inner in nested.drain(..) {
+                    out.extend(commands(&inner));
+                }
+            };
+        while let Some(c) = self.peek() {
+            match c {
+                '\'' => {
+                    self.at += 1;
+                    let w = word.get_or_insert_with(String::new);
+                    while let Some(c) = self.peek() {
+                        self.at += 1;
+                        if c == '\'' {
+                            break;
+                        }
+                        w.push(c);
+                    }
+                }
+                '"' => {
+                    self.at += 1;
+                    let w = word.get_or_insert_with(String::new);
+                    while let Some(c) = self.peek() {
+                        self.at += 1;
+                        match c {
+                            '"' => break,
+                            '\\' => {
+                                if let Some(n) = self.peek() {
+                                    self.at += 1;
+                                    if !matches!(n, '"' | '\\' | '$' | '`' | '\n') {
+                                        w.push('\\');
+                                    }
+                                    if n != '\n' {
+                                        w.push(n);
+                                    }
+                                }
+                            }
+                            '$' if self.peek() == Some('(') => {
+                                let inner = self.substitution();
+                                w.push_str("$(");
+                                w.push_str(&inner);
+                                w.push(')');
+                                nested.push(inner);
+                            }
+                            '`' => {
+                                let inner = self.backquoted();
+                                w.push_str(&inner);
+                                nested.push(inner);
+                            }
+                            other => w.push(other),
+                        }
+                    }
+                }
+                '\\' => {
+                    self.at += 1;
+                    if let Some(n) = self.peek() {
+                        self.at += 1;
+                        if n != '\n' {
+                            word.get_or_insert_with(String::new).push(n);
+                        }
+                    }
+                }
+                '$' if self.peek_at(1) == Some('(') => {
+                    self.at += 1;
+                    let inner = self.substitution();
+                    let w = word.get_or_insert_with(String::new);
+                    w.push_str("$(");
+                    w.push_str(&inner);
+                    w.push(')');
+                    nested.push(inner);
+                }
+                '`' => {
+                    self.at += 1;
+                    let inner = self.backquoted();
+                    word.get_or_insert_with(String::new).push_str(&inner);
+                    nested.push(inner);
+                }
+                '#' if word.is_none() => {
+                    while let Some(c) = self.peek() {
+                        if c == '\n' {
+                            break;
+                        }
+                        self.at += 1;
+                    }
+                }
+                '\n' => {
+                    self.at += 1;
+                    finish_word(&mut word, &mut words, &mut redirect_target);
+                    finish_command(&mut words, &mut nested, out);
+                    self.skip_heredocs();
+                }
+                ';' | '&' | '|' | '(' | ')' => {
+                    self.at += 1;
+                    finish_word(&mut word, &mut words, &mut redirect_target);
+                    finish_command(&mut words, &mut nested, out);
+                }
+                '<' | '>' => {
+                    // A redirection: `N>` / `&>` glue to it; its target is
+                    // the next word, dropped with it.
+                    if word.as_deref().is_some_and(|w| {
+                        !w.is_empty() && w.chars().all(|c| c.is_ascii_digit() || c == '&')
+                    }) {
+                        word = None;
+                    } else {
+                        finish_word(&mut word, &mut words, &mut redirect_target);
+                    }
+                    self.at += 1;
+                    let heredoc =
+                        c == '<' && self.peek() == Some('<') && self.peek_at(1) != Some('<');
+                    while matches!(self.peek(), Some('<' | '>' | '&' | '|')) {
+                        self.at += 1;
+                    }
+                    if heredoc {
+                        let strip = self.peek() == Some('-');
+                        if strip {
+                            self.at += 1;
+                        }
+                        while matches!(self.peek(), Some(' ' | '\t')) {
+                            self.at += 1;
+                        }
+                        let delimiter = self.bare_word();
+                        self.heredocs.push((delimiter, strip));
+                    } else if self.peek().is_some_and(|c| c.is_ascii_digit() || c == '-') {
+                        // `2>&1`, `>&-`: a descriptor, not a file word.
+                        while self.peek().is_some_and(|c| c.is_ascii_digit() || c == '-') {
+                            self.at += 1;
+                        }
+                    } else {
+                        redirect_target = true;
+                    }
+                }
+                c if c.is_whitespace() => {
+                    self.at += 1;
+                    finish_word(&mut word, &mut words, &mut redirect_target);
+                }
+                other => {
+                    self.at += 1;
+                    word.get_or_insert_with(String::new).push(other);
+                }
+            }
+        }
+        finish_word(&mut word, &mut words, &mut redirect_target);
+        finish_command(&mut words, &mut nested, out);
+    }
+
+    /// A here-document delimiter, its quotes removed.
+    fn bare_word(&mut self) -> String {
+        let mut w = String::new();
+        while let Some(c) = self.peek() {
+            match c {
+                '\'' | '"' => self.at += 1,
+                c if c.is_whitespace() || matches!(c, ';' | '&' | '|' | '<' | '>' | '(' | ')') => {
+                    break;
+                }
+                other => {
+                    self.at += 1;
+                    w.push(other);
+                }
+            }
+        }
+        w
+    }
+
+    /// After a newline: skips the bodies of pending here-documents.
+    fn skip_heredocs(&mut self) {
+        for (delimiter, strip) in std::mem::take(&mut self.heredocs) {
+            loop {
+                let start = self.at;
+                while self.peek().is_some_and(|c| c != '\n') {
+                    self.at += 1;
+                }
+                let line: String = self.chars[start..self.at].iter().collect();
+                if self.peek().is_some() {
+                    self.at += 1;
+                }
+                let line = if strip {
+                    line.trim_start_matches('\t')
+                } else {
+                    line.as_str()
+                };
+                if line == delimiter || self.peek().is_none() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The text of `$( … )`, the cursor on its `(`; nested parentheses
+    /// and quotes are balanced.
+    fn substitution(&mut self) -> String {
+        self.at += 1;
+        let start = self.at;
+        let mut depth = 1;
+        while let Some(c) = self.peek() {
+            self.at += 1;
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return self.chars[start..self.at - 1].iter().collect();
+                    }
+                }
+                '\'' => {
+                    while self.peek().is_some_and(|c| c != '\'') {
+                        self.at += 1;
+                    }
+                    self.at += 1;
+                }
+                '\\' => self.at += 1,
+                _ => {}
+            }
+        }
+        self.chars[start..self.at.min(self.chars.len())]
+            .iter()
+            .collect()
+    }
+
+    /// The text of `` `…` ``, the cursor after its opening quote.
+    fn backquoted(&mut self) -> String {
+        let mut inner = String::new();
+        while let Some(c) = self.peek() {
+            self.at += 1;
+            match c {
+                '`' => break,
+                '\\' => {
+                    if let Some(n) = self.peek() {
+                        self.at += 1;
+                        inner.push(n);
+                    }
+                }
+                other => inner.push(other),
+            }
+        }
+        inner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmds(text: &str) -> Vec<Vec<&'static str>> {
+        commands(text)
+            .into_iter()
+            .map(|c| {
+                c.into_iter()
+                    .map(|w| &*Box::leak(w.into_boxed_str()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn separators_split_commands_and_quotes_are_removed() {
+        assert_eq!(
+            cmds(
+                "cd wt && git push -u origin feature/1 && gh pr create --title 'Add login' --body \"Closes #1\"; echo done | cat"
+            ),
+            vec![
+                vec!["cd", "wt"],
+                vec!["git", "push", "-u", "origin", "feature/1"],
+                vec![
+                    "gh",
+                    "pr",
+                    "create",
+                    "--title",
+                    "Add login",
+                    "--body",
+                    "Closes #1"
+                ],
+                vec!["echo", "done"],
+                vec!["cat"],
+            ]
+        );
+    }
+
+    #[test]
+    fn substitutions_are_commands_too() {
+        assert_eq!(
+            cmds("url=$(gh pr create --fill) && echo \"$(gh pr merge 3)\" `gh pr view`"),
+            vec![
+                vec!["url=$(gh pr create --fill)"],
+                vec!["gh", "pr", "create", "--fill"],
+                vec!["echo", "$(gh pr merge 3)", "gh pr view"],
+                vec!["gh", "pr", "merge", "3"],
+                vec!["gh", "pr", "view"],
+            ]
+        );
+    }
+
+    #[test]
+    fn redirections_and_heredoc_bodies_are_not_words() {
+        assert_eq!(
+            cmds("cat > notes.md <<'EOF'\ngh pr create --title x\nEOF\ngh pr list 2>&1 >/dev/null"),
+            vec![vec!["cat"], vec!["gh", "pr", "list"]]
+        );
+    }
+
+    #[test]
+    fn comments_and_escapes() {
+        assert_eq!(
+            cmds("# gh pr create\ngh pr merge \\\n 12 # merge it"),
+            vec![vec!["gh", "pr", "merge", "12"]]
+        );
+    }
+
+    #[test]
+    fn an_unclosed_quote_is_read_to_the_end() {
+        assert_eq!(
+            cmds("gh pr create --body 'Closes #1"),
+            vec![vec!["gh", "pr", "create", "--body", "Closes #1"]]
+        );
+    }
+
+    #[test]
+    fn prompt_words_keep_quoted_spaces() {
+        assert_eq!(
+            words("/sdd:work --loop --answer 'budget-escalation=raise max_iterations=10'"),
+            vec![
+                "/sdd:work",
+                "--loop",
+                "--answer",
+                "budget-escalation=raise max_iterations=10"
+            ]
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! `sdd-loop hook user-prompt-submit` against the mock tracker: a loop
+//! prompt begins the tick with this session as the lock holder; work
+//! becomes the model's context, while skip, stop and ask block the prompt
+//! (no request would reach the model); a gate is answered by the next
+//! prompt; any other prompt passes untouched, writing nothing.
+
+#[expect(dead_code, reason = "each hook test binary uses part of the world")]
+mod hooks;
+
+use hooks::*;
+
+const WORK_PROMPT: &str = "/sdd:work --loop --max-prs 1";
+
+#[test]
+fn any_other_prompt_passes_untouched_and_writes_nothing() {
+    let w = World::new(TWO_STORIES);
+    for prompt in [
+        "hello, what is this project?",
+        "/sdd:work --max-prs 1",
+        "/loop 5m /babysit-prs",
+        "/sdd:plan --loop",
+    ] {
+        let a = w.hook("user-prompt-submit", &w.prompt(prompt, "p-1"));
+        assert!(a.passed(), "{prompt}: {:?}", a.json);
+        assert!(a.output.stdout.is_empty());
+    }
+    assert!(w.files().is_empty(), "no loop, no state: {:?}", w.files());
+    assert!(w.tracker.requests().is_empty(), "the tracker is not asked");
+}
+
+#[test]
+fn a_work_prompt_begins_the_tick_for_the_session_and_gives_the_request_as_context() {
+    let w = World::new(TWO_STORIES);
+    let a = w.hook("user-prompt-submit", &w.prompt(WORK_PROMPT, "p-1"));
+    let context = a.context().unwrap_or_else(|| panic!("{:?}", a.json));
+    assert!(
+        context.contains("iteration 1 of the work loop is open"),
+        "{context}"
+    );
+    assert!(context.contains("#1 Add login page"), "{context}");
+    assert!(
+        context.contains("Open at most 1 new pull request"),
+        "{context}"
+    );
+    assert!(
+        context.contains("Do not run `sdd-loop work begin` or `sdd-loop work end` yourself"),
+        "{context}"
+    );
+    let lock: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(w.state("work.lock")).unwrap()).unwrap();
+    assert_eq!(
+        lock["pid"],
+        std::process::id(),
+        "the session holds the lock"
+    );
+    assert!(w.is_open("work"));
+    assert!(
+        w.state("work.exchange/1/agent-before.json").exists(),
+        "begin kept the world's snapshot for end"
+    );
+    let log = w.log("work");
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["decision"], "context");
+    assert_eq!(log[0]["prompt_id"], "p-1");
+    assert_eq!(log[0]["iteration"], 1);
+    assert!(
+        log[0]["saw"][1]
+            .as_str()
+            .unwrap()
+            .contains("sdd-loop work begin --loop --max-prs 1 --holder-pid"),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn the_plugin_s_own_names_and_loop_resends_are_ticks_too() {
+    for prompt in [
+        "/sdd-loop:work --loop --max-prs 1",
+        "/loop 5m /sdd:work --loop --max-prs 1",
+        "/loop /sdd-loop:work --loop --max-prs 1 every 20m",
+    ] {
+        let w = World::new(TWO_STORIES);
+        let a = w.hook("user-prompt-submit", &w.prompt(prompt, "p-1"));
+        assert!(a.context().is_some(), "{prompt}: {:?}", a.json);
+        assert!(w.is_open("work"), "{prompt}");
+    }
+}
+
+#[test]
+fn a_prompt_while_another_session_holds_the_lock_is_blocked_as_a_skip() {
+    let w = World::new(TWO_STORIES);
+    let other = OtherSession::start();
+    let held = w.hook_as(
+        "user-prompt-submit",
+        &w.prompt(WORK_PROMPT, "other-1"),
+        other.pid(),
+    );
+    assert!(held.context().is_some(), "{:?}", held.json);
+    let a = w.hook("user-prompt-submit", &w.prompt(WORK_PROMPT, "p-1"));
+    assert!(a.blocked(), "{:?}", a.json);
+    assert!(
+        a.text().contains("another tick holds the lock"),
+        "{}",
+        a.text()
+    );
+    assert!(
+        a.text().contains("the model was not called"),
+        "{}",
+        a.text()
+    );
+    let last = w.history("work").pop().unwrap();
+    assert_eq!(last["outcome"], "skipped_lock");
+}
+
+#[test]
+fn a_prompt_after_the_loop_ended_is_blocked_with_the_final_report() {
+    let w = World::new(EMPTY);
+    let a = w.hook("user-prompt-submit", &w.prompt(WORK_PROMPT, "p-1"));
+    assert!(a.blocked(), "{:?}", a.json);
+    let text = a.text();
+    assert!(
+        text.contains("the work loop has ended (backlog_empty)"),
+        "{text}"
+    );
+    assert!(text.contains("## Loop Ended"), "the final report: {text}");
+    assert!(text.contains("To end /loop"), "{text}");
+    // Ended runs stay ended: the next firing is refused the same way.
+    let again = w.hook("user-prompt-submit", &w.prompt(WORK_PROMPT, "p-2"));
+    assert!(again.blocked() && again.text().contains("has ended"));
+}
+
+#[test]
+fn a_gate_is_asked_in_one_prompt_and_answered_by_the_next() {
+    let w = World::new(AMBIGUOUS);
+    let prompt = "/sdd:work --loop --max-agents 1";
+    let asked = w.hook("user-prompt-submit", &w.prompt(prompt, "p-1"));
+    assert!(asked.blocked(), "{:?}", asked.json);
+    let text = asked.text();
+    assert!(
+        text.contains(
+            "Issue #20 has ambiguous criteria. Skip, escalate, or proceed with my best interpretation?"
+        ),
+        "the gate's exact question: {text}"
+    );
+    assert!(
+        text.contains("`skip`, `escalate`, `proceed`, `stop`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--answer ambiguous-criteria=<option>"),
+        "{text}"
+    );
+    assert!(!w.is_open("work"), "asking changed nothing");
+    assert!(w.history("work").is_empty());
+
+    let answered = w.hook("user-prompt-submit", &w.prompt("proceed", "p-2"));
+    let context = answered
+        .context()
+        .unwrap_or_else(|| panic!("{:?}", answered.json));
+    assert!(context.contains("#20"), "{context}");
+    assert!(
+        context.contains("best interpretation"),
+        "criteria as the user answered: {context}"
+    );
+    let log = w.log("work");
+    assert!(
+        log[1]["saw"][0]
+            .as_str()
+            .unwrap()
+            .contains("(the prompt answers ambiguous-criteria=proceed)"),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn a_gate_is_answered_by_the_loop_prompt_with_answer_too() {
+    let w = World::new(AMBIGUOUS);
+    let a = w.hook(
+        "user-prompt-submit",
+        &w.prompt(
+            "/sdd:work --loop --max-agents 1 --answer ambiguous-criteria=proceed",
+            "p-1",
+        ),
+    );
+    assert!(a.context().is_some(), "{:?}", a.json);
+}
+
+#[test]
+fn a_prompt_that_is_no_answer_passes_and_forgets_the_question() {
+    let w = World::new(AMBIGUOUS);
+    let asked = w.hook(
+        "user-prompt-submit",
+        &w.prompt("/sdd:work --loop --max-agents 1", "p-1"),
+    );
+    assert!(asked.blocked());
+    let chat = w.hook("user-prompt-submit", &w.prompt("what does #20 say?", "p-2"));
+    assert!(chat.passed(), "{:?}", chat.json);
+    let late = w.hook("user-prompt-submit", &w.prompt("proceed", "p-3"));
+    assert!(late.passed(), "the question was forgotten: {:?}", late.json);
+    assert!(!w.is_open("work"));
+}
+
+#[test]
+fn a_begin_error_blocks_the_prompt_with_error_and_help() {
+    let w = World::new(TWO_STORIES);
+    let a = w.hook(
+        "user-prompt-submit",
+        &w.prompt("/sdd:work --loop --max-prz 1", "p-1"),
+    );
+    assert!(a.blocked(), "{:?}", a.json);
+    assert!(a.text().contains("begin failed"), "{}", a.text());
+    assert!(a.text().contains("--max-prz"), "{}", a.text());
+    assert!(!w.is_open("work"));
+}
+
+#[test]
+fn an_iteration_the_session_left_open_is_ended_before_the_next_begin() {
+    let w = World::new(TWO_STORIES);
+    let first = w.hook(
+        "user-prompt-submit",
+        &w.prompt("/sdd:work --loop --max-prs 5", "p-1"),
+    );
+    assert!(first.context().is_some());
+    // No stop hook ran (the session was interrupted): the next loop
+    // prompt of the same session ends iteration 1 first.
+    let second = w.hook(
+        "user-prompt-submit",
+        &w.prompt("/sdd:work --loop --max-prs 5", "p-2"),
+    );
+    let context = second
+        .context()
+        .unwrap_or_else(|| panic!("{:?}", second.json));
+    assert!(context.contains("iteration 2"), "{context}");
+    let history = w.history("work");
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0]["iteration"], 1);
+    assert_eq!(history[0]["outcome"], "ok");
+}

@@ -1,0 +1,186 @@
+//! `sdd-loop hook stop` against the mock tracker: the session's stop ends
+//! the iteration it holds — PRs found in the world even when nobody
+//! reported them, spend from the exact transcript, the summary from the
+//! last message — never twice, and on a tracker outage it blocks once,
+//! never when `stop_hook_active`.
+
+#[expect(dead_code, reason = "each hook test binary uses part of the world")]
+mod hooks;
+
+use sdd_mocks::tracker::Fault;
+
+use hooks::*;
+
+fn begin(w: &World, prompt: &str, prompt_id: &str) {
+    let a = w.hook("user-prompt-submit", &w.prompt(prompt, prompt_id));
+    assert!(a.context().is_some(), "{:?}", a.json);
+}
+
+// Regression: a PR the model opened with `curl` and did not report was
+// not counted (`prs_touched` stayed `[]`), so `--max-prs 1` did not stop
+// the next tick.
+#[test]
+fn the_stop_ends_the_tick_with_an_unreported_pr_and_the_transcript_s_spend() {
+    let w = World::new(TWO_STORIES);
+    begin(&w, "/sdd:work --loop --max-prs 1 --max-agents 1", "p-1");
+    let pr = w.open_pr("feature/1-login", "Closes #1");
+    let stop = w.hook(
+        "stop",
+        &w.stop(false, "Opened the login page PR.\nMore detail here.", "p-1"),
+    );
+    assert!(stop.passed(), "{:?}", stop.json);
+    assert!(!w.is_open("work"), "the iteration is ended");
+    let line = w.history("work").pop().unwrap();
+    assert_eq!(line["outcome"], "ok");
+    assert_eq!(
+        line["prs_touched_this_iter"],
+        serde_json::json!([format!("#{pr}")])
+    );
+    assert!(
+        line["tokens_in_this_iter"].as_u64().unwrap() > 0,
+        "spend from the transcript: {line}"
+    );
+    let log = w.log("work");
+    let last = log.last().unwrap();
+    assert_eq!(
+        (last["event"].as_str(), last["decision"].as_str()),
+        (Some("stop"), Some("ended"))
+    );
+    // The PR counted, the PR budget stops the next tick before the model.
+    let next = w.hook(
+        "user-prompt-submit",
+        &w.prompt("/sdd:work --loop --max-prs 1 --max-agents 1", "p-2"),
+    );
+    assert!(next.blocked(), "{:?}", next.json);
+    assert!(
+        next.text().contains("prs_touched_budget"),
+        "{}",
+        next.text()
+    );
+}
+
+#[test]
+fn the_summary_is_the_first_line_of_the_last_message() {
+    let w = World::new(TWO_STORIES);
+    begin(&w, "/sdd:work --loop --max-prs 5", "p-1");
+    let stop = w.hook(
+        "stop",
+        &w.stop(false, "\nImplemented #1 and #2.\nDetails follow.", "p-1"),
+    );
+    assert!(stop.passed());
+    let log = w.log("work");
+    let saw = log.last().unwrap()["saw"].to_string();
+    assert!(saw.contains("--summary 'Implemented #1 and #2.'"), "{saw}");
+    assert!(!saw.contains("Details follow"), "{saw}");
+}
+
+#[test]
+fn an_iteration_ended_explicitly_is_not_ended_twice() {
+    let w = World::new(TWO_STORIES);
+    begin(&w, "/sdd:work --loop --max-prs 5", "p-1");
+    let end = w.engine(&[
+        "work",
+        "end",
+        "--iteration",
+        "1",
+        "--holder-pid",
+        &std::process::id().to_string(),
+        "--summary",
+        "ended by the model",
+    ]);
+    assert!(
+        end.status.success(),
+        "{}",
+        String::from_utf8_lossy(&end.stderr)
+    );
+    let before = w.files();
+    let stop = w.hook("stop", &w.stop(false, "Done.", "p-1"));
+    assert!(stop.passed());
+    assert!(stop.output.stdout.is_empty());
+    assert_eq!(w.files(), before, "nothing written");
+    assert_eq!(w.history("work").len(), 1);
+}
+
+#[test]
+fn a_tracker_outage_blocks_the_stop_once_and_the_next_prompt_ends_the_tick() {
+    let w = World::new(TWO_STORIES);
+    begin(&w, "/sdd:work --loop --max-prs 5", "p-1");
+    let outage = w.tracker.inject(Fault::status("GET", "**/pulls", 503));
+    let first = w.hook("stop", &w.stop(false, "Done.", "p-1"));
+    assert!(first.blocked(), "{:?}", first.json);
+    assert!(
+        first.text().contains("could not end iteration 1"),
+        "{}",
+        first.text()
+    );
+    assert!(
+        first.text().contains("Stop again to retry"),
+        "{}",
+        first.text()
+    );
+    assert!(w.is_open("work"), "nothing recorded");
+    let second = w.hook("stop", &w.stop(true, "Done.", "p-1"));
+    assert!(second.passed(), "never blocks twice: {:?}", second.json);
+    assert!(w.is_open("work"));
+    assert!(w.history("work").is_empty());
+    let log = w.log("work");
+    let decisions: Vec<&str> = log
+        .iter()
+        .filter(|e| e["event"] == "stop")
+        .map(|e| e["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["block", "left-open"]);
+
+    w.tracker.remove_fault(outage);
+    let next = w.hook(
+        "user-prompt-submit",
+        &w.prompt("/sdd:work --loop --max-prs 5", "p-2"),
+    );
+    let context = next.context().unwrap_or_else(|| panic!("{:?}", next.json));
+    assert!(context.contains("iteration 2"), "{context}");
+    assert_eq!(w.history("work").len(), 1, "iteration 1 recorded once");
+}
+
+#[test]
+fn another_session_s_iteration_is_left_to_it() {
+    let w = World::new(TWO_STORIES);
+    let other = OtherSession::start();
+    let a = w.hook_as(
+        "user-prompt-submit",
+        &w.prompt("/sdd:work --loop --max-prs 5", "o-1"),
+        other.pid(),
+    );
+    assert!(a.context().is_some());
+    let mine = w.hook("stop", &w.stop(false, "Done.", "p-1"));
+    assert!(mine.passed());
+    assert!(w.is_open("work"), "still the other session's");
+}
+
+#[test]
+fn a_stop_in_a_project_without_a_loop_does_nothing() {
+    let w = World::new(TWO_STORIES);
+    let stop = w.hook("stop", &w.stop(false, "Hello.", "p-1"));
+    assert!(stop.passed());
+    assert!(w.files().is_empty());
+    assert!(w.tracker.requests().is_empty());
+}
+
+#[test]
+fn the_stop_that_ends_the_loop_tells_the_user() {
+    let w = World::new(TWO_STORIES);
+    // The transcript's spend ($0.1182 at the built-in rates) passes the
+    // cost ceiling: the exit stop fires at this end.
+    begin(&w, "/sdd:work --loop --max-dollars 0.05 --max-prs 5", "p-1");
+    let stop = w.hook("stop", &w.stop(false, "Done.", "p-1"));
+    let message = stop
+        .json
+        .as_ref()
+        .and_then(|j| j["systemMessage"].as_str())
+        .unwrap_or_default();
+    assert!(
+        message.contains("iteration 1 is recorded and the work loop has ended (")
+            && message.contains("further loop prompts are refused"),
+        "{:?}",
+        stop.json
+    );
+}
