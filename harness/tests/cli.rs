@@ -283,3 +283,54 @@ fn jobs_run_cases_at_once_and_report_them_in_suite_order() {
     assert!(order(&table, ids), "table in suite order:\n{table}");
     assert!(err.contains("[1/3] backlog-empty ... ok"), "{err}");
 }
+
+/// A real-CLI case whose CLI is not installed is reported skipped — never
+/// passed — and `--require-agents` makes it a failure.
+#[test]
+fn a_real_cli_case_without_its_cli_is_skipped_and_require_agents_fails_it() {
+    let root = support::workspace();
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = out.path().display().to_string();
+    let case = "evals/loop/c8-cost-budget-real-codex.yaml";
+    let (code, stdout, stderr) = call(&root, &["run", case, "--out", &out_dir]);
+    assert_eq!(code, exit::OK, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "c8-cost-budget-real-codex ... skipped: @openai/codex 0.169.0 is not installed"
+        ),
+        "{stderr}"
+    );
+    assert!(stdout.contains("0 passed, 0 failed, 1 skipped"), "{stdout}");
+    let grading = std::fs::read_to_string(out.path().join("grading.json")).unwrap();
+    assert!(
+        grading.contains("\"skipped\": \"@openai/codex"),
+        "{grading}"
+    );
+
+    let (code, _, stderr) = call(&root, &["run", case, "--out", &out_dir, "--require-agents"]);
+    assert_eq!(code, exit::FAILED, "{stderr}");
+    assert!(
+        stderr.contains("c8-cost-budget-real-codex ... FAILED"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn agents_lists_each_pinned_cli_and_how_to_install_a_missing_one() {
+    let root = support::workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().display().to_string();
+    let (code, stdout, _) = call(&root, &["agents", "--dir", &dir_arg]);
+    assert_eq!(code, exit::UNAVAILABLE, "{stdout}");
+    for line in [
+        "claude @anthropic-ai/claude-code@2.1.328",
+        "codex  @openai/codex@0.169.0",
+        "missing: its cases are skipped; install it with `sdd-evals agents install`",
+    ] {
+        assert!(stdout.contains(line), "{stdout}");
+    }
+    assert!(
+        stdout.contains(&format!("install directory: {dir_arg} (0 MB)")),
+        "{stdout}"
+    );
+}

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::driving::Options;
 use crate::driving::parallel::{self, Update};
-use crate::driving::runner;
+use crate::driving::{real, runner};
 use crate::loading::case::{Case, FORMAT_HELP};
 use crate::loading::fixtures::Fixtures;
 use crate::reporting::benchmark::{self, Benchmark, Failing};
@@ -74,9 +74,18 @@ fn run_cases(
     let results = parallel::run_in_order(
         cases,
         jobs,
-        |case| match runner::run(case, opts) {
-            Ok(run) => report::evaluate(case, &run, snapshots),
-            Err(e) => report::broken(case, &format!("{e}\nhelp: {}", e.help())),
+        |case| match (real::missing_cli(case, &opts.clis), opts.clis.is_required()) {
+            (Some(why), false) => report::skipped(case, &why),
+            (Some(why), true) => report::broken(
+                case,
+                &format!(
+                    "{why}\nhelp: --require-agents (or SDD_EVALS_REQUIRE_AGENTS=1) makes a missing CLI a failure; drop it to skip such cases"
+                ),
+            ),
+            (None, _) => match runner::run(case, opts) {
+                Ok(run) => report::evaluate(case, &run, snapshots),
+                Err(e) => report::broken(case, &format!("{e}\nhelp: {}", e.help())),
+            },
         },
         |update| match update {
             Update::Ready(i, result) => {
@@ -158,7 +167,13 @@ pub(super) fn run(
         keep_sandbox: args.keep || env.vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
         sandbox_parent: sandbox_parent(&env.vars),
         worlds: None,
-        clis: Clis::find(&Places::from_vars(&env.vars)),
+        clis: Clis::find(&Places::from_vars(&env.vars)).required(
+            args.require_agents
+                || env
+                    .vars
+                    .get("SDD_EVALS_REQUIRE_AGENTS")
+                    .is_some_and(|v| v == "1"),
+        ),
     };
     // A case alone builds its own world; a suite builds each backlog once
     // (when the cache's directory cannot be made, the sandboxes cannot
@@ -273,7 +288,7 @@ pub(super) fn run(
             benchmark::percent(benchmark::THRESHOLD)
         );
     }
-    if results.iter().all(|r| r.passed) && below.is_empty() {
+    if results.iter().all(|r| r.passed || r.skipped.is_some()) && below.is_empty() {
         return exit::OK;
     }
     let (missing, changed) = report::snapshot_trouble(&results);

@@ -44,8 +44,12 @@ pub struct Benchmark {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
+    /// The cases that ran (skipped ones are not counted).
     pub cases: usize,
     pub passed: usize,
+    /// Cases that did not run (their real CLI is not installed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: usize,
     pub pass_rate: f64,
     pub wall_seconds: f64,
     pub tokens: u64,
@@ -68,6 +72,9 @@ pub struct CaseFigures {
     #[serde(default)]
     pub skill: Option<String>,
     pub passed: bool,
+    /// Why the case did not run, when it was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     /// The share of the case's assertions that passed.
     pub pass_rate: f64,
     pub ticks: usize,
@@ -89,6 +96,10 @@ pub struct Recorded {
     /// `YYYY-MM-DD`.
     pub date: String,
     pub commit: String,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn seconds(d: Duration) -> f64 {
@@ -113,7 +124,9 @@ fn rank(skill: &str) -> (usize, &str) {
 
 impl Benchmark {
     /// The figures of a run that took `wall`.
-    pub fn new(results: &[CaseResult], wall: Duration) -> Self {
+    pub fn new(all: &[CaseResult], wall: Duration) -> Self {
+        let ran: Vec<CaseResult> = crate::reporting::report::ran(all).cloned().collect();
+        let results = ran.as_slice();
         let passed = results.iter().filter(|r| r.passed).count();
         let mut names: Vec<&str> = results.iter().map(|r| r.skill.as_str()).collect();
         names.sort_by_key(|s| rank(s));
@@ -141,12 +154,13 @@ impl Benchmark {
             run_summary: RunSummary {
                 cases: results.len(),
                 passed,
+                skipped: all.len() - results.len(),
                 pass_rate: pass_rate(passed, results.len()),
                 wall_seconds: seconds(wall),
                 tokens: results.iter().map(|r| r.tokens_in + r.tokens_out).sum(),
             },
             skills,
-            cases: results
+            cases: all
                 .iter()
                 .map(|r| {
                     let ok = r.expectations.iter().filter(|g| g.passed).count();
@@ -154,6 +168,7 @@ impl Benchmark {
                         id: r.id.clone(),
                         skill: Some(r.skill.clone()),
                         passed: r.passed,
+                        skipped: r.skipped.clone(),
                         pass_rate: pass_rate(ok, r.expectations.len()),
                         ticks: r.ticks,
                         wall_seconds: seconds(r.wall),
@@ -297,7 +312,7 @@ impl Failing {
     pub fn of(results: &[CaseResult]) -> Vec<Failing> {
         results
             .iter()
-            .filter(|r| !r.passed)
+            .filter(|r| !r.passed && r.skipped.is_none())
             .map(|r| Failing {
                 id: r.id.clone(),
                 skill: r.skill.clone(),
@@ -354,6 +369,19 @@ pub fn summary(new: &Benchmark, old: Option<(&Benchmark, &str)>, failing: &[Fail
         md.push_str("**Below the Tier 1 threshold:**\n\n");
         for line in &below {
             let _ = writeln!(md, "- {line}");
+        }
+        md.push('\n');
+    }
+    let skipped: Vec<&CaseFigures> = new.cases.iter().filter(|c| c.skipped.is_some()).collect();
+    if !skipped.is_empty() {
+        md.push_str("### Skipped cases (not run: their CLI is not installed; `sdd-evals agents install`, and `--require-agents` fails them)\n\n| case | why |\n|---|---|\n");
+        for c in skipped {
+            let _ = writeln!(
+                md,
+                "| `{}` | {} |",
+                c.id,
+                md_cell(c.skipped.as_deref().unwrap_or(""))
+            );
         }
         md.push('\n');
     }
@@ -491,6 +519,41 @@ mod tests {
     use super::*;
     use crate::judging::grade::Grade;
 
+    /// A skipped case (its real CLI is not installed) is never a pass and
+    /// weighs on no pass rate; the summary lists it with the reason.
+    #[test]
+    fn a_skipped_case_is_left_out_of_the_pass_rates_and_listed() {
+        let skipped = CaseResult {
+            skipped: Some("@openai/codex 0.169.0 is not installed".to_owned()),
+            passed: false,
+            expectations: Vec::new(),
+            ..case("c4-real-codex", "work", false, 0, 0)
+        };
+        let results = vec![case("c4", "work", true, 100, 10), skipped];
+        let bench = Benchmark::new(&results, Duration::from_secs(1));
+        assert_eq!(
+            (
+                bench.run_summary.cases,
+                bench.run_summary.passed,
+                bench.run_summary.skipped
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!(bench.skill("work").map(|s| s.pass_rate), Some(1.0));
+        assert!(bench.below_threshold().is_empty());
+        assert!(Failing::of(&results).is_empty());
+        let md = summary(&bench, None, &Failing::of(&results));
+        assert!(
+            md.contains("| `c4-real-codex` | @openai/codex 0.169.0 is not installed |"),
+            "{md}"
+        );
+        assert!(
+            bench
+                .to_json()
+                .contains("\"skipped\": \"@openai/codex 0.169.0 is not installed\"")
+        );
+    }
+
     fn case(id: &str, skill: &str, passed: bool, wall_ms: u64, tokens: u64) -> CaseResult {
         CaseResult {
             id: id.to_owned(),
@@ -500,6 +563,7 @@ mod tests {
             skill: skill.to_owned(),
             prompt: None,
             passed,
+            skipped: None,
             expectations: vec![Grade::new("the check", passed, "evidence")],
             ticks: 1,
             wall: Duration::from_millis(wall_ms),

@@ -29,6 +29,10 @@ pub struct CaseResult {
     pub skill: String,
     pub prompt: Option<String>,
     pub passed: bool,
+    /// Why the case did not run, when it was skipped (its real CLI is not
+    /// installed): never passed, and left out of every pass rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     pub expectations: Vec<Grade>,
     pub ticks: usize,
     #[serde(serialize_with = "seconds")]
@@ -204,6 +208,7 @@ pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult 
         skill: case.skill.as_str().to_owned(),
         prompt: case.prompt.clone(),
         passed: expectations.iter().all(Grade::ok),
+        skipped: None,
         expectations,
         ticks: run.record.ticks.len(),
         wall: run.wall,
@@ -227,6 +232,7 @@ pub fn broken(case: &Case, message: &str) -> CaseResult {
         skill: case.skill.as_str().to_owned(),
         prompt: case.prompt.clone(),
         passed: false,
+        skipped: None,
         expectations: vec![Grade::new("the case loads and runs", false, message)],
         ticks: 0,
         wall: Duration::ZERO,
@@ -236,6 +242,21 @@ pub fn broken(case: &Case, message: &str) -> CaseResult {
         timeline: Vec::new(),
         snapshots: Vec::new(),
     }
+}
+
+/// A case that did not run because its real CLI is not installed: `why`
+/// names the CLI and the command that installs it.
+pub fn skipped(case: &Case, why: &str) -> CaseResult {
+    CaseResult {
+        skipped: Some(why.to_owned()),
+        expectations: Vec::new(),
+        ..broken(case, why)
+    }
+}
+
+/// The cases that ran: pass rates are theirs.
+pub fn ran(results: &[CaseResult]) -> impl Iterator<Item = &CaseResult> {
+    results.iter().filter(|r| r.skipped.is_none())
 }
 
 /// Whether a stored snapshot is missing or differs (so the snapshot
@@ -269,6 +290,7 @@ pub fn grading(results: &[CaseResult]) -> serde_json::Value {
                 "proves": r.proves,
                 "file": r.file,
                 "passed": r.passed,
+                "skipped": r.skipped,
                 "expectations": r.expectations,
                 "summary": {
                     "passed": passed,
@@ -280,13 +302,15 @@ pub fn grading(results: &[CaseResult]) -> serde_json::Value {
         })
         .collect();
     let passed = results.iter().filter(|r| r.passed).count();
+    let total = ran(results).count();
     json!({
         "cases": cases,
         "summary": {
             "passed": passed,
-            "failed": results.len() - passed,
-            "total": results.len(),
-            "pass_rate": pass_rate(passed, results.len()),
+            "failed": total - passed,
+            "skipped": results.len() - total,
+            "total": total,
+            "pass_rate": pass_rate(passed, total),
         },
     })
 }
@@ -315,6 +339,10 @@ pub fn write_files(
 
 /// The one-line progress note for a finished case.
 pub fn progress(out: &mut dyn Write, index: usize, total: usize, r: &CaseResult) {
+    if let Some(why) = &r.skipped {
+        let _ = writeln!(out, "[{index}/{total}] {} ... skipped: {why}", r.id);
+        return;
+    }
     let _ = writeln!(
         out,
         "[{index}/{total}] {} ... {} ({:.2}s)",
@@ -360,13 +388,22 @@ pub fn table(out: &mut dyn Write, results: &[CaseResult], wall: Duration) {
             out,
             "{:<width$}  {:<6}  {:>5}  {:>7.2}s  {:>9}",
             r.id,
-            if r.passed { "pass" } else { "FAIL" },
+            match (r.passed, &r.skipped) {
+                (_, Some(_)) => "skip",
+                (true, None) => "pass",
+                (false, None) => "FAIL",
+            },
             r.ticks,
             r.wall.as_secs_f64(),
             r.tokens_in + r.tokens_out
         );
     }
     let passed = results.iter().filter(|r| r.passed).count();
+    let ran = ran(results).count();
+    let skipped = match results.len() - ran {
+        0 => String::new(),
+        n => format!(", {n} skipped (their CLI is not installed: `sdd-evals agents install`)"),
+    };
     let known = results
         .iter()
         .flat_map(|r| &r.expectations)
@@ -379,9 +416,9 @@ pub fn table(out: &mut dyn Write, results: &[CaseResult], wall: Duration) {
     };
     let _ = writeln!(
         out,
-        "{} cases: {passed} passed, {} failed{known} ({:.2}s)",
+        "{} cases: {passed} passed, {} failed{skipped}{known} ({:.2}s)",
         results.len(),
-        results.len() - passed,
+        ran - passed,
         wall.as_secs_f64()
     );
 }

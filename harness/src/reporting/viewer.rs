@@ -62,7 +62,7 @@ fn thousands(n: u64) -> String {
 /// The page for `results`, failing cases first (each group in suite order).
 pub fn render(results: &[CaseResult], run: Run<'_>) -> String {
     let mut order: Vec<&CaseResult> = results.iter().collect();
-    order.sort_by_key(|r| r.passed);
+    order.sort_by_key(|r| (r.passed, r.skipped.is_some()));
     let summary = &run.benchmark.run_summary;
     let failed = summary.cases - summary.passed;
     let mut html = String::new();
@@ -95,7 +95,7 @@ pub fn render(results: &[CaseResult], run: Run<'_>) -> String {
         let _ = write!(
             html,
             "<li><a class=\"{}\" href=\"#case-{id}\">{id}</a></li>",
-            if r.passed { "pass" } else { "fail" },
+            status(r),
             id = escape(&r.id)
         );
     }
@@ -168,8 +168,17 @@ fn skills(html: &mut String, run: Run<'_>) {
     }
 }
 
+/// `pass`, `fail`, or `skip` (a case that did not run: never a pass).
+fn status(r: &CaseResult) -> &'static str {
+    match (r.passed, &r.skipped) {
+        (_, Some(_)) => "skip",
+        (true, None) => "pass",
+        (false, None) => "fail",
+    }
+}
+
 fn case(html: &mut String, r: &CaseResult) {
-    let status = if r.passed { "pass" } else { "fail" };
+    let status = status(r);
     let id = escape(&r.id);
     let passed = r.expectations.iter().filter(|g| g.ok()).count();
     let _ = write!(
@@ -187,6 +196,13 @@ fn case(html: &mut String, r: &CaseResult) {
         r.expectations.len(),
         escape(&r.name),
     );
+    if let Some(why) = &r.skipped {
+        let _ = writeln!(
+            html,
+            "<p class=\"threshold\">Skipped — not run, never counted as passed: {}</p>",
+            escape(why)
+        );
+    }
     if !r.proves.is_empty() {
         let _ = writeln!(
             html,
@@ -372,6 +388,7 @@ mod tests {
             skill: "work".to_owned(),
             prompt: Some("/loop /sdd:work --loop".to_owned()),
             passed,
+            skipped: None,
             expectations: vec![Grade::new("a check", passed, "what was seen")],
             ticks: 1,
             wall: Duration::from_millis(120),

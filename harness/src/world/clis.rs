@@ -78,10 +78,13 @@ impl Pinned {
 /// The command that installs every pinned CLI, for messages.
 pub const INSTALL_HINT: &str = "sdd-evals agents install";
 
-/// The pinned CLIs a run found, by name: what the real-CLI drivers run.
+/// The pinned CLIs a run found, by name: what the real-CLI drivers run;
+/// and whether a case whose CLI is missing fails (`--require-agents`)
+/// rather than being skipped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Clis {
     found: Vec<(&'static str, PathBuf)>,
+    required: bool,
 }
 
 impl Clis {
@@ -96,7 +99,18 @@ impl Clis {
                         .map(|p| (cli.name, p.to_path_buf()))
                 })
                 .collect(),
+            required: false,
         }
+    }
+
+    /// A case whose CLI is missing fails instead of being skipped.
+    pub fn required(self, required: bool) -> Self {
+        Self { required, ..self }
+    }
+
+    /// Whether a missing CLI fails its case.
+    pub fn is_required(&self) -> bool {
+        self.required
     }
 
     /// The executable of `cli`, if it was found.
@@ -111,6 +125,7 @@ impl Clis {
     pub fn with(found: impl IntoIterator<Item = (&'static str, PathBuf)>) -> Self {
         Self {
             found: found.into_iter().collect(),
+            required: false,
         }
     }
 }
