@@ -22,8 +22,8 @@ use sdd_mocks::git;
 use serde_json::Value;
 
 use super::options::Options;
-use super::record::RunRecord;
 use super::real_session::RealSession;
+use super::record::RunRecord;
 use super::session::Agent;
 use super::tick::TickRun;
 use super::{agent, real, wrapper};
