@@ -2,9 +2,11 @@
 //! them on N jobs with a live progress line, grade and compare them, and
 //! write the reports (and the benchmark, when recording).
 
+use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::driving::Options;
 use crate::driving::parallel::{self, Update};
@@ -13,7 +15,7 @@ use crate::loading::case::{Case, FORMAT_HELP};
 use crate::loading::fixtures::Fixtures;
 use crate::reporting::benchmark::{self, Benchmark, Failing};
 use crate::reporting::report::{self, CaseResult, Snapshots};
-use crate::reporting::viewer;
+use crate::reporting::{timings, viewer};
 use crate::world::bins::{self, BUILD_HINT, Binaries};
 use crate::world::clis::{Clis, Places};
 use crate::world::sandbox::Worlds;
@@ -22,6 +24,12 @@ use super::args::RunArgs;
 use super::cases::load;
 use super::env::{Env, error, sandbox_parent};
 use super::exit;
+
+/// Cases run at once per core, by default. A case spends most of its wall
+/// time waiting — on the processes it starts, on a clock some cases wait
+/// on by design (a tracker's retries, a lock's deadline) — so with one
+/// job a core the cores sat idle half the run (`--timings`).
+const JOBS_PER_CORE: usize = 4;
 
 /// `cargo build --workspace --bins` with the profile of the running
 /// executable: `cargo run` builds only this package, and a suite run
@@ -67,6 +75,7 @@ fn run_cases(
     opts: &Options,
     snapshots: Snapshots,
     jobs: usize,
+    first: &[usize],
 ) -> Vec<CaseResult> {
     let live = env.stderr_is_terminal;
     let stderr = &mut *env.stderr;
@@ -74,6 +83,7 @@ fn run_cases(
     let results = parallel::run_in_order(
         cases,
         jobs,
+        first,
         |case| match (real::missing_cli(case, &opts.clis), opts.clis.is_required()) {
             (Some(why), false) => report::skipped(case, &why),
             (Some(why), true) => report::broken(
@@ -119,6 +129,7 @@ pub(super) fn run(
     workspace: &Path,
     fixtures: Fixtures,
 ) -> u8 {
+    let run_started = Instant::now();
     if let Some(cargo) = env.vars.get("CARGO").filter(|_| !args.no_build).cloned()
         && let Err(why) = build_binaries(env, &cargo, workspace)
     {
@@ -147,10 +158,12 @@ pub(super) fn run(
             Err(e) => return error(env, &e.to_string(), &e.help(), exit::BAD_CASE),
         },
     };
+    let loading = Instant::now();
     let (cases, bad) = match load(env, paths, &fixtures) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    let load_took = loading.elapsed();
     if bad > 0 {
         return error(
             env,
@@ -191,11 +204,17 @@ pub(super) fn run(
         (false, false) => Snapshots::Compare,
     };
     let jobs = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, usize::from),
+        || JOBS_PER_CORE * std::thread::available_parallelism().map_or(1, usize::from),
         usize::from,
     );
+    let out_dir = args
+        .out
+        .clone()
+        .map(|p| env.cwd.join(p))
+        .unwrap_or_else(|| workspace.join("target").join("sdd-evals"));
+    let first = slowest_first(&cases, &out_dir.join(report::BENCHMARK));
     let started = Instant::now();
-    let results = run_cases(env, &cases, &opts, snapshots, jobs);
+    let results = run_cases(env, &cases, &opts, snapshots, jobs, &first);
     let wall = started.elapsed();
 
     let mut bench = Benchmark::new(&results, wall);
@@ -220,10 +239,7 @@ pub(super) fn run(
         let _ = writeln!(env.stdout);
         benchmark::table(env.stdout, &bench, old.map(|(b, _)| b));
     }
-    let out_dir = args
-        .out
-        .map(|p| env.cwd.join(p))
-        .unwrap_or_else(|| workspace.join("target").join("sdd-evals"));
+    let writing = Instant::now();
     let summary = benchmark::summary(&bench, old, &Failing::of(&results));
     let page = viewer::render(
         &results,
@@ -245,6 +261,19 @@ pub(super) fn run(
             "pass --out DIR with a writable directory",
             exit::CANT_WRITE,
         );
+    }
+    if args.timings {
+        let suite = timings::Suite {
+            jobs,
+            load: load_took,
+            cases: wall,
+            reports: writing.elapsed(),
+            total: run_started.elapsed(),
+            cpu: process_cpu(),
+        };
+        let out: &mut dyn Write = if args.json { env.stderr } else { env.stdout };
+        let _ = writeln!(out);
+        timings::table(out, &results, &suite);
     }
     let shown = |name: &str| out_dir.join(name).display().to_string();
     let _ = writeln!(
@@ -307,4 +336,56 @@ pub(super) fn run(
         "help: `--keep` keeps the sandboxes to look into; {BUILD_HINT} rebuilds the binaries"
     );
     exit::FAILED
+}
+
+/// This process's CPU time and its waited-for children's, from
+/// `/proc/self/stat` (`utime stime cutime cstime`, in USER_HZ ticks, 100
+/// a second on Linux); `None` elsewhere.
+fn process_cpu() -> Option<timings::Cpu> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name, in parentheses, may hold spaces: count after it.
+    let fields: Vec<u64> = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let ticks = |n: u64| Duration::from_millis(n * 10);
+    match fields[..] {
+        [utime, stime, cutime, cstime] => Some(timings::Cpu {
+            harness: ticks(utime + stime),
+            children: ticks(cutime + cstime),
+        }),
+        _ => None,
+    }
+}
+
+/// The order to start `cases` in: the slowest of the last run first (from
+/// its `benchmark.json`), so a case that waits on a clock is not left to
+/// run alone at the end; a case the last run did not have before them
+/// all, since nothing says it is quick. Without a last run: none.
+fn slowest_first(cases: &[Case], last: &Path) -> Vec<usize> {
+    let Ok((last, _)) = benchmark::load(last) else {
+        return Vec::new();
+    };
+    let walls: HashMap<&str, f64> = last
+        .cases
+        .iter()
+        .map(|c| (c.id.as_str(), c.wall_seconds))
+        .collect();
+    let mut order: Vec<(usize, Option<f64>)> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, walls.get(c.id()).copied()))
+        .collect();
+    order.sort_by(|a, b| match (a.1, b.1) {
+        (None, None) => a.0.cmp(&b.0),
+        (None, Some(_)) => std::cmp::Ordering::Less,
+        (Some(_), None) => std::cmp::Ordering::Greater,
+        (Some(x), Some(y)) => y.total_cmp(&x).then(a.0.cmp(&b.0)),
+    });
+    order.into_iter().map(|(i, _)| i).collect()
 }

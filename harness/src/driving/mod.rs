@@ -10,7 +10,8 @@
 //! Claude Code session runs `begin`/`end` itself). What
 //! every driver shares — the prepared files, the engine's environment and
 //! command line, how a tick's end is read — is [`tick`]. [`parallel`] runs
-//! a suite's cases on N jobs; [`options`] is what the caller gives a run.
+//! a suite's cases on N jobs; [`options`] is what the caller gives a run;
+//! [`phases`] is where a case's wall time went.
 //!
 //! Uses loading and the world. Hands on: a [`runner::CaseRun`] (the record
 //! and the world's redaction rules) to judging and reporting.
@@ -18,6 +19,7 @@
 pub mod agent;
 pub mod options;
 pub mod parallel;
+pub mod phases;
 pub mod real;
 pub mod real_session;
 pub mod record;

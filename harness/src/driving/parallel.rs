@@ -31,8 +31,16 @@ enum Msg<R> {
 }
 
 /// Runs `work` on every item with at most `jobs` at once (at least one);
-/// the results in item order.
-pub fn run_in_order<T, R, W, S>(items: &[T], jobs: usize, work: W, mut sink: S) -> Vec<R>
+/// the results in item order. The items at the indices in `first` start
+/// first, in that order (the slowest, so none is left to run alone at the
+/// end); the rest follow in item order.
+pub fn run_in_order<T, R, W, S>(
+    items: &[T],
+    jobs: usize,
+    first: &[usize],
+    work: W,
+    mut sink: S,
+) -> Vec<R>
 where
     T: Sync,
     R: Send,
@@ -40,6 +48,7 @@ where
     S: FnMut(Update<'_, R>),
 {
     let total = items.len();
+    let order = start_order(total, first);
     let next = AtomicUsize::new(0);
     let mut slots: Vec<Option<R>> = (0..total).map(|_| None).collect();
     let mut running: Vec<usize> = Vec::new();
@@ -48,11 +57,10 @@ where
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();
         for _ in 0..jobs.clamp(1, total.max(1)) {
-            let (tx, next, work) = (tx.clone(), &next, &work);
+            let (tx, next, work, order) = (tx.clone(), &next, &work, &order);
             scope.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let item = &items[i];
                     if tx.send(Msg::Started(i)).is_err() {
                         break;
                     }
@@ -90,6 +98,21 @@ where
     slots.into_iter().flatten().collect()
 }
 
+/// Every index below `total` once: those of `first` (in range, not
+/// repeated) in their order, then the others ascending.
+fn start_order(total: usize, first: &[usize]) -> Vec<usize> {
+    let mut taken = vec![false; total];
+    let mut order = Vec::with_capacity(total);
+    for &i in first {
+        if i < total && !taken[i] {
+            taken[i] = true;
+            order.push(i);
+        }
+    }
+    order.extend((0..total).filter(|i| !taken[*i]));
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -108,6 +131,7 @@ mod tests {
         let results = run_in_order(
             &[0, 1, 2, 3],
             4,
+            &[],
             |&i| {
                 if i == 0 {
                     held.lock().unwrap().recv().unwrap();
@@ -136,6 +160,7 @@ mod tests {
         let results = run_in_order(
             &[1, 2, 3],
             1,
+            &[],
             |x| x + 1,
             |u| {
                 if let Update::Progress { running, .. } = u {
@@ -145,7 +170,26 @@ mod tests {
         );
         assert_eq!(results, [2, 3, 4]);
         assert_eq!(peak, 1);
-        let none: Vec<u8> = run_in_order(&[] as &[u8], 0, |x| *x, |_| {});
+        let none: Vec<u8> = run_in_order(&[] as &[u8], 0, &[], |x| *x, |_| {});
         assert!(none.is_empty());
+    }
+
+    /// With one job the start order is the order the items run in; the
+    /// results still come out in item order.
+    #[test]
+    fn the_first_items_start_first_and_report_in_item_order() {
+        let started = Mutex::new(Vec::new());
+        let results = run_in_order(
+            &[0, 1, 2, 3, 4],
+            1,
+            &[3, 9, 1, 3],
+            |&i| {
+                started.lock().unwrap().push(i);
+                i
+            },
+            |_| {},
+        );
+        assert_eq!(results, [0, 1, 2, 3, 4]);
+        assert_eq!(*started.lock().unwrap(), [3, 1, 0, 2, 4]);
     }
 }

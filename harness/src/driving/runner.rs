@@ -22,6 +22,7 @@ use sdd_mocks::git;
 use serde_json::Value;
 
 use super::options::Options;
+use super::phases::{Lap, Phases};
 use super::real_session::RealSession;
 use super::record::RunRecord;
 use super::session::Agent;
@@ -41,7 +42,9 @@ pub struct CaseRun {
     pub redactor: Redactor,
     /// The sandbox, when it was kept.
     pub kept: Option<PathBuf>,
+    /// From the start to the sandbox's removal.
     pub wall: Duration,
+    pub phases: Phases,
 }
 
 static RUNS: AtomicU64 = AtomicU64::new(0);
@@ -71,6 +74,8 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         RUNS.fetch_add(1, Ordering::Relaxed)
     );
     let mut reaper = Reaper::new(marker);
+    let mut phases = Phases::default();
+    let mut lap = Lap::start();
     let mut sandbox = Sandbox::build(
         case,
         &opts.fixtures,
@@ -80,6 +85,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         opts.sandbox_parent.as_deref(),
         opts.worlds.as_deref(),
     )?;
+    phases.world = lap.lap();
     let mut ticks = Vec::new();
     let mut aborted = None;
     let mut clock = start;
@@ -88,7 +94,9 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
     for (i, spec) in case.ticks().iter().enumerate() {
         let n = i + 1;
         let prefix = format!("case {}, tick {n}", case.id());
-        if let Err(msg) = apply_events(spec, &mut sandbox, &mut clock, case) {
+        let events = apply_events(spec, &mut sandbox, &mut clock, case);
+        phases.events += lap.lap();
+        if let Err(msg) = events {
             aborted = Some(format!("{prefix}: {msg}"));
             break;
         }
@@ -109,6 +117,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
             (_, Some(kind)) => agent::run(&t, kind, &mut reaper)?,
             (_, None) => wrapper::run(&t, &mut reaper)?,
         };
+        phases.ticks.push(lap.lap());
         ticks.push(record);
         if let Some(msg) = abort {
             aborted = Some(format!("{prefix}: {msg}"));
@@ -140,12 +149,17 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         sandbox.tracker.address().port(),
     );
     drop(reaper);
+    phases.capture = lap.lap();
+    // Not kept, the sandbox is dropped with the closure: the tracker stops
+    // and the directory is removed.
     let kept = opts.keep_sandbox.then(|| sandbox.keep());
+    phases.teardown = lap.lap();
     Ok(CaseRun {
         record,
         redactor,
         kept,
         wall: started.elapsed(),
+        phases,
     })
 }
 

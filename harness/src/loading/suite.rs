@@ -66,14 +66,40 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 /// A case that does not load, rendered with its source lines.
 pub type LoadError = String;
 
+/// Every file loaded, in order, the files shared among one thread per core
+/// (parsing and validating a suite is a tenth of a second of CPU).
+fn load_each(files: &[CaseFile], fixtures: &Fixtures) -> Vec<Result<Case, YamlError>> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let chunk = files.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|f| Case::load_shown(&f.file, &f.shown, fixtures))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}
+
 /// Loads every file; the cases that load, and the rendered errors of those
 /// that do not.
 pub fn load(files: &[CaseFile], fixtures: &Fixtures) -> (Vec<Case>, Vec<LoadError>) {
     let mut cases: Vec<Case> = Vec::new();
     let mut errors = Vec::new();
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
-    for f in files {
-        match Case::load_shown(&f.file, &f.shown, fixtures) {
+    for (f, loaded) in files.iter().zip(load_each(files, fixtures)) {
+        match loaded {
             Ok(case) => {
                 if let Some(first) = seen.get(case.id()) {
                     let err = YamlError::at(

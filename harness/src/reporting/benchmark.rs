@@ -572,6 +572,7 @@ mod tests {
             sandbox: None,
             timeline: Vec::new(),
             snapshots: Vec::new(),
+            phases: Default::default(),
         }
     }
 

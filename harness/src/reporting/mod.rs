@@ -2,11 +2,13 @@
 //! summary, `grading.json` and `summary.md`), [`timeline`] (each tick as a
 //! reviewer reads it), [`viewer`] (the self-contained `report.html`) and
 //! [`benchmark`] (`benchmark.json`, pass rates per tier and the committed
-//! history under `evals/benchmarks/`).
+//! history under `evals/benchmarks/`), and [`timings`] (where a run's wall
+//! time went, `--timings`).
 //!
 //! Uses every stage before it; only the command line uses it.
 
 pub mod benchmark;
 pub mod report;
 pub mod timeline;
+pub mod timings;
 pub mod viewer;

@@ -7,11 +7,12 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::json;
 
+use crate::driving::phases::Phases;
 use crate::driving::runner::CaseRun;
 use crate::judging::grade::{self, Grade};
 use crate::judging::snapshot::{self, Stored};
@@ -46,6 +47,9 @@ pub struct CaseResult {
     pub timeline: Vec<TickView>,
     /// The snapshots as rendered, and how each compared.
     pub snapshots: Vec<SnapshotView>,
+    /// Where the wall time went (`--timings`; not in `grading.json`).
+    #[serde(skip)]
+    pub phases: Phases,
 }
 
 /// A rendered snapshot and how it compared with the stored one.
@@ -179,6 +183,7 @@ fn snapshot_grade(
 /// Evidence quotes what the engine printed and recorded: its credentials
 /// are redacted, whatever the engine did.
 pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult {
+    let started = Instant::now();
     let mut expectations = grade::grade(case, &run.record);
     let mut views = Vec::new();
     for rendered in snapshot::render(case.id(), &run.record, &run.redactor) {
@@ -217,6 +222,10 @@ pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult 
         sandbox: run.kept.clone(),
         timeline: timeline::timeline(&run.record),
         snapshots: views,
+        phases: Phases {
+            judging: started.elapsed(),
+            ..run.phases.clone()
+        },
     }
 }
 
@@ -241,6 +250,7 @@ pub fn broken(case: &Case, message: &str) -> CaseResult {
         sandbox: None,
         timeline: Vec::new(),
         snapshots: Vec::new(),
+        phases: Phases::default(),
     }
 }
 

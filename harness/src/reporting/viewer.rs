@@ -416,6 +416,7 @@ mod tests {
                 }],
             }],
             snapshots: Vec::new(),
+            phases: Default::default(),
         }
     }
 

@@ -29,6 +29,7 @@
 //! numbers) is never touched.
 
 use std::path::Path;
+use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::Value;
@@ -118,10 +119,9 @@ impl Redactor {
             Regex::new(&format!(r"\b127\.0\.0\.1:{port}\b")).expect("valid pattern"),
             "127.0.0.1:[PORT]".to_owned(),
         ));
-        rules.push((
-            Regex::new(r"\bpid (\d+)").expect("valid pattern"),
-            "pid [PID]".to_owned(),
-        ));
+        static PID: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"\bpid (\d+)").expect("valid pattern"));
+        rules.push((PID.clone(), "pid [PID]".to_owned()));
         Self {
             rules,
             secrets: credentials(),

@@ -10,6 +10,7 @@
 //! makes every document that still names it fail.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use clap::{ArgAction, CommandFactory};
 use regex::Regex;
@@ -144,8 +145,10 @@ impl Cli {
 }
 
 fn help_default(help: &str) -> Option<String> {
-    let re = Regex::new(r"\[(?:[^\]]*;\s*)?default:\s*([^\]]+)\]").expect("a valid regex");
-    re.captures(help).map(|c| c[1].trim().to_owned())
+    static DEFAULT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\[(?:[^\]]*;\s*)?default:\s*([^\]]+)\]").expect("a valid regex")
+    });
+    DEFAULT.captures(help).map(|c| c[1].trim().to_owned())
 }
 
 fn flag(arg: &clap::Arg) -> Option<Flag> {
@@ -195,11 +198,12 @@ fn flag(arg: &clap::Arg) -> Option<Flag> {
 
 /// The `Exit status:` table of a help text: lines `  N   what`.
 pub fn exit_table(help: &str) -> Vec<(u32, String)> {
-    let row = Regex::new(r"^\s+(\d+)\s+(.+)$").expect("a valid regex");
+    static ROW: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^\s+(\d+)\s+(.+)$").expect("a valid regex"));
     help.lines()
         .skip_while(|l| !l.trim_start().starts_with("Exit status"))
         .skip(1)
-        .map_while(|l| row.captures(l))
+        .map_while(|l| ROW.captures(l))
         .filter_map(|c| Some((c[1].parse().ok()?, c[2].trim().to_owned())))
         .collect()
 }
@@ -374,13 +378,15 @@ impl GateTemplate {
 /// engine would ask it — `None` when the list is not budgets with figures
 /// (`{budgets}`, prose).
 pub fn budget_question(list: &str) -> Option<String> {
-    let item = Regex::new(r"^([A-Za-z]+) \((\$?\d+(?:\.\d+)?)/(\$?\d+(?:\.\d+)?)\)$")
-        .expect("a valid regex");
+    static ITEM: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^([A-Za-z]+) \((\$?\d+(?:\.\d+)?)/(\$?\d+(?:\.\d+)?)\)$")
+            .expect("a valid regex")
+    });
     let list = list.replace(", and ", ", ").replace(" and ", ", ");
     let tripped = list
         .split(", ")
         .map(|phrase| {
-            let c = item.captures(phrase.trim())?;
+            let c = ITEM.captures(phrase.trim())?;
             let number = |s: &str| s.trim_start_matches('$').parse::<f64>().ok();
             Some(Tripped {
                 dim: Dimension::from_field(&c[1])?,
