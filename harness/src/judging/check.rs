@@ -4,6 +4,7 @@
 //! them, are the loading stage's ([`Check`]).
 
 use std::fmt::Write as _;
+use std::sync::LazyLock;
 
 use sdd_mocks::model::expect::Expect;
 use sdd_mocks::model::request::{Api, Conversation};
@@ -321,8 +322,11 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
                 .plugin_root
                 .as_ref()
                 .map_or_else(|| std::path::PathBuf::from("."), |p| p.value.clone().into());
-            let cli = docs::engine::Cli::read();
-            match docs::check(&run.workspace.join(&shown), &shown, c.skill, &cli) {
+            // The engine's command line is the same for every case: read
+            // through clap once a run, not once a case.
+            static CLI: LazyLock<docs::engine::Cli> = LazyLock::new(docs::engine::Cli::read);
+            let cli = &*CLI;
+            match docs::check(&run.workspace.join(&shown), &shown, c.skill, cli) {
                 Ok(report) => (report.passed(), report.render().trim_end().to_owned()),
                 Err(e) => (false, format!("{e} ({})", e.help())),
             }
