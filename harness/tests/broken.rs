@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rstest::rstest;
 use sdd_harness::loading::case::Case;
-use sdd_harness::loading::validate;
+use sdd_harness::loading::diagnostics;
 
 #[rstest]
 #[case::unknown_key("unknown-key")]
@@ -42,7 +42,7 @@ use sdd_harness::loading::validate;
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");
-    let rendered = validate::render(&err, &path);
+    let rendered = diagnostics::render(&err, &path);
     let location = format!("{}:", path.display());
     assert!(
         rendered.starts_with(&format!("error: {location}")) && err.line > 0 && err.column > 0,

@@ -31,8 +31,8 @@ use sdd_harness::driving::real;
 use sdd_harness::driving::runner;
 use sdd_harness::judging::snapshot;
 use sdd_harness::loading::case::Case;
+use sdd_harness::loading::diagnostics;
 use sdd_harness::loading::fixtures::Fixtures;
-use sdd_harness::loading::validate;
 use sdd_harness::reporting::report::{self, Snapshots};
 use sdd_harness::world::bins::Binaries;
 use sdd_harness::world::clis::{Clis, Places};
@@ -74,7 +74,7 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
     let vars: BTreeMap<String, String> = std::env::vars().collect();
     let workspace = workspace(&vars);
     let fixtures = Fixtures::new(workspace.join("fixtures"));
-    let case = Case::load(path, &fixtures).map_err(|e| fail(validate::render(&e, path)))?;
+    let case = Case::load(path, &fixtures).map_err(|e| fail(diagnostics::render(&e, path)))?;
     let clis = Clis::find(&Places::from_vars(&vars));
     if let Some(why) = real::missing_cli(&case, &clis) {
         if vars

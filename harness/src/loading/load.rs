@@ -1,6 +1,6 @@
 //! Loading a case file: read it, parse it into a [`Case`] (every error at
 //! `file:line:column`, serde's own messages given a `help:` by
-//! [`validate::explain`]), refuse a key hidden in a comment, then hold the
+//! [`diagnostics::explain`]), refuse a key hidden in a comment, then hold the
 //! result to the rules its types cannot say ([`validate::case`]).
 
 use std::path::Path;
@@ -9,7 +9,7 @@ use sdd_mocks::yaml::{self, YamlError};
 
 use super::case::{Case, FORMAT_HELP};
 use super::fixtures::Fixtures;
-use super::validate;
+use super::{diagnostics, validate};
 
 impl Case {
     /// Reads, parses and checks a case file.
@@ -34,8 +34,8 @@ impl Case {
 
     /// Parses and checks `text`, read from `path`.
     pub fn parse(path: &Path, text: &str, fixtures: &Fixtures) -> Result<Self, YamlError> {
-        let mut case: Case = yaml::parse(path, text, FORMAT_HELP).map_err(validate::explain)?;
-        validate::comment_trap(path, text)?;
+        let mut case: Case = yaml::parse(path, text, FORMAT_HELP).map_err(diagnostics::explain)?;
+        diagnostics::comment_trap(path, text)?;
         case.path = path.to_path_buf();
         case.file = path.to_path_buf();
         validate::case(&case, fixtures)?;

@@ -3,7 +3,8 @@
 //!
 //! [`load`] reads and parses a file into the format's types ([`case`], the
 //! check kinds in [`check`]) and holds it to the rules its types cannot
-//! say ([`validate`]): names from the engine ([`names`], [`reference`](mod@reference)),
+//! say ([`validate`], its errors worded by [`diagnostics`]): names from the
+//! engine ([`names`], [`reference`](mod@reference)),
 //! fixtures ([`fixtures`]), durations ([`duration`]) and the requirements
 //! a case may cover ([`requirements`]). [`suite`] finds and loads every
 //! case under a directory. [`expectations`] turns a case's `expect:` into
@@ -16,6 +17,7 @@
 pub mod case;
 pub mod check;
 pub mod coverage;
+pub mod diagnostics;
 pub mod duration;
 pub mod expectations;
 pub mod fixtures;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use sdd_mocks::yaml::YamlError;
 
 use crate::loading::case::{Case, FORMAT_HELP};
+use crate::loading::diagnostics;
 use crate::loading::fixtures::Fixtures;
-use crate::loading::validate;
 
 /// A case file: where it is, and how messages name it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -108,13 +108,13 @@ pub fn load(files: &[CaseFile], fixtures: &Fixtures) -> (Vec<Case>, Vec<LoadErro
                         format!("id `{}` is already used by {}", case.id(), first.display()),
                         format!("ids name snapshot files and must be unique ({FORMAT_HELP})"),
                     );
-                    errors.push(validate::render(&err, &f.file));
+                    errors.push(diagnostics::render(&err, &f.file));
                     continue;
                 }
                 seen.insert(case.id().to_owned(), f.shown.clone());
                 cases.push(case);
             }
-            Err(e) => errors.push(validate::render(&e, &f.file)),
+            Err(e) => errors.push(diagnostics::render(&e, &f.file)),
         }
     }
     (cases, errors)
