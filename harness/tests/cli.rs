@@ -284,6 +284,56 @@ fn jobs_run_cases_at_once_and_report_them_in_suite_order() {
     assert!(err.contains("[1/3] backlog-empty ... ok"), "{err}");
 }
 
+/// `--timings` adds a row of phases per case, their sums, and the run's
+/// wall and CPU time; the report's own table is unchanged above it.
+#[test]
+fn timings_show_each_cases_phases_and_the_runs_wall_and_cpu() {
+    let root = support::workspace();
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = out.path().display().to_string();
+    let args = [
+        "evals/loop/backlog-empty.yaml",
+        "evals/loop/c4-pr-budget.yaml",
+        "--timings",
+        "--out",
+        &out_dir,
+    ];
+    let (code, table, err) = run(&root, &args);
+    assert_eq!(code, exit::OK, "{err}");
+    let timings = &table[table.find("case (ms)").expect("the timings table")..];
+    for column in [
+        "world", "events", "ticks", "capture", "judging", "teardown", "total",
+    ] {
+        assert!(
+            timings.lines().next().unwrap().contains(column),
+            "{timings}"
+        );
+    }
+    let rows: Vec<&str> = timings.lines().collect();
+    assert!(
+        rows.iter().any(|r| r.starts_with("backlog-empty ")),
+        "{timings}"
+    );
+    assert!(
+        rows.iter().any(|r| r.starts_with("c4-pr-budget ")),
+        "{timings}"
+    );
+    let all = rows
+        .iter()
+        .find(|r| r.starts_with("all 2 "))
+        .expect("the sums");
+    assert_eq!(
+        all.split_whitespace().nth(5),
+        Some("3"),
+        "three ticks in all: {all}"
+    );
+    assert!(
+        timings.contains("\nrun: ") && timings.contains(" job(s)"),
+        "{timings}"
+    );
+    assert!(timings.contains("\ncpu: "), "{timings}");
+}
+
 /// A real-CLI case whose CLI is not installed is reported skipped — never
 /// passed — and `--require-agents` makes it a failure.
 #[test]
