@@ -3,14 +3,17 @@
 # eval --scaffold` runs with `bash` in the run's working directory, with
 # only PATH, HOME and TMPDIR of the operator's environment (measured,
 # plugin-evals/README.md). The case's scaffold sets `backlog` (a name under
-# fixtures/backlogs/) and, when the backlog has pull requests, `branches`
-# (their head branches), then calls `world_start`, then any `world_*`
-# step that leaves state behind (a tick, a live lock, a crash).
+# fixtures/backlogs/), `branches` (the head branches of its pull requests),
+# optionally `claude_md` (a name under fixtures/claude-md/; default
+# agent-logins, which names the backlogs' agent logins) and `watch` (more
+# tracker endpoints for the graders, `NAME=PATH ...`), then calls
+# `world_start`, then any `world_*` step that leaves state behind (a tick,
+# a live lock, a crash).
 #
 # What it builds, as the harness does for its own cases:
 #   $HOME/origin.git      the bare origin (the model pushes here)
-#   .  (the work dir)     a clone of it: README.md and a .gitignore of
-#                         .sdd/ on the default branch, one commit per
+#   .  (the work dir)     a clone of it: README.md, CLAUDE.md and a
+#                         .gitignore of .sdd/ on main, one commit per
 #                         pull request's branch, and an empty .sdd/loop/
 #                         (so the plugin's hooks act in this project)
 #   mock-tracker          serving the backlog on 127.0.0.1, its head SHAs
@@ -81,7 +84,8 @@ world_start() {
   printf '# acme/app\n' >README.md
   printf '.sdd/\n' >.gitignore
   printf '.sdd-eval/\n' >>.git/info/exclude
-  world_git add README.md .gitignore
+  cp "$repo_root/fixtures/claude-md/${claude_md:-agent-logins}.md" CLAUDE.md
+  world_git add README.md .gitignore CLAUDE.md
   world_git commit --quiet -m "Initial commit"
   world_git remote add origin "$origin"
   world_git push --quiet origin main
@@ -131,16 +135,18 @@ world_snapshot() {
 }
 
 # One whole tick run by the engine before the case starts, with a wrapped
-# skill that opens a PR for each selected issue: `world_tick work
-# --max-prs 1`. Extra environment (SDD_LOOP_CRASH_AT, SDD_LOOP_NOW) passes
-# through.
+# skill that opens a PR for each selected issue (bin/tick-skill):
+# `world_tick STATUS SKILL FLAGS...` fails the scaffold unless the tick
+# exits STATUS (134 for one aborted at SDD_LOOP_CRASH_AT). The caller's
+# environment passes through (SDD_LOOP_CRASH_AT=after-skill world_tick …).
 world_tick() {
-  local skill=$1
-  shift
-  local status=0
+  local want=$1 skill=$2 status=0
+  shift 2
   SDD_LOOP_SKILL_CMD="$suite/bin/tick-skill" "$stand_ins/sdd-loop" "$skill" --loop "$@" \
     >>"$state/ticks.log" 2>&1 || status=$?
-  echo "$status"
+  [ "$status" = "$want" ] ||
+    world_fail "the scaffold's tick ($skill --loop $*) exited $status, not $want: $(tail -n 5 "$state/ticks.log")" \
+      "run the scaffold by hand to see the whole log ($state/ticks.log)"
 }
 
 # A live lock: another session's `begin` holding the lock. The holder is
