@@ -92,6 +92,35 @@ pub enum Command {
         after_help = "Examples:\n  sdd-evals agents\n  sdd-evals agents install\n  sdd-evals agents install --dir /tmp/agents"
     )]
     Agents(AgentsArgs),
+    /// Report a `claude plugin eval` run of plugin-evals/ (the directories
+    /// ci/plugin-evals writes, each with the runner's result.json):
+    /// benchmark.json with the plugin arm as with_skill and the baseline as
+    /// without_skill, grading.json, summary.md and report.html; and whether
+    /// each answer scripted to break its case (a CASE.negative-NAME
+    /// directory) was caught. Exits 1 when a case fails with the plugin or
+    /// a breaking answer is not caught.
+    #[command(
+        name = "plugin-evals",
+        after_help = "Examples:
+  sdd-evals plugin-evals target/plugin-evals/runs/*
+  sdd-evals plugin-evals target/plugin-evals/live --out target/plugin-evals/live --compare old/benchmark.json"
+    )]
+    PluginEvals(PluginEvalsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PluginEvalsArgs {
+    /// Run directories: result.json (`claude plugin eval --json`), and
+    /// model.log offline (mock-model's log, for tokens); a name with
+    /// `.negative-` holds an answer that must be caught.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where the reports go [default: target/plugin-evals]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Show deltas from an earlier benchmark.json of plugin-evals.
+    #[arg(long, value_name = "BENCHMARK")]
+    pub compare: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

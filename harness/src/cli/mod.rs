@@ -4,7 +4,8 @@
 //! the arguments ([`args`]) and calls one command per file: [`run`],
 //! [`cases`] (`check`, `list`), [`scaffold`] (`new`), [`docs`] and
 //! [`coverage`], [`agents`] (the pinned real CLIs; and `schema`, printed
-//! from the loading stage). Exit
+//! from the loading stage), [`plugin_evals`] (a `claude plugin eval` run
+//! of plugin-evals/ in the same reports). Exit
 //! statuses are named in [`exit`].
 
 pub mod agents;
@@ -15,6 +16,7 @@ pub mod dispatch;
 pub mod docs;
 pub mod env;
 pub mod exit;
+pub mod plugin_evals;
 pub mod run;
 pub mod scaffold;
 

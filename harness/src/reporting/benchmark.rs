@@ -10,6 +10,12 @@
 //! A skill's pass rate is the share of its cases that passed; its mean
 //! time and mean tokens are over the same cases. Deltas are new minus old,
 //! for the skills both runs have.
+//!
+//! A `claude plugin eval` run (`sdd-evals plugin-evals`) adds SPEC-0017's
+//! two arms — `with_skill` (the plugin loaded) and `without_skill` (the
+//! baseline) — to the run, each skill and each case, and the per-run
+//! `runs[]` ([`crate::reporting::arms`]); the harness's own runs have one
+//! arm and leave these out.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,6 +23,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::reporting::arms::{ArmDelta, ArmRun, ArmSummary, Arms};
 use crate::reporting::report::{CaseResult, pass_rate};
 
 /// SPEC-0017's Tier 1 skills: each must keep [`THRESHOLD`].
@@ -40,6 +47,9 @@ pub struct Benchmark {
     /// The commit and day the run was recorded for (`--record`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded: Option<Recorded>,
+    /// Every run of every case in each arm (a `claude plugin eval` run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<ArmRun>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +63,15 @@ pub struct RunSummary {
     pub pass_rate: f64,
     pub wall_seconds: f64,
     pub tokens: u64,
+    /// The plugin arm over every run (a `claude plugin eval` run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub with_skill: Option<ArmSummary>,
+    /// The no-plugin baseline arm over every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_skill: Option<ArmSummary>,
+    /// With minus without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<ArmDelta>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,6 +83,9 @@ pub struct SkillSummary {
     pub pass_rate: f64,
     pub mean_wall_seconds: f64,
     pub mean_tokens: f64,
+    /// Both arms of the skill's runs (a `claude plugin eval` run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arms: Option<Arms>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +102,9 @@ pub struct CaseFigures {
     pub ticks: usize,
     pub wall_seconds: f64,
     pub tokens: Tokens,
+    /// Both arms of the case's runs (a `claude plugin eval` run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arms: Option<Arms>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,6 +172,7 @@ impl Benchmark {
                     pass_rate: pass_rate(ok, n),
                     mean_wall_seconds: round(mean(&|r| r.wall.as_secs_f64()), 3),
                     mean_tokens: round(mean(&|r| (r.tokens_in + r.tokens_out) as f64), 1),
+                    arms: None,
                 }
             })
             .collect();
@@ -158,6 +184,9 @@ impl Benchmark {
                 pass_rate: pass_rate(passed, results.len()),
                 wall_seconds: seconds(wall),
                 tokens: results.iter().map(|r| r.tokens_in + r.tokens_out).sum(),
+                with_skill: None,
+                without_skill: None,
+                delta: None,
             },
             skills,
             cases: all
@@ -177,10 +206,12 @@ impl Benchmark {
                             tokens_out: r.tokens_out,
                             total: r.tokens_in + r.tokens_out,
                         },
+                        arms: None,
                     }
                 })
                 .collect(),
             recorded: None,
+            runs: Vec::new(),
         }
     }
 
@@ -372,6 +403,7 @@ pub fn summary(new: &Benchmark, old: Option<(&Benchmark, &str)>, failing: &[Fail
         }
         md.push('\n');
     }
+    arms_md(&mut md, new, old.map(|(o, _)| o));
     let skipped: Vec<&CaseFigures> = new.cases.iter().filter(|c| c.skipped.is_some()).collect();
     if !skipped.is_empty() {
         md.push_str("### Skipped cases (not run: their CLI is not installed; `sdd-evals agents install`, and `--require-agents` fails them)\n\n| case | why |\n|---|---|\n");
@@ -398,6 +430,65 @@ pub fn summary(new: &Benchmark, old: Option<(&Benchmark, &str)>, failing: &[Fail
         run.wall_seconds
     );
     md
+}
+
+/// `0.75 (±0.25)`, or `0.75` for one run.
+fn score(arm: &ArmSummary) -> String {
+    if arm.runs > 1 {
+        format!("{:.2} (±{:.2})", arm.pass_rate.mean, arm.pass_rate.stddev)
+    } else {
+        format!("{:.2}", arm.pass_rate.mean)
+    }
+}
+
+/// The section of a run with two arms: each case's mean score with the
+/// plugin, without it, and the difference (with its change from `old`'s).
+fn arms_md(md: &mut String, new: &Benchmark, old: Option<&Benchmark>) {
+    let (Some(with), Some(without), Some(delta)) = (
+        &new.run_summary.with_skill,
+        &new.run_summary.without_skill,
+        &new.run_summary.delta,
+    ) else {
+        return;
+    };
+    let _ = writeln!(
+        md,
+        "### With and without the plugin
+
+Mean score (the share of graders passed) per case over {} run(s) with the plugin and {} without; Δ is with minus without.
+",
+        with.runs, without.runs
+    );
+    md.push_str("| case | with the plugin | without | Δ |\n|---|--:|--:|--:|\n");
+    for case in &new.cases {
+        let Some(arms) = &case.arms else { continue };
+        let was = old
+            .and_then(|o| o.cases.iter().find(|c| c.id == case.id))
+            .and_then(|c| c.arms.as_ref());
+        let change = match was {
+            Some(w) => format!(
+                " ({} from {})",
+                signed(arms.pass_rate_delta() - w.pass_rate_delta(), 2),
+                w.delta.pass_rate
+            ),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {}{change} |",
+            case.id,
+            score(&arms.with_skill),
+            score(&arms.without_skill),
+            arms.delta.pass_rate
+        );
+    }
+    let _ = writeln!(
+        md,
+        "| **all** | **{}** | **{}** | **{}** |\n",
+        score(with),
+        score(without),
+        delta.pass_rate
+    );
 }
 
 /// Why an earlier benchmark cannot be compared with.

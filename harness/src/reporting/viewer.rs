@@ -11,11 +11,17 @@
 //! "complete"}`, one review per case with feedback, `run_id` the case id),
 //! which can be committed to `evals/feedback/`.
 //!
+//! A `claude plugin eval` run (`sdd-evals plugin-evals`) has two arms: the
+//! skills table then adds the mean score without the plugin and the
+//! difference, and each case shows both arms' scores and the baseline
+//! arm's graders beside its own ([`crate::reporting::arms`]).
+//!
 //! Everything the page shows is escaped here ([`escape`]); the script only
 //! filters and exports.
 
 use std::fmt::Write as _;
 
+use crate::reporting::arms::{ArmRun, Configuration};
 use crate::reporting::benchmark::{self, Benchmark};
 use crate::reporting::report::{CaseResult, SnapshotState};
 use crate::reporting::timeline::{LineView, TickView, Usage};
@@ -101,7 +107,7 @@ pub fn render(results: &[CaseResult], run: Run<'_>) -> String {
     }
     html.push_str("</ol>\n</header>\n<main>\n");
     for r in &order {
-        case(&mut html, r);
+        case(&mut html, r, run.benchmark);
     }
     let _ = write!(
         html,
@@ -112,11 +118,19 @@ pub fn render(results: &[CaseResult], run: Run<'_>) -> String {
 
 fn skills(html: &mut String, run: Run<'_>) {
     let bench = run.benchmark;
+    let two_arms = bench.skills.iter().any(|s| s.arms.is_some());
     html.push_str(
         "<table class=\"skills\"><thead><tr><th>skill</th><th class=\"num\">cases</th>\
          <th class=\"num\">pass rate</th><th class=\"num\">mean time</th>\
-         <th class=\"num\">mean tokens</th></tr></thead><tbody>",
+         <th class=\"num\">mean tokens</th>",
     );
+    if two_arms {
+        html.push_str(
+            "<th class=\"num\">score with the plugin</th><th class=\"num\">without</th>\
+             <th class=\"num\">Δ</th>",
+        );
+    }
+    html.push_str("</tr></thead><tbody>");
     for s in &bench.skills {
         let old = run.compared.and_then(|(o, _)| o.skill(&s.skill));
         let delta = |now: f64, was: Option<f64>, unit: &str, places: usize| match was {
@@ -126,7 +140,7 @@ fn skills(html: &mut String, run: Run<'_>) {
         let _ = write!(
             html,
             "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}{}</td>\
-             <td class=\"num\">{:.2}s{}</td><td class=\"num\">{}{}</td></tr>",
+             <td class=\"num\">{:.2}s{}</td><td class=\"num\">{}{}</td>",
             escape(&s.skill),
             s.cases,
             benchmark::percent(s.pass_rate),
@@ -146,6 +160,21 @@ fn skills(html: &mut String, run: Run<'_>) {
             thousands(s.mean_tokens.round() as u64),
             delta(s.mean_tokens, old.map(|o| o.mean_tokens), "", 0),
         );
+        if two_arms {
+            match &s.arms {
+                Some(a) => {
+                    let _ = write!(
+                        html,
+                        "<td class=\"num\">{:.2}</td><td class=\"num\">{:.2}</td><td class=\"num\">{}</td>",
+                        a.with_skill.pass_rate.mean,
+                        a.without_skill.pass_rate.mean,
+                        escape(&a.delta.pass_rate)
+                    );
+                }
+                None => html.push_str("<td></td><td></td><td></td>"),
+            }
+        }
+        html.push_str("</tr>");
     }
     html.push_str("</tbody></table>\n");
     if let Some((_, label)) = run.compared {
@@ -177,7 +206,7 @@ fn status(r: &CaseResult) -> &'static str {
     }
 }
 
-fn case(html: &mut String, r: &CaseResult) {
+fn case(html: &mut String, r: &CaseResult, bench: &Benchmark) {
     let status = status(r);
     let id = escape(&r.id);
     let passed = r.expectations.iter().filter(|g| g.ok()).count();
@@ -251,6 +280,7 @@ fn case(html: &mut String, r: &CaseResult) {
         );
     }
     html.push_str("</tbody></table>\n");
+    baseline(html, r, bench);
     if !r.snapshots.is_empty() {
         html.push_str("<h3>Snapshots</h3>\n<div class=\"snapshots\">\n");
         for s in &r.snapshots {
@@ -287,6 +317,63 @@ fn case(html: &mut String, r: &CaseResult) {
          aria-label=\"Feedback on {id}\" placeholder=\"What a human reviewer noticed about {id} \
          (exported to feedback.json)\"></textarea></div>\n</div>\n</details>\n"
     );
+}
+
+/// A two-arm case's scores, and the graders of its runs without the
+/// plugin.
+fn baseline(html: &mut String, r: &CaseResult, bench: &Benchmark) {
+    let Some(arms) = bench
+        .cases
+        .iter()
+        .find(|c| c.id == r.id)
+        .and_then(|c| c.arms.as_ref())
+    else {
+        return;
+    };
+    let _ = writeln!(
+        html,
+        "<h3>With and without the plugin</h3>\n<p class=\"meta\">Mean score {:.2} with the plugin \
+         ({} run(s), {} passed), {:.2} without ({} run(s), {} passed): Δ {}.</p>",
+        arms.with_skill.pass_rate.mean,
+        arms.with_skill.runs,
+        arms.with_skill.passed,
+        arms.without_skill.pass_rate.mean,
+        arms.without_skill.runs,
+        arms.without_skill.passed,
+        escape(&arms.delta.pass_rate)
+    );
+    let without: Vec<&ArmRun> = bench
+        .runs
+        .iter()
+        .filter(|run| run.eval_name == r.id && run.configuration == Configuration::WithoutSkill)
+        .collect();
+    for run in without {
+        let _ = writeln!(
+            html,
+            "<table class=\"assertions\"><caption class=\"meta\">Run {} {}: score {:.2}{}</caption><tbody>",
+            run.run_number,
+            Configuration::WithoutSkill.label(),
+            run.result.pass_rate,
+            run.result
+                .error
+                .as_deref()
+                .map_or(String::new(), |e| format!(" — {}", escape(e)))
+        );
+        for e in &run.expectations {
+            let (mark, class, row) = if e.passed {
+                ("✓", "ok-mark", "good")
+            } else {
+                ("✗", "bad-mark", "bad")
+            };
+            let _ = writeln!(
+                html,
+                "<tr class=\"{row}\"><td class=\"{class}\">{mark}</td><td>{}<div class=\"evidence\">{}</div></td></tr>",
+                escape(&e.text),
+                escape(&e.evidence)
+            );
+        }
+        html.push_str("</tbody></table>\n");
+    }
 }
 
 fn tick_view(html: &mut String, tick: &TickView) {
