@@ -31,7 +31,8 @@
 #                         (plugin-evals/bin/sdd-loop says why)
 #
 # Nothing is left running: every background process here ends when the
-# eval process does (`tail --pid`), or with the tracker.
+# eval process does (`tail --pid`, which looks every 0.2 s), or with the
+# tracker.
 
 set -euo pipefail
 
@@ -108,7 +109,7 @@ world_start() {
   # exit. Its URL comes through a FIFO; `cat` keeps reading it so the
   # tracker never writes to a closed pipe, and ends with it.
   mkfifo "$state/tracker.out"
-  tail --pid="$owner" -f /dev/null 2>/dev/null |
+  tail --pid="$owner" -s 0.2 -f /dev/null 2>/dev/null |
     "$real/mock-tracker" --backlog "$file" --token "$token" --origin "$origin" \
       >"$state/tracker.out" 2>"$state/tracker.err" &
   local url
@@ -154,7 +155,7 @@ world_tick() {
 world_live_lock() {
   local skill=$1
   shift
-  tail --pid="$owner" -f /dev/null >/dev/null 2>&1 &
+  tail --pid="$owner" -s 0.2 -f /dev/null >/dev/null 2>&1 &
   local holder=$!
   "$stand_ins/sdd-loop" "$skill" begin --loop --json --holder-pid "$holder" "$@" \
     >>"$state/ticks.log" 2>&1
