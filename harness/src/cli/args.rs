@@ -212,4 +212,10 @@ pub struct RunArgs {
     /// teardown), slowest first, and the run's wall and CPU time.
     #[arg(long)]
     pub timings: bool,
+    /// Also report a `claude plugin eval` run of plugin-evals/ (the run
+    /// directories ci/plugin-evals writes; see `sdd-evals plugin-evals`):
+    /// its cases join this report with both arms, and a breaking answer
+    /// not caught fails the run.
+    #[arg(long = "plugin-evals", value_name = "DIR", num_args = 1..)]
+    pub plugin_evals: Vec<PathBuf>,
 }

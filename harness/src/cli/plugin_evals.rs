@@ -5,30 +5,76 @@
 //! `grading.json`, `summary.md` and the viewer — plus whether each answer
 //! scripted to break its case was caught
 //! ([`crate::reporting::plugin_eval`]). Exits 1 when a case's plugin arm
-//! failed or a breaking answer was not caught.
+//! failed or a breaking answer was not caught. [`Loaded`] is also what
+//! `sdd-evals run --plugin-evals DIR...` adds to the harness's own report.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::reporting::arms::Configuration;
+use crate::reporting::arms::{ArmRun, Configuration};
 use crate::reporting::benchmark::{self, Failing};
-use crate::reporting::plugin_eval::{self, RunDir};
-use crate::reporting::report;
+use crate::reporting::plugin_eval::{self, Catch, RunDir};
+use crate::reporting::report::{self, CaseResult};
 use crate::reporting::viewer;
 
 use super::args::PluginEvalsArgs;
 use super::env::{Env, error};
 use super::exit;
 
-pub(super) fn plugin_evals_command(env: &mut Env<'_>, args: PluginEvalsArgs) -> u8 {
-    let mut dirs = Vec::new();
-    for path in &args.dirs {
-        match RunDir::load(&env.cwd.join(path)) {
-            Ok(dir) => dirs.push(dir),
-            Err(e) => return error(env, &e.to_string(), &e.help(), exit::BAD_CASE),
+/// Plugin-eval run directories, read: the cases' own answers as results
+/// and runs, the breaking answers as catches.
+#[derive(Debug, Default)]
+pub(super) struct Loaded {
+    pub results: Vec<CaseResult>,
+    pub runs: Vec<ArmRun>,
+    pub catches: Vec<Catch>,
+    /// The evals' wall time (the cases' own answers), in seconds.
+    pub wall: f64,
+}
+
+impl Loaded {
+    /// Reads `paths` (relative to the working directory); on an error,
+    /// prints it and gives the exit status.
+    pub(super) fn load(env: &mut Env<'_>, paths: &[PathBuf]) -> Result<Self, u8> {
+        let mut dirs = Vec::new();
+        for path in paths {
+            match RunDir::load(&env.cwd.join(path)) {
+                Ok(dir) => dirs.push(dir),
+                Err(e) => return Err(error(env, &e.to_string(), &e.help(), exit::BAD_CASE)),
+            }
         }
+        let (results, runs) = plugin_eval::cases(&dirs);
+        Ok(Self {
+            results,
+            runs,
+            catches: plugin_eval::catches(&dirs),
+            wall: dirs
+                .iter()
+                .filter(|d| d.answer == plugin_eval::Answer::Case)
+                .map(|d| d.report.duration_seconds)
+                .sum(),
+        })
     }
+
+    /// Breaking answers no grader caught.
+    pub(super) fn missed(&self) -> usize {
+        self.catches.iter().filter(|c| !c.caught()).count()
+    }
+
+    /// The catches' section of `summary.md`, after a blank line (empty
+    /// without breaking answers).
+    pub(super) fn catches_md(&self) -> String {
+        let md = plugin_eval::catches_md(&self.catches);
+        if md.is_empty() { md } else { format!("\n{md}") }
+    }
+}
+
+pub(super) fn plugin_evals_command(env: &mut Env<'_>, args: PluginEvalsArgs) -> u8 {
+    let loaded = match Loaded::load(env, &args.dirs) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
     let compared = match &args.compare {
         Some(path) => match benchmark::load(&env.cwd.join(path)) {
             Ok((bench, file)) => Some((bench, file.display().to_string())),
@@ -36,7 +82,12 @@ pub(super) fn plugin_evals_command(env: &mut Env<'_>, args: PluginEvalsArgs) -> 
         },
         None => None,
     };
-    let (results, runs) = plugin_eval::cases(&dirs);
+    let Loaded {
+        results,
+        runs,
+        catches,
+        wall,
+    } = &loaded;
     if results.is_empty() {
         return error(
             env,
@@ -45,28 +96,18 @@ pub(super) fn plugin_evals_command(env: &mut Env<'_>, args: PluginEvalsArgs) -> 
             exit::USAGE,
         );
     }
-    let wall: f64 = dirs
-        .iter()
-        .filter(|d| d.answer == plugin_eval::Answer::Case)
-        .map(|d| d.report.duration_seconds)
-        .sum();
-    let bench = plugin_eval::benchmark(&results, &runs, Duration::from_secs_f64(wall));
-    let catches = plugin_eval::catches(&dirs);
+    let bench = plugin_eval::benchmark(results, runs, Duration::from_secs_f64(*wall));
     let old = compared.as_ref().map(|(b, shown)| (b, shown.as_str()));
 
-    table(env.stdout, &bench, &catches);
-    let mut summary = benchmark::summary(&bench, old, &Failing::of(&results)).replacen(
+    table(env.stdout, &bench, catches);
+    let mut summary = benchmark::summary(&bench, old, &Failing::of(results)).replacen(
         "## Skill evals:",
         "## Plugin evals (`claude plugin eval`):",
         1,
     );
-    let catches_md = plugin_eval::catches_md(&catches);
-    if !catches_md.is_empty() {
-        summary.push('\n');
-        summary.push_str(&catches_md);
-    }
+    summary.push_str(&loaded.catches_md());
     let page = viewer::render(
-        &results,
+        results,
         viewer::Run {
             benchmark: &bench,
             compared: old,
@@ -83,7 +124,7 @@ pub(super) fn plugin_evals_command(env: &mut Env<'_>, args: PluginEvalsArgs) -> 
         (report::VIEWER, page),
     ];
     let others: Vec<(&str, &str)> = others.iter().map(|(n, t)| (*n, t.as_str())).collect();
-    if let Err(e) = report::write_files(&out_dir, &results, &others) {
+    if let Err(e) = report::write_files(&out_dir, results, &others) {
         return error(
             env,
             &format!("cannot write the reports to {}: {e}", out_dir.display()),
@@ -100,7 +141,7 @@ pub(super) fn plugin_evals_command(env: &mut Env<'_>, args: PluginEvalsArgs) -> 
         out_dir.join(report::SUMMARY).display()
     );
     let failed = results.iter().filter(|r| !r.passed).count();
-    let missed = catches.iter().filter(|c| !c.caught()).count();
+    let missed = loaded.missed();
     if failed > 0 || missed > 0 {
         let _ = writeln!(
             env.stderr,

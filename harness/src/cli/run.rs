@@ -24,6 +24,7 @@ use super::args::RunArgs;
 use super::cases::load;
 use super::env::{Env, error, sandbox_parent};
 use super::exit;
+use super::plugin_evals::Loaded;
 
 /// Cases run at once per core, by default. A case spends most of its wall
 /// time waiting — on the processes it starts, on a clock some cases wait
@@ -158,6 +159,10 @@ pub(super) fn run(
             Err(e) => return error(env, &e.to_string(), &e.help(), exit::BAD_CASE),
         },
     };
+    let plugin = match Loaded::load(env, &args.plugin_evals) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let loading = Instant::now();
     let (cases, bad) = match load(env, paths, &fixtures) {
         Ok(loaded) => loaded,
@@ -214,10 +219,12 @@ pub(super) fn run(
         .unwrap_or_else(|| workspace.join("target").join("sdd-evals"));
     let first = slowest_first(&cases, &out_dir.join(report::BENCHMARK));
     let started = Instant::now();
-    let results = run_cases(env, &cases, &opts, snapshots, jobs, &first);
+    let mut results = run_cases(env, &cases, &opts, snapshots, jobs, &first);
     let wall = started.elapsed();
+    results.extend(plugin.results.iter().cloned());
 
     let mut bench = Benchmark::new(&results, wall);
+    crate::reporting::plugin_eval::add_arms(&mut bench, &results, &plugin.runs);
     if args.record {
         match benchmark::revision(workspace) {
             Ok(rev) => bench.recorded = Some(rev),
@@ -240,7 +247,8 @@ pub(super) fn run(
         benchmark::table(env.stdout, &bench, old.map(|(b, _)| b));
     }
     let writing = Instant::now();
-    let summary = benchmark::summary(&bench, old, &Failing::of(&results));
+    let mut summary = benchmark::summary(&bench, old, &Failing::of(&results));
+    summary.push_str(&plugin.catches_md());
     let page = viewer::render(
         &results,
         viewer::Run {
@@ -317,7 +325,17 @@ pub(super) fn run(
             benchmark::percent(benchmark::THRESHOLD)
         );
     }
-    if results.iter().all(|r| r.passed || r.skipped.is_some()) && below.is_empty() {
+    if plugin.missed() > 0 {
+        let _ = writeln!(
+            env.stderr,
+            "error: {} answer(s) scripted to break a plugin-evals case were not caught (summary.md lists them)",
+            plugin.missed()
+        );
+    }
+    if results.iter().all(|r| r.passed || r.skipped.is_some())
+        && below.is_empty()
+        && plugin.missed() == 0
+    {
         return exit::OK;
     }
     let (missing, changed) = report::snapshot_trouble(&results);

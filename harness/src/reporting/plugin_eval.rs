@@ -12,7 +12,10 @@
 //! A directory named `CASE.negative-NAME` holds an answer scripted to
 //! break its case: it is [`Catch`]ed when a grader that passed in every
 //! run of an arm with the case's own answer fails in that arm — the proof
-//! that the graders read what they claim to.
+//! that the graders read what they claim to. A case is reported under its
+//! name when its directory is `CASE.ANSWER` (one eval per case, as
+//! offline), and as `DIR:CASE` from a directory of a whole suite (`live`),
+//! so the two can share one report.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -133,6 +136,9 @@ pub enum Answer {
 pub struct RunDir {
     pub path: PathBuf,
     pub answer: Answer,
+    /// `DIR:` before each case's name, for a directory not named
+    /// `CASE.ANSWER`.
+    pub prefix: Option<String>,
     pub report: EvalReport,
     /// Each case's runs, both arms, in the report's order, with tokens
     /// from `model.log` when there is one.
@@ -159,6 +165,7 @@ impl RunDir {
             Some(i) => Answer::Negative(name[i + 1..].to_owned()),
             None => Answer::Case,
         };
+        let prefix = (!name.contains('.')).then(|| format!("{name}:"));
         if matches!(answer, Answer::Negative(_)) && report.cases.len() != 1 {
             return Err(PluginEvalError::NegativeOfMany {
                 path: file,
@@ -174,21 +181,30 @@ impl RunDir {
         let runs = report
             .cases
             .iter()
-            .map(|case| arm_runs(case, log.as_deref()))
+            .map(|case| {
+                let id = format!("{}{}", prefix.as_deref().unwrap_or(""), case.name);
+                arm_runs(case, &id, log.as_deref())
+            })
             .collect();
         Ok(Self {
             path: path.to_path_buf(),
             answer,
+            prefix,
             report,
             runs,
         })
     }
 }
 
-/// Every run of `case`, with the tokens `log` returned during it: Claude
-/// Code runs the arms and their runs one after another against the one
-/// server, so a request belongs to the last run started before it.
-pub fn arm_runs(case: &EvalCase, log: Option<&[sdd_mocks::model::LogEntry]>) -> Vec<ArmRun> {
+/// Every run of `case`, reported as `id`, with the tokens `log` returned
+/// during it: Claude Code runs the arms and their runs one after another
+/// against the one server, so a request belongs to the last run started
+/// before it.
+pub fn arm_runs(
+    case: &EvalCase,
+    id: &str,
+    log: Option<&[sdd_mocks::model::LogEntry]>,
+) -> Vec<ArmRun> {
     let mut all: Vec<(Configuration, usize, &EvalRun)> = Vec::new();
     for (configuration, runs) in [
         (Configuration::WithSkill, &case.arms.with),
@@ -214,7 +230,7 @@ pub fn arm_runs(case: &EvalCase, log: Option<&[sdd_mocks::model::LogEntry]>) -> 
             let scored: Vec<&EvalGrader> = run.graders.iter().filter(|g| !g.with_only).collect();
             let passed = scored.iter().filter(|g| g.passed).count();
             ArmRun {
-                eval_name: case.name.clone(),
+                eval_name: id.to_owned(),
                 configuration,
                 run_number,
                 result: RunResult {
@@ -284,7 +300,9 @@ pub fn case_result(case: &EvalCase, runs: &[ArmRun]) -> CaseResult {
     }
     let seconds: f64 = with.iter().map(|r| r.result.time_seconds).sum();
     CaseResult {
-        id: case.name.clone(),
+        id: runs
+            .first()
+            .map_or_else(|| case.name.clone(), |r| r.eval_name.clone()),
         name: format!("claude plugin eval: {}", case.name),
         proves: "the plugin, run by Claude Code's own runner (plugin-evals/)".to_owned(),
         file: format!("{}/case.yaml", case.dir),
@@ -325,6 +343,17 @@ pub fn cases(dirs: &[RunDir]) -> (Vec<CaseResult>, Vec<ArmRun>) {
 /// plugin arm, and both arms per case, per skill and in all.
 pub fn benchmark(results: &[CaseResult], runs: &[ArmRun], wall: Duration) -> Benchmark {
     let mut bench = Benchmark::new(results, wall);
+    add_arms(&mut bench, results, runs);
+    bench
+}
+
+/// Both arms of `runs` into `bench`, whose cases may include the
+/// harness's own (`sdd-evals run --plugin-evals`): in all, for each skill
+/// with a plugin-eval case, and for each plugin-eval case.
+pub fn add_arms(bench: &mut Benchmark, results: &[CaseResult], runs: &[ArmRun]) {
+    if runs.is_empty() {
+        return;
+    }
     let all = Arms::of(runs);
     bench.run_summary.with_skill = Some(all.with_skill);
     bench.run_summary.without_skill = Some(all.without_skill);
@@ -338,14 +367,17 @@ pub fn benchmark(results: &[CaseResult], runs: &[ArmRun], wall: Duration) -> Ben
                     .any(|c| c.id == r.eval_name && c.skill == skill.skill)
             })
             .collect();
-        skill.arms = Some(Arms::of(of_skill.iter().copied()));
+        if !of_skill.is_empty() {
+            skill.arms = Some(Arms::of(of_skill.iter().copied()));
+        }
     }
     for case in &mut bench.cases {
         let of_case: Vec<&ArmRun> = runs.iter().filter(|r| r.eval_name == case.id).collect();
-        case.arms = Some(Arms::of(of_case.iter().copied()));
+        if !of_case.is_empty() {
+            case.arms = Some(Arms::of(of_case.iter().copied()));
+        }
     }
     bench.runs = runs.to_vec();
-    bench
 }
 
 /// Whether an answer that breaks its case was caught.
@@ -464,10 +496,15 @@ mod tests {
 
     fn dir(answer: Answer, text: &str) -> RunDir {
         let report: EvalReport = serde_json::from_str(text).unwrap();
-        let runs = report.cases.iter().map(|c| arm_runs(c, None)).collect();
+        let runs = report
+            .cases
+            .iter()
+            .map(|c| arm_runs(c, &c.name, None))
+            .collect();
         RunDir {
             path: PathBuf::from("runs/x"),
             answer,
+            prefix: None,
             report,
             runs,
         }
@@ -584,11 +621,38 @@ mod tests {
         .iter()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-        let runs = arm_runs(case, Some(&log));
+        let runs = arm_runs(case, &case.name, Some(&log));
         assert_eq!(
             (runs[0].result.tokens, runs[1].result.tokens),
             (100 + 10 + 200 + 10, 400 + 10)
         );
+    }
+
+    /// `sdd-evals run --plugin-evals`: the harness's own cases keep one
+    /// arm beside the plugin-eval cases, and a whole suite's directory
+    /// names its cases `DIR:CASE` so an offline and a live run can share
+    /// the report.
+    #[test]
+    fn harness_cases_keep_one_arm_beside_plugin_cases() {
+        let dirs = [dir(Answer::Case, RESULT)];
+        let (mut results, runs) = cases(&dirs);
+        let mut own = results[0].clone();
+        own.id = "c4-pr-budget".to_owned();
+        results.insert(0, own);
+        let mut bench = Benchmark::new(&results, Duration::from_secs(1));
+        add_arms(&mut bench, &results, &runs);
+        assert!(bench.cases[0].arms.is_none());
+        assert!(bench.cases[1].arms.is_some());
+        assert!(bench.run_summary.with_skill.is_some());
+
+        let live = tempfile::tempdir().unwrap();
+        let path = live.path().join("live");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join(RESULT_FILE), RESULT).unwrap();
+        let loaded = RunDir::load(&path).unwrap();
+        assert_eq!(loaded.answer, Answer::Case);
+        let (live_results, _) = cases(&[loaded]);
+        assert_eq!(live_results[0].id, "live:work-opens-one-pr");
     }
 
     #[test]
