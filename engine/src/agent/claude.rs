@@ -186,6 +186,22 @@ impl ClaudeStream {
         out
     }
 
+    /// The result's `modelUsage` keys that are priced under another name
+    /// (`canonicalModel`): a streamed step names its model by the key.
+    fn aliases(result: &Value) -> BTreeMap<String, String> {
+        result
+            .get("modelUsage")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(key, u)| {
+                let canonical = u.get("canonicalModel").and_then(Value::as_str)?;
+                (!canonical.is_empty() && canonical != key)
+                    .then(|| (key.clone(), canonical.to_owned()))
+            })
+            .collect()
+    }
+
     /// The result's `modelUsage`, per priced model.
     fn reported(result: &Value) -> BTreeMap<String, TokenTotals> {
         let mut out: BTreeMap<String, TokenTotals> = BTreeMap::new();
@@ -271,7 +287,11 @@ impl StreamReader for ClaudeStream {
             None => streamed.clone(),
             Some(result) => {
                 let mut reported = Self::reported(result);
-                for (model, s) in &streamed {
+                let aliases = Self::aliases(result);
+                for (streamed_as, s) in &streamed {
+                    // A dated id the result prices under its canonical name
+                    // is one model: counted twice before this lookup.
+                    let model = aliases.get(streamed_as).unwrap_or(streamed_as);
                     let r = reported.entry(model.clone()).or_default();
                     // The result does not split cache writes by lifetime;
                     // the streamed steps do.
@@ -449,6 +469,22 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// Regression: with a dated model id (`--agent-model
+    /// claude-sonnet-4-5-20250929`) the steps name the dated id and the
+    /// result keys `modelUsage` by it with the undated `canonicalModel`; the
+    /// tick was counted twice, once under each name.
+    #[test]
+    fn a_dated_model_priced_under_its_canonical_name_counts_once() {
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Done.","total_cost_usd":0.01,"permission_denials":[],"modelUsage":{"claude-sonnet-4-5-20250929":{"inputTokens":15,"outputTokens":100,"cacheReadInputTokens":2200,"cacheCreationInputTokens":200,"costUSD":0.01,"canonicalModel":"claude-sonnet-4-5"}}}"#;
+        let (mut s, _) = feed(&[INIT, STEP_A1, STEP_A2, STEP_B, result]);
+        let v = s.finish(&ok());
+        assert_eq!(v.failure, None);
+        let models: Vec<_> = v.usage.iter().map(|u| u.model.as_str()).collect();
+        assert_eq!(models, ["claude-sonnet-4-5"]);
+        assert_eq!(v.usage[0].tokens_in, 15 + 2200 + 200);
+        assert_eq!(v.usage[0].tokens_out, 100);
     }
 
     #[test]

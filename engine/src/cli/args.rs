@@ -72,7 +72,7 @@ pub enum Command {
     /// (or, with `begin`/`end`, bracket work an agent session does itself).
     #[command(
         args_conflicts_with_subcommands = true,
-        after_help = format!("Examples:\n  sdd-loop work --loop --skill-cmd ./work-skill --max-prs 1\n  sdd-loop work --loop --agent claude --agent-arg=--permission-mode --agent-arg=acceptEdits\n  sdd-loop work --loop --agent codex --agent-model gpt-5-codex --agent-arg=--sandbox=workspace-write\n  sdd-loop work --loop --resume --answer backlog-drift=continue\n  sdd-loop work begin --loop --json\n  sdd-loop work end --opened 12 --transcript auto\n\n{ENV_HELP}\n\n{}", exit::HELP_TABLE)
+        after_help = format!("Examples:\n  sdd-loop work --loop --skill-cmd ./work-skill --max-prs 1\n  sdd-loop work --loop --agent claude --agent-arg=--permission-mode --agent-arg=acceptEdits --agent-arg=--allowedTools --agent-arg=Bash\n  sdd-loop work --loop --agent codex --agent-model gpt-5-codex --agent-arg=--sandbox=danger-full-access   # inside a container or VM\n  sdd-loop work --loop --resume --answer backlog-drift=continue\n  sdd-loop work begin --loop --json\n  sdd-loop work end --opened 12 --transcript auto\n\n{ENV_HELP}\n\n{}", exit::HELP_TABLE)
     )]
     Work(WorkCmd),
     /// Run one tick of `/sdd:review`: review open PRs, or watch one with --pr
