@@ -19,6 +19,12 @@
 //! to do, counts as 0). The CLI's own stream and stderr are kept beside
 //! them (`claude.jsonl`, `claude.stderr.txt`).
 //!
+//! `plugin: true` loads this repository as a Claude Code plugin
+//! (`--plugin-dir` at the workspace root): its hooks run `sdd-loop hook
+//! EVENT` from the same PATH, so they are runs under `ticks/N/engine/`
+//! too, and what each hook told Claude Code (its JSON's strings) is the
+//! tick's report. The model then runs no `sdd-loop` at all.
+//!
 //! `kill: barrier` SIGKILLs the `claude` process, and everything it
 //! started, the moment a scripted command runs `sdd-evals-barrier` (it
 //! writes `ready` into the tick's FIFO and blocks: no sleeps); the next
@@ -94,6 +100,30 @@ fn tail(text: &str, lines: usize) -> String {
     }
 }
 
+/// What a hook told Claude Code (`sdd-loop hook EVENT`'s JSON: the
+/// reason of a block or refusal, the context added, the message shown),
+/// as text, one string a line: the tick's report in a `plugin: true` case.
+fn hook_text(stdout: &str) -> String {
+    fn strings(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::String(s) => {
+                out.push_str(s);
+                out.push('\n');
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+            serde_json::Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    match serde_json::from_str::<serde_json::Value>(stdout.trim()) {
+        Ok(value) => strings(&value, &mut out),
+        Err(_) if stdout.trim().is_empty() => {}
+        Err(_) => out.push_str(stdout),
+    }
+    out
+}
+
 /// What Claude Code's `result` event said, when it reports an error.
 fn result_error(stream: &str) -> Option<String> {
     stream.lines().rev().find_map(|line| {
@@ -138,6 +168,10 @@ impl RealSession {
         if self.live && t.spec.session != Some(SessionMode::New) {
             args.push("--continue".into());
         }
+        if t.case.plugin {
+            args.push("--plugin-dir".into());
+            args.push(t.opts.workspace.clone().into_os_string());
+        }
         args.extend(t.case.claude_args.iter().map(OsString::from));
         let before = tick::history_len(t);
         let requests_before = model.log().len();
@@ -166,6 +200,11 @@ impl RealSession {
         let runs = engine_runs(&dir);
         let (mut stdout, mut stderr) = (String::new(), String::new());
         for run in &runs {
+            if run.args.first().is_some_and(|a| a == "hook") {
+                stdout.push_str(&hook_text(&run.stdout));
+                stderr.push_str(&run.stderr);
+                continue;
+            }
             let json_begin =
                 run.args.iter().any(|a| a == "begin") && run.args.iter().any(|a| a == "--json");
             let (report, rest) = if json_begin {
@@ -199,6 +238,11 @@ impl RealSession {
                     .unwrap_or_default(),
                 tail(&ran.stderr, 10)
             )),
+            None if runs.is_empty() && kill.is_none() && t.case.plugin => Some(format!(
+                "no hook of the plugin ran `sdd-loop`: `claude --plugin-dir {}` loaded no `hooks/hooks.json` (ticks/{}/claude.stderr.txt has the CLI's errors)",
+                t.opts.workspace.display(),
+                t.n
+            )),
             None if runs.is_empty() && kill.is_none() => Some(format!(
                 "the session ran no `sdd-loop` command: its model turns must run `sdd-loop {} begin …` (ticks/{}/claude.jsonl has the session's stream)",
                 t.case.skill.as_str(),
@@ -220,6 +264,7 @@ impl RealSession {
                 lines: before..after.max(before),
                 model_requests: requests_before..model.log().len(),
                 wall: ran.wall,
+                from_hooks: t.case.plugin,
             },
             abort,
         ))

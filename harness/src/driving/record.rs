@@ -69,6 +69,11 @@ pub struct TickRecord {
     /// real CLI made (empty for other drivers).
     pub model_requests: Range<usize>,
     pub wall: Duration,
+    /// The report is what the plugin's hooks told Claude Code (`plugin:
+    /// true`): a work or review tick's own status block, printed by the
+    /// `end` the Stop hook runs, is not among it — only a blocked
+    /// prompt's (a skip, a stop) is.
+    pub from_hooks: bool,
 }
 
 /// Everything a run produced.

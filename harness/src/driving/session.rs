@@ -149,6 +149,7 @@ impl Agent {
                 lines: before..after.max(before),
                 model_requests: 0..0,
                 wall: log.wall,
+                from_hooks: false,
             },
             abort,
         ))

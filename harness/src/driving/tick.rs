@@ -383,6 +383,7 @@ pub fn run_engine(
             lines: before..after.max(before),
             model_requests: 0..0,
             wall: ran.wall,
+            from_hooks: false,
         },
         abort,
     ))

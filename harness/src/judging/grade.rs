@@ -142,6 +142,7 @@ assertions:
             lines,
             model_requests: 0..0,
             wall: Duration::ZERO,
+            from_hooks: false,
         };
         RunRecord {
             ticks: vec![

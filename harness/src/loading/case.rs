@@ -75,6 +75,12 @@ pub struct Case {
     /// --allowedTools Bash`), e.g. `[--model, claude-sonnet-4-5-20250929]`.
     #[serde(default)]
     pub claude_args: Vec<String>,
+    /// `driver: real-session` only: load this repository as a Claude Code
+    /// plugin (`--plugin-dir` at the workspace root), so its hooks run
+    /// `sdd-loop hook EVENT` — the sandbox's `sdd-loop` — on every prompt,
+    /// tool call and stop [default: false].
+    #[serde(default)]
+    pub plugin: bool,
     /// Run the engine with `--loop` [default: true]. `false` runs
     /// `sdd-loop <skill>` as a user would without loop mode: the skill runs
     /// once and nothing under `.sdd/loop/` may appear.

@@ -356,6 +356,13 @@ impl Checker<'_> {
                 format!("add `driver: real-session`, or pass agent flags as `--agent-arg=…` in `args:` ({FORMAT_HELP})"),
             ));
         }
+        if case.driver != Driver::RealSession && case.plugin {
+            return Err(self.at(
+                case.id.referenced,
+                "`plugin: true` loads the plugin into the `claude` a real session runs, and this case runs none".to_owned(),
+                format!("add `driver: real-session`, or drop `plugin:` ({FORMAT_HELP})"),
+            ));
+        }
         if let Some(t) = &case.timeout {
             self.duration(t, "timeout: 2m")?;
         }

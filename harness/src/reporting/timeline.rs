@@ -164,6 +164,7 @@ mod tests {
                 lines: 0..1,
                 model_requests: 0..0,
                 wall: Duration::ZERO,
+                from_hooks: false,
             }],
             history: vec![json!({
                 "iteration": 2, "outcome": "halted",
