@@ -72,12 +72,19 @@ impl Sandbox {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child
+        // A run refused on its arguments exits before it reads the prompt
+        // (as Codex does): the write then meets a closed pipe.
+        match child
             .stdin
             .take()
             .unwrap()
             .write_all(b"Implement #1, then stop.")
-            .unwrap();
+        {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                panic!("writing the prompt: {e}")
+            }
+            _ => {}
+        }
         child.wait_with_output().unwrap()
     }
 }
