@@ -40,6 +40,7 @@ use sdd_harness::loading::diagnostics;
 #[case::real_barrier_without_helper("real-barrier-without-helper")]
 #[case::unknown_driver("unknown-driver")]
 #[case::plugin_without_real_session("plugin-without-real-session")]
+#[case::tick_prompt_without_real_session("tick-prompt-without-real-session")]
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");

@@ -50,7 +50,7 @@ fn check_accepts_the_suite_and_refuses_broken_cases() {
         ),
         "{err}"
     );
-    assert!(err.contains("28 case file(s) have errors"), "{err}");
+    assert!(err.contains("29 case file(s) have errors"), "{err}");
 }
 
 #[test]

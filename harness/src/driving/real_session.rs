@@ -5,7 +5,8 @@
 //! begin`, do the work and call `end` as Bash commands.
 //!
 //! PROMPT is what `/loop` re-sends each time: the case's `prompt` without
-//! its leading `/loop ` (else `/sdd:<skill> --loop`). Later ticks continue
+//! its leading `/loop ` (else `/sdd:<skill> --loop`), or the tick's own
+//! `prompt` (a user's answer to a gate the hooks asked). Later ticks continue
 //! the same session (`--continue`), so the session is one transcript, as
 //! with `/loop`; the first tick, a tick after a kill and a tick with
 //! `session: new` start a new one. The case's `claude_args` follow the
@@ -158,7 +159,11 @@ impl RealSession {
 
         let mut args: Vec<OsString> = vec![
             "-p".into(),
-            prompt(t.case).into(),
+            t.spec
+                .prompt
+                .clone()
+                .unwrap_or_else(|| prompt(t.case))
+                .into(),
             "--output-format".into(),
             "stream-json".into(),
             "--verbose".into(),

@@ -319,6 +319,11 @@ pub struct TickSpec {
     #[serde(default)]
     #[schemars(schema_with = "schema_parts::model_turns")]
     pub model: Vec<Spanned<Turn>>,
+    /// `driver: real-session` only: what this tick's session is sent
+    /// instead of the case's loop prompt — a user's next prompt, such as
+    /// `proceed` answering the gate the last prompt asked.
+    #[serde(default)]
+    pub prompt: Option<String>,
     /// `driver: real-session` only: `new` starts a new Claude Code session
     /// for this tick; by default a tick continues the last one (`claude
     /// -p … --continue`), and the first tick and a tick after a kill start

@@ -122,6 +122,13 @@ impl Checker<'_> {
                 l
             }
         };
+        if self.driver != Driver::RealSession && tick.prompt.is_some() {
+            return Err(self.at(
+                self.ticks_at,
+                "a tick's `prompt:` is what a real Claude Code session is sent, and this case runs none".to_owned(),
+                format!("add `driver: real-session` to the case, or drop the tick's `prompt:` ({FORMAT_HELP})"),
+            ));
+        }
         if self.driver.real_cli().is_none() {
             if let Some(turn) = tick.model.first() {
                 return Err(self.at(
