@@ -27,6 +27,7 @@ pub mod git;
 mod hash;
 pub mod model;
 pub mod qmd;
+mod serve;
 pub mod skill;
 pub mod tracker;
 /// Typed YAML loading with `file:line:column` errors (shared with the engine).

@@ -7,7 +7,7 @@
 //! `mock-model totals LOG` prints the usage a `--log` file says was
 //! returned, as one JSON object.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use super::log::{self, Totals};
@@ -154,7 +154,7 @@ fn serve(
         };
         let _ = writeln!(out, "{}", model.uri());
         let _ = out.flush();
-        wait_for_stop(watch_stdin).await;
+        crate::serve::wait_for_stop(watch_stdin).await;
         let write_error = model.log_write_error();
         drop(model);
         match write_error {
@@ -171,34 +171,4 @@ fn serve(
     });
     runtime.shutdown_background();
     code
-}
-
-/// Ctrl-C, SIGTERM, or (when watched) the end of stdin.
-async fn wait_for_stop(watch_stdin: bool) {
-    let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
-    if watch_stdin {
-        // A plain thread: tokio's stdin would hold runtime shutdown hostage
-        // to a read that never returns.
-        std::thread::spawn(move || {
-            let mut sink = [0u8; 256];
-            let mut stdin = std::io::stdin();
-            while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-            let _ = eof_tx.send(());
-        });
-    } else {
-        std::mem::forget(eof_tx);
-    }
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
-        _ = eof_rx => {}
-    }
 }

@@ -7,7 +7,7 @@
 //! that dies takes the server with it. Exit status: 0 stopped, 2 usage,
 //! 65 the backlog cannot be loaded, 69 the port cannot be bound.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use super::server::MockTracker;
@@ -107,39 +107,10 @@ pub fn run(args: &Args, watch_stdin: bool, out: &mut dyn Write, err: &mut dyn Wr
         };
         let _ = writeln!(out, "{}", tracker.uri());
         let _ = out.flush();
-        wait_for_stop(watch_stdin).await;
+        crate::serve::wait_for_stop(watch_stdin).await;
         drop(tracker);
         EXIT_STOPPED
     });
     runtime.shutdown_background();
     code
-}
-
-async fn wait_for_stop(watch_stdin: bool) {
-    let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
-    if watch_stdin {
-        // A plain thread: tokio's stdin would hold runtime shutdown hostage
-        // to a read that never returns.
-        std::thread::spawn(move || {
-            let mut sink = [0u8; 256];
-            let mut stdin = std::io::stdin();
-            while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-            let _ = eof_tx.send(());
-        });
-    } else {
-        std::mem::forget(eof_tx);
-    }
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
-        _ = eof_rx => {}
-    }
 }
