@@ -38,6 +38,11 @@ impl TranscriptError {
     pub fn help(&self) -> String {
         let choose = "pass --transcript PATH with the session's .jsonl file";
         match self {
+            TranscriptError::Read { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+                format!(
+                    "Claude Code writes no transcript for a session started with --no-session-persistence: start it without that flag, report the spend with --usage MODEL:IN:OUT instead of --transcript, or {choose}"
+                )
+            }
             TranscriptError::Read { .. } | TranscriptError::List { .. } => {
                 format!("check the file's permissions, or {choose}")
             }

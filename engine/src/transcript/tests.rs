@@ -341,3 +341,24 @@ fn settle_on_a_missing_file_is_an_error_naming_it() {
     .unwrap_err();
     assert!(err.to_string().contains("/nonexistent/s.jsonl"), "{err}");
 }
+
+// A session started with `--no-session-persistence` never writes the file
+// its hooks are told about: the help names that, and what to do instead.
+#[test]
+fn a_missing_transcript_names_session_persistence_and_the_way_round_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("never-written.jsonl");
+    let err = count_spend(&missing, &Ledger::default(), &tick(1)).unwrap_err();
+    assert!(err.to_string().contains("never-written.jsonl"), "{err}");
+    let help = err.help();
+    assert!(help.contains("--no-session-persistence"), "{help}");
+    assert!(help.contains("--usage MODEL:IN:OUT"), "{help}");
+    // Any other read failure keeps its own help.
+    std::fs::create_dir(&missing).unwrap();
+    let other = count_spend(&missing, &Ledger::default(), &tick(1)).unwrap_err();
+    assert!(
+        !other.help().contains("--no-session-persistence"),
+        "{}",
+        other.help()
+    );
+}
