@@ -62,27 +62,6 @@ pub(crate) fn end(
     hook.engine.run(project, &args)
 }
 
-/// How long the Stop hook waits for a session's transcript file to appear.
-const TRANSCRIPT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Waits, up to `most`, for the transcript at `path` to exist. Claude Code
-/// writes its transcript queue every 100 ms (2.1.328), and a new session's
-/// file is created by its first write: a session whose only response was
-/// text can reach its Stop hook before that write, and `end` then found no
-/// file (exit 65) and left the iteration open. Whether the file appeared.
-fn await_transcript(path: &Path, most: std::time::Duration) -> bool {
-    let started = std::time::Instant::now();
-    loop {
-        if path.exists() {
-            return true;
-        }
-        if started.elapsed() >= most {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 /// Whether a failed `end` may pass if tried again.
 pub(crate) fn transient(code: u8) -> bool {
     code == exit::UNAVAILABLE || code == exit::CANT_WRITE
@@ -108,9 +87,6 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
         };
         let skill = paths.skill;
         let summary = summary(input.last_assistant_message.as_deref());
-        if let Some(t) = input.common.transcript_path.as_deref() {
-            await_transcript(t, TRANSCRIPT_WAIT);
-        }
         let ran = end(
             hook,
             &project,
@@ -179,30 +155,4 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
         }
     }
     answer
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::await_transcript;
-
-    #[test]
-    fn a_transcript_written_while_the_hook_waits_is_awaited() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("session.jsonl");
-        assert!(!await_transcript(&path, Duration::ZERO));
-        let (go, wait) = std::sync::mpsc::channel::<()>();
-        let writer = {
-            let path = path.clone();
-            std::thread::spawn(move || {
-                wait.recv().unwrap();
-                std::fs::write(&path, "{}\n").unwrap();
-            })
-        };
-        go.send(()).unwrap();
-        assert!(await_transcript(&path, Duration::from_secs(60)));
-        writer.join().unwrap();
-        assert!(await_transcript(&path, Duration::ZERO));
-    }
 }

@@ -11,7 +11,14 @@
 //! last writes), and never longer than [`Settle::most`]. What is still
 //! missing then is not lost: it answers this tick's prompt, and the next
 //! `end` counts it.
+//!
+//! A new session's file is created by its first queued write, so a
+//! session whose only response was text can reach its `Stop` hook (and
+//! the `end` it runs) before the file exists: a missing file is waited
+//! for like a growing one, and is an error only once [`Settle::most`]
+//! has passed.
 
+use std::io;
 use std::path::Path;
 use std::time::Duration;
 
@@ -57,13 +64,18 @@ pub fn settle(
     let mut unchanged = Duration::ZERO;
     let mut last_len = None;
     loop {
-        let len = std::fs::metadata(path)
-            .map_err(|source| TranscriptError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?
-            .len();
-        if last_len == Some(len) {
+        let len = match std::fs::metadata(path) {
+            Ok(meta) => Some(meta.len()),
+            // Not written yet (see the module doc).
+            Err(e) if e.kind() == io::ErrorKind::NotFound && waited < limits.most => None,
+            Err(source) => {
+                return Err(TranscriptError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        if len.is_some() && last_len == len {
             unchanged += limits.poll;
         } else {
             unchanged = Duration::ZERO;
@@ -74,7 +86,7 @@ pub fn settle(
         if waited >= limits.most {
             return Ok(Settled::GaveUp);
         }
-        last_len = Some(len);
+        last_len = len;
         sleep(limits.poll);
         waited += limits.poll;
     }

@@ -332,14 +332,41 @@ fn settle_gives_up_on_a_file_that_keeps_growing() {
 }
 
 #[test]
-fn settle_on_a_missing_file_is_an_error_naming_it() {
-    let err = settle(
-        Path::new("/nonexistent/s.jsonl"),
-        Settle::CLAUDE_CODE,
-        &mut |_| {},
-    )
+fn settle_on_a_file_that_never_appears_waits_it_out_then_names_it() {
+    let limits = Settle::CLAUDE_CODE;
+    let most = (limits.most.as_millis() / limits.poll.as_millis()) as usize;
+    let mut waits = 0;
+    let err = settle(Path::new("/nonexistent/s.jsonl"), limits, &mut |_| {
+        waits += 1;
+    })
     .unwrap_err();
     assert!(err.to_string().contains("/nonexistent/s.jsonl"), "{err}");
+    assert_eq!(waits, most, "a missing file is waited for, up to the limit");
+}
+
+// Claude Code creates a new session's transcript with its first queued
+// write: a session whose only response was text reached its Stop hook's
+// `end` before the file existed, and the tick was left open.
+#[test]
+fn settle_waits_for_a_file_claude_code_has_not_created_yet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    let limits = Settle::CLAUDE_CODE;
+    let quiet = (limits.quiet.as_millis() / limits.poll.as_millis()) as usize;
+    let mut waits = 0;
+    let settled = settle(&path, limits, &mut |_| {
+        waits += 1;
+        if waits == 3 {
+            std::fs::write(&path, format!("{PROMPT}\n")).unwrap();
+        }
+    })
+    .unwrap();
+    assert_eq!(settled, Settled::Quiet);
+    assert_eq!(
+        waits,
+        3 + quiet,
+        "quiet is counted from the file's first look"
+    );
 }
 
 // A session started with `--no-session-persistence` never writes the file
