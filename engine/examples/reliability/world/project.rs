@@ -121,8 +121,8 @@ impl Project {
 
     /// The counters' invariants after a run of ticks, as problems (none =
     /// held): every iteration recorded exactly once (1..=n, no gaps, no
-    /// duplicates), `budget.json` and the last history line agreeing with
-    /// them, every token the skills reported in their events counted
+    /// duplicates), `budget.json` and the last lock-holding tick's history
+    /// line agreeing with them, every token the skills reported in their events counted
     /// exactly once (in `budget.json` and summed over the history lines),
     /// no journal or lock left, and no two skill runs at once.
     pub fn counter_violations(&self) -> Vec<String> {
@@ -168,7 +168,12 @@ impl Project {
             }
             Err(e) => problems.push(e),
         }
-        if let Some(snap) = lines.last().and_then(|l| l.budget_snapshot.as_ref())
+        // The last line written under the lock, as the engine reconciles
+        // against: a skipped tick's line carries the budget it read, which
+        // a holder finishing beside it may have advanced before the skipped
+        // line was appended.
+        let last_held = lines.iter().rev().find(|l| l.authoritative());
+        if let Some(snap) = last_held.and_then(|l| l.budget_snapshot.as_ref())
             && (snap.iterations_used != Some(n) || snap.tokens_in != Some(tin))
         {
             problems.push(format!(
