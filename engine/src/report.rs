@@ -151,14 +151,32 @@ fn stops_line(stops: &[Fired]) -> String {
     }
 }
 
+/// The block's first line: `## Loop Iteration {N}/{max} — /sdd:{skill}
+/// --loop`; a tick the iteration budget halts on entry runs no iteration
+/// `N` of `max`, so its header says what happened instead:
+/// `## Loop Iteration — halted on entry: iteration budget 2/2 —
+/// /sdd:work --loop`.
+pub fn header(v: &StatusView<'_>) -> String {
+    let halted_on_budget = v
+        .stops
+        .iter()
+        .any(|f| f.cause == crate::stop::StopCause::IterationBudget);
+    match v.budget {
+        Some(b) if halted_on_budget && v.iteration > v.max_iterations => format!(
+            "## Loop Iteration — halted on entry: iteration budget {}/{} — /sdd:{} --loop",
+            b.iterations_used, b.max_iterations, v.skill
+        ),
+        _ => format!(
+            "## Loop Iteration {}/{} — /sdd:{} --loop",
+            v.iteration, v.max_iterations, v.skill
+        ),
+    }
+}
+
 /// The status block, ending with a newline.
 pub fn status_block(v: &StatusView<'_>) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "## Loop Iteration {}/{} — /sdd:{} --loop\n",
-        v.iteration, v.max_iterations, v.skill
-    );
+    let _ = writeln!(s, "{}\n", header(v));
     let _ = writeln!(s, "Started: {}", v.started_at);
     let _ = writeln!(s, "{}", v.context);
     let _ = writeln!(s, "Iteration plan: {}", v.plan);
@@ -376,6 +394,44 @@ mod tests {
             .len(),
             0,
             "nothing spent, nothing to compare"
+        );
+    }
+
+    #[test]
+    fn a_tick_halted_on_entry_by_the_iteration_budget_says_so_in_its_header() {
+        let mut b = budget();
+        b.iterations_used = 5;
+        let fired = [Fired::new(
+            StopCause::IterationBudget,
+            "Iteration budget reached: 5/5 iterations",
+        )];
+        let view = |iteration, stops| StatusView {
+            skill: Skill::Work,
+            iteration,
+            started_at: "t",
+            context: "Backlog: not examined".into(),
+            plan: "none — halted at entry".into(),
+            review_counters: None,
+            budget: Some(&b),
+            max_iterations: b.max_iterations,
+            minutes: 18,
+            single_pr: false,
+            stops,
+            concurrency: "lock acquired".into(),
+            outcome: "halted".into(),
+            ended: true,
+            cost: None,
+        };
+        assert!(status_block(&view(6, &fired)).starts_with(
+            "## Loop Iteration — halted on entry: iteration budget 5/5 — /sdd:work --loop\n\n"
+        ));
+        // The tick that used the last iteration is still iteration 5 of 5.
+        assert!(
+            status_block(&view(5, &fired))
+                .starts_with("## Loop Iteration 5/5 — /sdd:work --loop\n\n")
+        );
+        assert!(
+            status_block(&view(6, &[])).starts_with("## Loop Iteration 6/5 — /sdd:work --loop\n\n")
         );
     }
 

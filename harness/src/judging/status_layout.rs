@@ -5,6 +5,9 @@
 //! plan:` for work or `Tracked PR:` for review with `--pr`, `Budget
 //! remaining:`, `Stop conditions evaluated:`, `Concurrency:`, `Outcome:`,
 //! and `Next tick:` (or `Loop ended`). Other lines may sit between them.
+//! A tick the iteration budget halts on entry runs no iteration `N` of
+//! `max`, and its header says so instead: `## Loop Iteration — halted on
+//! entry: iteration budget {used}/{max} — /sdd:{skill} --loop`.
 //! A tick skipped because a live tick holds the lock carries the skip note
 //! on its `Outcome:` line: `Outcome: Previous iteration {N} still active
 //! (pid {P}) — skipping this tick`.
@@ -18,7 +21,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 static HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^## Loop Iteration \d+/\d+ — /sdd:(work|review) --loop$").expect("a valid regex")
+    Regex::new(
+        r"^## Loop Iteration (?:\d+/\d+|— halted on entry: iteration budget \d+/\d+) — /sdd:(work|review) --loop$",
+    )
+    .expect("a valid regex")
 });
 static SKIP_NOTE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^Outcome: Previous iteration \d+ still active \(pid [^)]+\) — skipping this tick")
@@ -61,7 +67,7 @@ pub fn problems(block: &[&str], tick: Tick) -> Vec<String> {
     };
     let Some(skill) = HEADER.captures(header).map(|c| c[1].to_owned()) else {
         return vec![format!(
-            "the header `{header}` is not `## Loop Iteration {{N}}/{{max}} — /sdd:{{skill}} --loop`"
+            "the header `{header}` is not `## Loop Iteration {{N}}/{{max}} — /sdd:{{skill}} --loop` (nor, on a tick the iteration budget halts on entry, `## Loop Iteration — halted on entry: iteration budget {{used}}/{{max}} — /sdd:{{skill}} --loop`)"
         )];
     };
     let mut required: Vec<&[&str]> = vec![&["Started:"]];
@@ -159,6 +165,14 @@ Stop cause: …
             problems(&blocks(review)[0], single),
             ["lacks the `Tracked PR:` line"]
         );
+    }
+
+    #[test]
+    fn a_tick_halted_on_entry_by_the_iteration_budget_has_its_own_header() {
+        let block = "## Loop Iteration — halted on entry: iteration budget 2/2 — /sdd:review --loop\nStarted: x\nBudget remaining: x\nStop conditions evaluated: iteration_budget (#3) triggered\nConcurrency: x\nOutcome: halted\nNext tick: Loop ended\n";
+        assert_eq!(problems(&blocks(block)[0], PLAIN), Vec::<String>::new());
+        let vague = block.replace("iteration budget 2/2", "budget");
+        assert_eq!(problems(&blocks(&vague)[0], PLAIN).len(), 1);
     }
 
     #[test]
