@@ -41,6 +41,10 @@ use sdd_harness::loading::diagnostics;
 #[case::unknown_driver("unknown-driver")]
 #[case::plugin_without_real_session("plugin-without-real-session")]
 #[case::tick_prompt_without_real_session("tick-prompt-without-real-session")]
+#[case::edit_unknown_state_file("edit-unknown-state-file")]
+#[case::edit_unknown_field("edit-unknown-field")]
+#[case::edit_set_and_remove("edit-set-and-remove")]
+#[case::edit_line_of_a_document("edit-line-of-a-document")]
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");

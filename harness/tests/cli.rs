@@ -50,7 +50,17 @@ fn check_accepts_the_suite_and_refuses_broken_cases() {
         ),
         "{err}"
     );
-    assert!(err.contains("29 case file(s) have errors"), "{err}");
+    let broken = std::fs::read_dir(root.join("harness/tests/broken"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "yaml"))
+        })
+        .count();
+    assert!(
+        err.contains(&format!("{broken} case file(s) have errors")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -383,4 +393,22 @@ fn agents_lists_each_pinned_cli_and_how_to_install_a_missing_one() {
         stdout.contains(&format!("install directory: {dir_arg} (0 MB)")),
         "{stdout}"
     );
+}
+
+#[test]
+fn the_readme_examples_are_cases_of_the_suite() {
+    let root = support::workspace();
+    let readme = std::fs::read_to_string(root.join("evals/README.md")).unwrap();
+    for id in [
+        "budget-hand-edited",
+        "max-iterations-two",
+        "hook-budget-hand-edited",
+    ] {
+        let case = std::fs::read_to_string(root.join(format!("evals/loop/{id}.yaml"))).unwrap();
+        assert!(
+            readme.contains(&format!("```yaml\n{case}```")),
+            "evals/README.md's copy of evals/loop/{id}.yaml differs from the file"
+        );
+        assert!(case.lines().count() <= 30, "{id} is over 30 lines");
+    }
 }

@@ -82,7 +82,7 @@ pub enum Command {
     /// cases that cover it (`covers:`) and their assertion counts; exits 1
     /// when any has no case, naming them.
     #[command(
-        after_help = "Examples:\n  sdd-evals coverage\n  sdd-evals coverage --markdown --write evals/README.md"
+        after_help = "Examples:\n  sdd-evals coverage\n  sdd-evals coverage --markdown\n  sdd-evals coverage --markdown --write docs/coverage.md"
     )]
     Coverage(CoverageArgs),
     /// The pinned real CLIs the real-CLI cases run (Claude Code, Codex):

@@ -30,6 +30,7 @@ use super::tick::TickRun;
 use super::{agent, real, wrapper};
 use crate::loading::case::{self, Case, Driver, Event, TickSpec};
 use crate::loading::duration;
+use crate::world::edit;
 use crate::world::error::HarnessError;
 use crate::world::procs::Reaper;
 use crate::world::redact::Redactor;
@@ -237,6 +238,12 @@ fn apply_events(
             Event::Remove(path) => sandbox
                 .remove_file(&path.value)
                 .map_err(|e| fail(e.to_string()))?,
+            Event::Edit(e) => {
+                edit::apply_edit(sandbox.project(), case.skill.as_str(), e).map_err(fail)?;
+            }
+            Event::Truncate(t) => {
+                edit::apply_truncate(sandbox.project(), case.skill.as_str(), t).map_err(fail)?;
+            }
         }
     }
     Ok(())

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::docs;
 use super::status_layout;
 use crate::driving::record::RunRecord;
-use crate::loading::check::{Check, Comparison, ModelRequest, TickRef};
+use crate::loading::check::{Check, Comparison, ModelRequest, Stream, TickRef};
 use crate::loading::names::NO_STOP;
 
 fn tick_of(r: &TickRef) -> Option<usize> {
@@ -234,18 +234,38 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
         Check::Printed(c) | Check::NotPrinted(c) => {
             let want_present = matches!(check, Check::Printed(_));
             let tick = tick_of(&c.tick);
+            let on = match c.stream {
+                Stream::Stdout => "",
+                Stream::Stderr => " on stderr",
+            };
             let hit = run
                 .ticks
                 .iter()
                 .filter(|t| tick.is_none_or(|n| t.number == n))
-                .find_map(|t| line_with(&t.stdout, &c.text).map(|l| (t.number, l)));
+                .find_map(|t| {
+                    let text = match c.stream {
+                        Stream::Stdout => &t.stdout,
+                        Stream::Stderr => &t.stderr,
+                    };
+                    line_with(text, &c.text).map(|l| (t.number, l))
+                });
             match hit {
-                Some((n, line)) => (want_present, format!("tick {n} printed: {line}")),
+                Some((n, line)) => (want_present, format!("tick {n} printed{on}: {line}")),
                 None => (
                     !want_present,
-                    format!("{} printed nothing containing {:?}", scope(tick), c.text),
+                    format!(
+                        "{} printed nothing{on} containing {:?}{}",
+                        scope(tick),
+                        c.text,
+                        stderr_tail(run, tick, c.stream)
+                    ),
                 ),
             }
+        }
+        Check::HistoryLines(c) => {
+            let count = Value::from(run.history.len());
+            let (passed, seen) = compare(&c.is, Some(&count), &Value::Null);
+            (passed, format!("history lines: {seen}"))
         }
         Check::HistoryField(c) => {
             let (number, line) = match &c.line {
@@ -343,7 +363,7 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
             (
                 passed,
                 format!(
-                    "model requests{}{}: {seen}",
+                    "model requests{} in {}: {seen}",
                     want.map(|w| format!(" answered `{w}`")).unwrap_or_default(),
                     scope(tick_of(&c.tick))
                 ),
@@ -361,7 +381,7 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
             (
                 passed,
                 format!(
-                    "the model's totals{} {} = {seen} (totals: {totals})",
+                    "the model's totals in {} {} = {seen} (totals: {totals})",
                     scope(tick_of(&c.tick)),
                     c.pointer.value
                 ),
@@ -386,6 +406,23 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
             )
         }
     }
+}
+
+/// For a text not found on stderr: the last lines the tick (or the last
+/// tick) printed there, so the evidence shows what was said instead.
+fn stderr_tail(run: &RunRecord, tick: Option<usize>, stream: Stream) -> String {
+    if stream != Stream::Stderr {
+        return String::new();
+    }
+    let Some(t) = tick.map_or_else(|| run.last_tick(), |n| run.tick(n)) else {
+        return String::new();
+    };
+    let lines: Vec<&str> = t.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return format!("; tick {}'s stderr is empty", t.number);
+    }
+    let tail = &lines[lines.len().saturating_sub(4)..];
+    format!("; tick {}'s stderr ends: {}", t.number, tail.join(" ⏎ "))
 }
 
 /// The scripted model's log, or the part of it tick `tick` made.

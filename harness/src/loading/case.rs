@@ -407,6 +407,87 @@ pub enum Event {
     },
     /// Remove a file from the project.
     Remove(#[schemars(with = "String")] Spanned<String>),
+    /// Change one field of a JSON (or JSON-lines) file in place, as a user
+    /// editing it by hand would: `{ file: budget, pointer: /max_iterations,
+    /// set: 2 }`, or `remove: true` to delete the field.
+    Edit(Box<Edit>),
+    /// Cut a file short, as a torn write leaves it: by default the last
+    /// line loses its second half and its newline.
+    Truncate(Truncate),
+}
+
+/// A state file of the case's skill, by the name an edit gives it: the
+/// name, what follows `.sdd/loop/{skill}.` in its path, and whether it
+/// holds one JSON document a line.
+pub const STATE_FILES: [(&str, &str, bool); 6] = [
+    ("budget", "budget.json", false),
+    ("history", "history.jsonl", true),
+    ("lock", "lock", false),
+    ("inflight", "inflight.json", false),
+    ("transcript", "transcript.json", false),
+    ("hooks", "hooks.jsonl", true),
+];
+
+/// The file an edit or a truncation acts on: a state file of the case's
+/// skill by name (`budget`, `history`, …, see [`STATE_FILES`]) or a path
+/// relative to the project.
+pub fn state_file(name: &str) -> Option<(&'static str, bool)> {
+    STATE_FILES
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, suffix, lines)| (*suffix, *lines))
+}
+
+/// A name without `/` or `.` names a state file; anything else is a path.
+pub fn names_state_file(file: &str) -> bool {
+    !file.contains(['/', '.'])
+}
+
+/// One field of a JSON file changed in place.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Edit {
+    /// `budget`, `history`, `lock`, `inflight`, `transcript` or `hooks` —
+    /// `.sdd/loop/{skill}.budget.json` and so on — or a path relative to
+    /// the project.
+    #[schemars(with = "String")]
+    pub file: Spanned<String>,
+    /// A JSON-lines file (`history`, `hooks`, `*.jsonl`): the line to
+    /// edit, from 1 [default: the last].
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub line: Option<Spanned<usize>>,
+    /// The field, as a JSON pointer: `/max_iterations`,
+    /// `/budget_snapshot/iterations_used`, `/gates/0/answer`.
+    #[schemars(with = "String")]
+    pub pointer: Spanned<String>,
+    /// Its new value, any YAML value (`null` included); a field the object
+    /// lacks is added.
+    #[serde(default, deserialize_with = "present")]
+    pub set: Option<Value>,
+    /// `true`: delete the field (or the array element) instead.
+    #[serde(default)]
+    #[schemars(with = "Option<bool>")]
+    pub remove: Option<Spanned<bool>>,
+}
+
+/// A value that is present, `null` included (absent is `None`).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// A file cut short.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Truncate {
+    /// As for `edit`: a state file's name or a path relative to the project.
+    #[schemars(with = "String")]
+    pub file: Spanned<String>,
+    /// How many bytes to cut from the end [default: the second half of
+    /// the last line, and its newline — a line torn mid-write].
+    #[serde(default)]
+    #[schemars(with = "Option<u64>")]
+    pub drop: Option<Spanned<u64>>,
 }
 
 fn one_u32() -> u32 {
@@ -461,6 +542,10 @@ pub struct TickExpect {
     /// Substrings this tick's stdout must not contain.
     #[serde(default)]
     pub not_printed: Vec<String>,
+    /// Substrings of this tick's stderr: the engine's `error:`, `help:`
+    /// and `warning:` lines (and the wrapped skill's own output).
+    #[serde(default)]
+    pub stderr: Vec<String>,
     /// Exactly the gates this tick recorded, in order.
     #[serde(default)]
     pub gates: Option<Vec<GateSpec>>,
@@ -477,6 +562,9 @@ pub struct Expect {
     /// The last history line's iteration.
     #[serde(default)]
     pub final_iteration: Option<u64>,
+    /// How many lines the history file holds at the end of the run.
+    #[serde(default)]
+    pub history_lines: Option<u64>,
     /// The last tick's exit status.
     #[serde(default)]
     pub exit: Option<u8>,

@@ -38,10 +38,14 @@ pub enum Check {
     GatesInOrder(GatesInOrder),
     /// A gate was never recorded.
     NoGate(#[schemars(schema_with = "crate::loading::schema_parts::gate_name")] Spanned<String>),
-    /// Some tick's stdout (or tick N's) contains the text.
+    /// Some tick's stdout (or tick N's; `stream: stderr` for its stderr)
+    /// contains the text.
     Printed(TextCheck),
-    /// No tick's stdout (or tick N's) contains the text.
+    /// No tick's stdout (or tick N's; `stream: stderr` for its stderr)
+    /// contains the text.
     NotPrinted(TextCheck),
+    /// How many lines the history file holds at the end of the run.
+    HistoryLines(Count),
     /// A value in a history line (default: the last), by JSON pointer.
     HistoryField(HistoryField),
     /// A value in budget.json, by JSON pointer.
@@ -151,6 +155,37 @@ pub struct TextCheck {
     #[serde(default)]
     #[schemars(with = "Option<usize>")]
     pub tick: TickRef,
+    /// Which of the tick's outputs: `stdout` (the report: status blocks,
+    /// final report) or `stderr` (the engine's `error:`, `help:` and
+    /// `warning:` lines, and the wrapped skill's own output) [default:
+    /// stdout].
+    #[serde(default)]
+    pub stream: Stream,
+}
+
+/// One of a tick's two outputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    #[default]
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
+/// A number compared.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Count {
+    pub is: Comparison,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

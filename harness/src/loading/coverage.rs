@@ -5,8 +5,8 @@
 //! covers is listed, and the command fails, so what the suite does not
 //! prove is never silent.
 //!
-//! The Markdown rendering lives in `evals/README.md` between [`BEGIN`] and
-//! [`END`]; a test regenerates it and compares, so the table stays true.
+//! The map is made from the cases each time it is read; `--write FILE`
+//! puts its Markdown between [`BEGIN`] and [`END`] in a document of yours.
 
 use crate::loading::case::Case;
 use crate::loading::expectations;

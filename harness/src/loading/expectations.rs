@@ -5,7 +5,9 @@
 use sdd_mocks::fixture::unlocated;
 
 use super::case::Case;
-use super::check::{Check, ExitCheck, GateSpec, GatesInOrder, OutcomeCheck, TextCheck};
+use super::check::{
+    Check, Comparison, Count, ExitCheck, GateSpec, GatesInOrder, OutcomeCheck, Stream, TextCheck,
+};
 
 fn gate_list(gates: &[GateSpec]) -> String {
     if gates.is_empty() {
@@ -58,6 +60,7 @@ pub fn of(case: &Case) -> Vec<(String, Check)> {
                 Check::Printed(TextCheck {
                     text: text.clone(),
                     tick: at(),
+                    stream: Stream::Stdout,
                 }),
             ));
         }
@@ -67,6 +70,17 @@ pub fn of(case: &Case) -> Vec<(String, Check)> {
                 Check::NotPrinted(TextCheck {
                     text: text.clone(),
                     tick: at(),
+                    stream: Stream::Stdout,
+                }),
+            ));
+        }
+        for text in &e.stderr {
+            out.push((
+                format!("tick {n} prints {text:?} on stderr"),
+                Check::Printed(TextCheck {
+                    text: text.clone(),
+                    tick: at(),
+                    stream: Stream::Stderr,
                 }),
             ));
         }
@@ -82,6 +96,14 @@ pub fn of(case: &Case) -> Vec<(String, Check)> {
         out.push((
             format!("the last history line is iteration {n}"),
             Check::FinalIteration(n),
+        ));
+    }
+    if let Some(n) = e.history_lines {
+        out.push((
+            format!("the history file holds {n} line(s)"),
+            Check::HistoryLines(Count {
+                is: Comparison::Equals(n.into()),
+            }),
         ));
     }
     if let Some(code) = e.exit {
@@ -108,6 +130,7 @@ pub fn of(case: &Case) -> Vec<(String, Check)> {
             Check::Printed(TextCheck {
                 text: text.clone(),
                 tick: None,
+                stream: Stream::Stdout,
             }),
         ));
     }
@@ -117,6 +140,7 @@ pub fn of(case: &Case) -> Vec<(String, Check)> {
             Check::NotPrinted(TextCheck {
                 text: text.clone(),
                 tick: None,
+                stream: Stream::Stdout,
             }),
         ));
     }
