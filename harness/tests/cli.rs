@@ -159,6 +159,35 @@ fn run(cwd: &Path, args: &[&str]) -> (u8, String, String) {
 }
 
 #[test]
+fn a_failing_case_named_alone_prints_its_failure_and_no_pass_rate_error() {
+    let root = support::workspace();
+    let out = tempfile::tempdir().unwrap();
+    let (code, table, err) = run(
+        &root,
+        &[
+            "harness/tests/cases/fails-on-purpose.yaml",
+            "--no-snapshots",
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, exit::FAILED, "{err}");
+    assert!(err.contains("fails-on-purpose ... FAILED"), "{err}");
+    assert!(
+        err.contains("the last history line is iteration 2"),
+        "the failure is printed: {err}"
+    );
+    assert!(
+        table.contains("The Tier 1 pass-rate threshold (80%) applies to the full suite; this run of 1 case(s) selected by name is not held to it."),
+        "{table}"
+    );
+    assert!(!err.contains("pass rate"), "{err}");
+    let summary = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(summary.contains("applies to the full suite"), "{summary}");
+    assert!(!summary.contains("Below the Tier 1 threshold"), "{summary}");
+}
+
+#[test]
 fn compare_shows_the_deltas_and_a_tier_1_skill_under_80_percent_fails_the_run() {
     let root = support::workspace();
     let out = tempfile::tempdir().unwrap();
@@ -175,11 +204,20 @@ fn compare_shows_the_deltas_and_a_tier_1_skill_under_80_percent_fails_the_run() 
     );
     assert_eq!(code, exit::OK, "{err}");
 
+    // A directory is a suite, held to the Tier 1 threshold.
+    let suite = out.path().join("suite");
+    std::fs::create_dir(&suite).unwrap();
+    for case in [
+        "evals/loop/backlog-empty.yaml",
+        "harness/tests/cases/fails-on-purpose.yaml",
+    ] {
+        let case = root.join(case);
+        std::fs::copy(&case, suite.join(case.file_name().unwrap())).unwrap();
+    }
     let (code, table, err) = run(
         &root,
         &[
-            "evals/loop/backlog-empty.yaml",
-            "harness/tests/cases/fails-on-purpose.yaml",
+            suite.to_str().unwrap(),
             "--no-snapshots",
             "--compare",
             before.join("benchmark.json").to_str().unwrap(),

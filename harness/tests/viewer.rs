@@ -25,11 +25,15 @@ use headless_chrome::protocol::cdp::{Browser as Cdp, Input, Log, Page, Runtime};
 use headless_chrome::{Browser, LaunchOptions};
 use sdd_harness::cli::{Env, exit, find_workspace, main_with};
 
-const SUITE: [&str; 4] = [
+/// Named one by one, so the Tier 1 threshold (the full suite's) is not
+/// applied; the real-CLI case is skipped (no agents directory is given,
+/// and `claude` is not on the test's PATH).
+const SUITE: [&str; 5] = [
     "evals/loop/backlog-empty.yaml",
     "evals/loop/c4-pr-budget.yaml",
     "evals/loop/c6-gates-review.yaml",
     "harness/tests/cases/fails-on-purpose.yaml",
+    "evals/loop/hook-text-only-first-reply.yaml",
 ];
 
 /// The browser, installed first when it is missing and this process may.
@@ -227,6 +231,7 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         ids,
         [
             "fails-on-purpose",
+            "hook-text-only-first-reply",
             "backlog-empty",
             "c4-pr-budget",
             "c6-gates-review"
@@ -234,13 +239,32 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         "every case, the failing one first"
     );
     assert_eq!((cases[0].1.as_str(), cases[0].2), ("fail", true));
-    assert!(cases[1..].iter().all(|c| c.1 == "pass" && !c.2));
+    assert_eq!(cases[1].1, "skip");
+    assert!(cases[2..].iter().all(|c| c.1 == "pass" && !c.2));
+    // A skipped case is not drawn as a pass: its edge has its own colour.
+    let edges: Vec<String> = serde_json::from_str(&eval_string(
+        &tab,
+        "JSON.stringify(['fails-on-purpose', 'hook-text-only-first-reply', 'backlog-empty'].map(id => \
+         getComputedStyle(document.getElementById('case-' + id)).borderLeftColor))",
+    ))
+    .unwrap();
+    assert!(
+        edges[0] != edges[1] && edges[1] != edges[2] && edges[0] != edges[2],
+        "fail, skip and pass edges differ: {edges:?}"
+    );
     assert!(
         cases.iter().all(|c| c.3 > 0.0),
         "every case is shown: {cases:?}"
     );
     let text = eval_string(&tab, "document.body.innerText");
-    assert!(text.contains("1 failed"), "{text}");
+    assert_eq!(
+        eval_string(&tab, "document.getElementById('run-counts').innerText")
+            .split(" · ")
+            .take(4)
+            .collect::<Vec<_>>(),
+        ["5 cases", "3 passed", "1 failed", "1 skipped"],
+        "the header counts every case it lists"
+    );
     assert!(
         text.contains("the last history line is iteration 2"),
         "the failed assertion is listed"
@@ -250,9 +274,10 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         "with its evidence"
     );
     assert!(
-        text.contains("Tier 1 skill 'work' pass rate is 66.7% (threshold: 80%)"),
-        "the threshold message: {text}"
+        text.contains("The Tier 1 pass-rate threshold (80%) applies to the full suite; this run of 5 case(s) selected by name is not held to it."),
+        "the threshold is the full suite's: {text}"
     );
+    assert!(!text.contains("pass rate is 75%"), "{text}");
 
     // A reviewer writes feedback and exports it with the page's button.
     let note = "Iteration 2 is wrong here: the empty backlog stops at 1.";

@@ -24,8 +24,9 @@ Environment:
 Exit status:
   0   every case passed
   1   a case failed (an assertion, an expectation or a snapshot), a
-      Tier 1 skill's pass rate is under 80%, or `docs` found a
-      difference between a SKILL.md and the engine
+      Tier 1 skill's pass rate over the full suite is under 80% (a run
+      of case files named one by one is not held to it), or `docs`
+      found a difference between a SKILL.md and the engine
   64  usage error
   65  a case file (or the --compare benchmark) does not parse or validate
   69  a binary is missing (build them with `cargo build --workspace --bins`),

@@ -71,21 +71,28 @@ pub fn render(results: &[CaseResult], run: Run<'_>) -> String {
     order.sort_by_key(|r| (r.passed, r.skipped.is_some()));
     let summary = &run.benchmark.run_summary;
     let failed = summary.cases - summary.passed;
+    // Every case listed is counted: `cases` are the ones that ran.
+    let listed = summary.cases + summary.skipped;
     let mut html = String::new();
     let _ = write!(
         html,
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>Eval report: {} of {} cases passed</title>\n<link rel=\"icon\" href=\"data:,\">\n\
+         <title>Eval report: {} passed, {failed} failed, {} skipped of {listed} cases</title>\n<link rel=\"icon\" href=\"data:,\">\n\
          <style>\n{STYLE}</style>\n</head>\n<body>\n<div class=\"page\">\n<header>\n\
          <h1>sdd-loop eval report</h1>\n\
-         <p class=\"run\"><strong>{} cases</strong> · <span class=\"ok-mark\">{} passed</span> · \
-         <span class=\"{}\">{failed} failed</span> · {:.2}s wall · {} tokens</p>\n",
+         <p class=\"run\" id=\"run-counts\"><strong>{listed} cases</strong> · <span class=\"ok-mark\">{} passed</span> · \
+         <span class=\"{}\">{failed} failed</span> · <span class=\"{}\">{} skipped</span> · {:.2}s wall · {} tokens</p>\n",
         summary.passed,
-        summary.cases,
-        summary.cases,
+        summary.skipped,
         summary.passed,
         if failed > 0 { "bad-mark" } else { "meta" },
+        if summary.skipped > 0 {
+            "skip-mark"
+        } else {
+            "meta"
+        },
+        summary.skipped,
         summary.wall_seconds,
         thousands(summary.tokens),
     );
@@ -188,8 +195,9 @@ fn skills(html: &mut String, run: Run<'_>) {
     if below.is_empty() {
         let _ = writeln!(
             html,
-            "<p class=\"threshold ok\">Every Tier 1 skill is at or above the {} pass-rate threshold.</p>",
-            benchmark::percent(benchmark::THRESHOLD)
+            "<p class=\"threshold{}\">{}</p>",
+            if bench.selected.is_some() { "" } else { " ok" },
+            escape(&bench.threshold_note())
         );
     }
     for line in below {
@@ -530,5 +538,30 @@ mod tests {
             !html.contains("src=") && !html.contains("http"),
             "self-contained: nothing is loaded"
         );
+    }
+
+    #[test]
+    fn the_header_counts_every_case_listed_and_skipped_ones_look_skipped() {
+        let mut skipped = result("needs-claude", false);
+        skipped.skipped = Some("claude is not installed".to_owned());
+        let results = [result("passes", true), result("fails", false), skipped];
+        let bench = Benchmark::new(&results, Duration::from_secs(1));
+        let html = render(
+            &results,
+            Run {
+                benchmark: &bench,
+                compared: None,
+            },
+        );
+        assert!(
+            html.contains("<strong>3 cases</strong> · <span class=\"ok-mark\">1 passed</span> · <span class=\"bad-mark\">1 failed</span> · <span class=\"skip-mark\">1 skipped</span>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<title>Eval report: 1 passed, 1 failed, 1 skipped of 3 cases</title>")
+        );
+        assert!(html.contains("<details class=\"case skip\""));
+        assert!(html.contains("<span class=\"badge skip\">SKIP</span>"));
+        assert!(STYLE.contains(".case.skip { border-left-color: var(--skip)"));
     }
 }
