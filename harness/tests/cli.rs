@@ -299,7 +299,7 @@ fn accept_writes_a_new_cases_snapshots_and_never_a_changed_one() {
     let (code, _, err) = run(dir.path(), &[case, "--accept"]);
     assert_eq!(code, exit::FAILED, "{err}");
     assert!(
-        err.contains("help: a changed snapshot: review the diff"),
+        err.contains("help: a changed snapshot: `cargo nextest run -p sdd-harness -E 'test(CASE-ID)'` writes the changed snapshot beside the stored one as a .snap.new; `cargo review-snapshots` shows its diff"),
         "{err}"
     );
     assert_eq!(
@@ -449,4 +449,65 @@ fn the_readme_examples_are_cases_of_the_suite() {
         );
         assert!(case.lines().count() <= 30, "{id} is over 30 lines");
     }
+}
+
+#[test]
+fn review_shows_accepts_and_rejects_changed_snapshots_without_cargo_insta() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snapshots");
+    std::fs::create_dir(&snaps).unwrap();
+    let write = |name: &str, body: &str, line: bool| {
+        let meta = if line { "assertion_line: 120\n" } else { "" };
+        std::fs::write(
+            snaps.join(name),
+            format!(
+                "---\nsource: harness/tests/evals.rs\ndescription: a case\n{meta}---\n{body}\n"
+            ),
+        )
+        .unwrap();
+    };
+    write(
+        "one__output.snap",
+        "==> tick 1 (exit 0)\nold line\nsame",
+        false,
+    );
+    write(
+        "one__output.snap.new",
+        "==> tick 1 (exit 0)\nnew line\nsame",
+        true,
+    );
+    write("two__output.snap", "two", false);
+    write("two__output.snap.new", "two, changed", true);
+    let root = support::workspace();
+    let at = dir.path().to_str().unwrap();
+
+    let (code, out, err) = call(&root, &["review", at]);
+    assert_eq!(code, exit::OK, "{err}");
+    assert!(out.contains("-old line\n+new line\n"), "{out}");
+    assert!(out.contains("2 snapshot(s) to review"), "{out}");
+    assert!(
+        snaps.join("one__output.snap.new").exists(),
+        "listing changes nothing"
+    );
+
+    let one = snaps.join("one__output.snap.new");
+    let (code, out, err) = call(&root, &["review", "--accept", one.to_str().unwrap()]);
+    assert_eq!(code, exit::OK, "{err}");
+    assert!(out.contains("accepted "), "{out}");
+    assert!(!one.exists());
+    let stored = std::fs::read_to_string(snaps.join("one__output.snap")).unwrap();
+    assert!(
+        stored.contains("new line") && !stored.contains("assertion_line"),
+        "{stored}"
+    );
+
+    let (code, out, _) = call(&root, &["review", "--reject", at]);
+    assert_eq!(code, exit::OK);
+    assert!(out.contains("rejected "), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(snaps.join("two__output.snap")).unwrap(),
+        "---\nsource: harness/tests/evals.rs\ndescription: a case\n---\ntwo\n"
+    );
+    let (_, out, _) = call(&root, &["review", at]);
+    assert!(out.starts_with("no snapshot to review"), "{out}");
 }

@@ -6,7 +6,7 @@
 //! Each test runs the case against the real binaries, fails with the
 //! evidence of every failed expectation or assertion, and checks the
 //! case's three snapshots with insta in `snapshots/` next to the case
-//! (review changes with `cargo insta review`). This is a test harness's
+//! (review changes with `cargo review-snapshots`, i.e. `sdd-evals review`). This is a test harness's
 //! `main`, so it reads the environment: `SDD_EVALS_KEEP=1` keeps the
 //! sandboxes, `SDD_EVALS_TMPDIR` says where they go (default: /dev/shm
 //! when there is one); `INSTA_WORKSPACE_ROOT` (or nextest's
@@ -124,7 +124,7 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
         });
         if asserted.is_err() {
             failures.push(format!(
-                "snapshot {} does not match (see the diff above; `cargo insta review`)",
+                "snapshot {} does not match (see the diff above; `cargo review-snapshots` shows it again, `--accept` takes it)",
                 rendered.name
             ));
         }

@@ -86,6 +86,14 @@ pub enum Command {
         after_help = "Examples:\n  sdd-evals coverage\n  sdd-evals coverage --markdown\n  sdd-evals coverage --markdown --write docs/coverage.md"
     )]
     Coverage(CoverageArgs),
+    /// Review changed snapshots: the diff of every `*.snap.new` a test run
+    /// left beside a stored `.snap` (`cargo nextest run` writes one where a
+    /// case's snapshot changed); `--accept` writes them over the stored
+    /// ones, `--reject` deletes them. Works without cargo-insta.
+    #[command(
+        after_help = "Examples:\n  sdd-evals review\n  sdd-evals review --accept evals/loop/snapshots/c4-pr-budget__output.snap.new\n  sdd-evals review --reject"
+    )]
+    Review(ReviewArgs),
     /// The pinned real CLIs the real-CLI cases run (Claude Code, Codex):
     /// where each is and the disk they take; `agents install` installs
     /// them with npm (once: a warm cache downloads nothing).
@@ -142,6 +150,18 @@ pub enum AgentsCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// Files or directories to look in [default: the workspace]
+    pub paths: Vec<PathBuf>,
+    /// Write each pending snapshot over the stored one.
+    #[arg(long, conflicts_with = "reject")]
+    pub accept: bool,
+    /// Delete each pending snapshot, keeping the stored one.
+    #[arg(long)]
+    pub reject: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct CoverageArgs {
     /// Case files or directories [default: evals/]
     pub paths: Vec<PathBuf>,
@@ -194,7 +214,7 @@ pub struct RunArgs {
     pub jobs: Option<u16>,
     /// Write the snapshots of new cases (those with none stored). A
     /// snapshot that changed is never accepted here: review it with
-    /// `cargo insta review`.
+    /// `sdd-evals review` (`cargo review-snapshots`).
     #[arg(long)]
     pub accept: bool,
     /// Show per-skill deltas from an earlier benchmark.json, or from the

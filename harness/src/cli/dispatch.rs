@@ -17,6 +17,7 @@ use super::docs::docs_command;
 use super::env::{Env, error, find_workspace};
 use super::exit;
 use super::plugin_evals::plugin_evals_command;
+use super::review::review_command;
 use super::run::run;
 use super::{cases, scaffold};
 
@@ -88,6 +89,7 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>, env: &mut Env<'_>) ->
             run(env, args, &paths, &workspace, fixtures)
         }
         Command::Docs(args) => docs_command(env, args, &workspace),
+        Command::Review(args) => review_command(env, &args, &workspace),
         Command::Agents(args) => agents_command(env, args),
         Command::PluginEvals(args) => plugin_evals_command(env, args),
         Command::Coverage(args) => {

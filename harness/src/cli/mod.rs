@@ -5,7 +5,8 @@
 //! [`cases`] (`check`, `list`), [`scaffold`] (`new`), [`docs`] and
 //! [`coverage`], [`agents`] (the pinned real CLIs; and `schema`, printed
 //! from the loading stage), [`plugin_evals`] (a `claude plugin eval` run
-//! of plugin-evals/ in the same reports). Exit
+//! of plugin-evals/ in the same reports), [`review`] (changed snapshots,
+//! without cargo-insta). Exit
 //! statuses are named in [`exit`].
 
 pub mod agents;
@@ -17,6 +18,7 @@ pub mod docs;
 pub mod env;
 pub mod exit;
 pub mod plugin_evals;
+pub mod review;
 pub mod run;
 pub mod scaffold;
 

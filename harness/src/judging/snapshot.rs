@@ -4,7 +4,8 @@
 //! [`Redactor`], and stored as insta `.snap` files in `snapshots/` next to
 //! the case.
 //!
-//! The test suite asserts them with insta (so `cargo insta review` works);
+//! The test suite asserts them with insta (so `sdd-evals review`, and
+//! `cargo insta review`, work);
 //! `sdd-evals run` compares them with the stored files through insta's own
 //! snapshot reader. It writes one only for `--accept`, and only where none
 //! is stored (a new case): a changed snapshot is a diff to review, never

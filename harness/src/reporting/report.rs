@@ -95,8 +95,7 @@ pub enum Snapshots {
 pub const ACCEPT_HELP: &str = "`sdd-evals run CASE --accept` writes a new case's snapshots (read them: they become the reference)";
 
 /// The `help:` for a snapshot that changed: how to review the diff.
-pub const REVIEW_HELP: &str =
-    "review the diff with `cargo nextest run -p sdd-harness` then `cargo insta review`";
+pub const REVIEW_HELP: &str = "`cargo nextest run -p sdd-harness -E 'test(CASE-ID)'` writes the changed snapshot beside the stored one as a .snap.new; `cargo review-snapshots` shows its diff and `cargo review-snapshots --accept` takes it (`cargo insta review` works too, when installed)";
 
 fn snapshot_grade(
     case: &Case,
