@@ -69,10 +69,13 @@ pub fn normalize_newlines(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
 }
 
-/// A title as one line: line breaks (a stray `\r` included) become
-/// spaces, and the ends are trimmed, so a gate question or status block
-/// quoting it stays on one line.
+/// A title as one line: around line breaks (a stray `\r` included) the
+/// text is trimmed and joined with a space, so a gate question or status
+/// block quoting it stays on one line; a title without one is kept as is.
 pub fn one_line(title: &str) -> String {
+    if !title.contains(['\r', '\n']) {
+        return title.to_owned();
+    }
     title
         .split(['\r', '\n'])
         .map(str::trim)
