@@ -571,4 +571,52 @@ mod tests {
         let Body::Json(c) = r.body else { panic!() };
         assert_eq!(c["user"]["login"], "bot");
     }
+
+    #[test]
+    fn validation_errors_carry_githubs_errors_list() {
+        let mut w = world(1);
+        let mut req = get("/repos/acme/app/pulls", &[]);
+        req.method = "POST".into();
+        req.body = br#"{"head":"feature/x"}"#.to_vec();
+        let r = handle(&mut w, &req);
+        assert_eq!(r.status, 422);
+        let Body::Json(body) = &r.body else { panic!() };
+        assert_eq!(body["message"], "Validation Failed");
+        assert_eq!(
+            body["errors"][0],
+            json!({ "resource": "PullRequest", "code": "missing_field", "field": "title" })
+        );
+        req.body = br#"{"title":"T","head":"feature/x"}"#.to_vec();
+        assert_eq!(handle(&mut w, &req).status, 201);
+        let r = handle(&mut w, &req);
+        let Body::Json(body) = &r.body else { panic!() };
+        assert_eq!(body["errors"][0]["code"], "custom");
+        assert!(
+            body["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already exists")
+        );
+    }
+
+    #[test]
+    fn issues_disabled_is_410_on_every_issue_route() {
+        let text =
+            "repository: acme/app\nhas_issues: false\nissues:\n  - { number: 1, title: One }\n";
+        let backlog = Backlog::parse(Path::new("r.yaml"), text).unwrap();
+        let mut w = World::new(&backlog, "bot".into(), None, Clock::System);
+        for path in [
+            "/repos/acme/app/issues",
+            "/repos/acme/app/issues/1/comments",
+        ] {
+            let r = handle(&mut w, &get(path, &[]));
+            assert_eq!(r.status, 410, "{path}");
+            let Body::Json(body) = &r.body else { panic!() };
+            assert_eq!(body["message"], "Issues are disabled for this repo");
+        }
+        assert_eq!(
+            handle(&mut w, &get("/repos/acme/app/pulls", &[])).status,
+            200
+        );
+    }
 }

@@ -1180,4 +1180,24 @@ mod tests {
         ));
         assert_eq!(w.set_labels(1, &["x".into()]).unwrap(), vec!["x"]);
     }
+
+    #[test]
+    fn line_endings_per_backlog_and_per_issue() {
+        let text = "repository: acme/app\nissues:\n  - { number: 1, title: A, body: \"a\\nb\\n\", line_endings: crlf }\n  - { number: 2, title: B, body: \"a\\nb\" }\n";
+        let lf = Backlog::parse(Path::new("w.yaml"), text).unwrap();
+        let w = World::new(&lf, "v".into(), None, Clock::System);
+        assert_eq!(w.issue_view(1).unwrap()["body"], "a\r\nb\r\n");
+        assert_eq!(w.issue_view(2).unwrap()["body"], "a\nb");
+        let crlf = Backlog::parse(
+            Path::new("w.yaml"),
+            &format!(
+                "line_endings: crlf\n{}",
+                text.replace(", line_endings: crlf", ", line_endings: lf")
+            ),
+        )
+        .unwrap();
+        let w = World::new(&crlf, "v".into(), None, Clock::System);
+        assert_eq!(w.issue_view(1).unwrap()["body"], "a\nb\n");
+        assert_eq!(w.issue_view(2).unwrap()["body"], "a\r\nb");
+    }
 }
