@@ -249,6 +249,13 @@ fn secs(d: Duration) -> String {
 impl TrackerError {
     pub fn help(&self) -> &'static str {
         match self {
+            TrackerError::Status {
+                status: 403 | 429,
+                message,
+                ..
+            } if message.to_ascii_lowercase().contains("rate limit") => {
+                "GitHub is rate-limiting these requests (a secondary limit, waited out as long as the retry budget allowed): run the tick again in a few minutes, or let it wait longer with --tracker-retry-budget SECS; nothing was changed"
+            }
             TrackerError::Status { status: 401, .. } | TrackerError::Status { status: 403, .. } => {
                 "set a token with access to the repository in SDD_LOOP_TRACKER_TOKEN or GITHUB_TOKEN, or log in with `gh auth login` (used when neither is set)"
             }

@@ -551,3 +551,32 @@ fn a_403_that_is_no_rate_limit_is_final_and_names_the_token_source() {
     );
     rt.block_on(server.verify());
 }
+
+#[test]
+fn a_secondary_limit_that_outlasts_the_retries_is_named_as_a_rate_limit() {
+    let rt = rt();
+    let server = rt.block_on(MockServer::builder().start());
+    rt.block_on(
+        Mock::given(path("/repos/acme/app/pulls/7"))
+            .respond_with(ResponseTemplate::new(403).insert_header("retry-after", "1").set_body_json(
+                serde_json::json!({ "message": "You have exceeded a secondary rate limit." }),
+            ))
+            .mount(&server),
+    );
+    let (t, slept) = tracker(&server, Some("tok"));
+    let err = t.pull(7).unwrap_err();
+    assert_eq!(
+        slept.lock().unwrap().len(),
+        3,
+        "three retries, each after its retry-after"
+    );
+    assert!(
+        matches!(err, TrackerError::Status { status: 403, .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.help().contains("rate-limiting") && !err.help().contains("set a token"),
+        "{}",
+        err.help()
+    );
+}
