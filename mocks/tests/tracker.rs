@@ -588,3 +588,24 @@ fn standalone_binary_reports_a_broken_backlog_with_its_location() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_unsupported_api_version_is_refused_as_github_does() {
+    let t = tracker(1);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let status = |version: &str| {
+        agent
+            .get(format!("{}/repos/acme/app/issues", t.uri()))
+            .header("Authorization", &format!("Bearer {TOKEN}"))
+            .header("X-GitHub-Api-Version", version)
+            .call()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(status("2022-11-28"), 200);
+    assert_eq!(status("2019-01-01"), 400);
+}

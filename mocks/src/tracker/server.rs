@@ -11,8 +11,10 @@
 //!
 //! Each request, in order: recorded in the journal; checked against the
 //! injected faults; checked for `Authorization: Bearer <token>` (or
-//! `token <token>`) when a token is configured — else 401
-//! `{"message":"Bad credentials"}`; then routed.
+//! `token <token>`) when a token is configured — a wrong one is 401
+//! `{"message":"Bad credentials"}`, none at all 404 (a private repository,
+//! as GitHub hides it); an unsupported `X-GitHub-Api-Version` is 400; then
+//! routed. Every answer carries GitHub's `x-ratelimit-*` headers.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -41,6 +43,10 @@ struct State {
     /// Requests counted against the primary rate limit this window.
     used: u64,
 }
+
+/// The REST API versions GitHub accepts in `X-GitHub-Api-Version`; any
+/// other is refused with 400, as GitHub does.
+pub const API_VERSIONS: [&str; 2] = ["2022-11-28", "2026-03-10"];
 
 /// GitHub's primary rate limit for a token, per hour.
 pub const RATE_LIMIT: u64 = 5000;
@@ -210,6 +216,21 @@ impl Responder {
     /// is required, is what GitHub says to a stranger about a private
     /// repository — 404 — and 401 `Requires authentication` for `/user`.
     fn serve(&self, world: &mut World, request: &Request, api: &ApiRequest) -> ApiResponse {
+        let version = request
+            .headers
+            .get("x-github-api-version")
+            .and_then(|v| v.to_str().ok());
+        if let Some(version) = version
+            && !API_VERSIONS.contains(&version.trim())
+        {
+            return ApiResponse::message(
+                400,
+                &format!(
+                    "Unsupported 'X-GitHub-Api-Version' header: {version}. Supported versions are: {}",
+                    API_VERSIONS.join(", ")
+                ),
+            );
+        }
         if authorized(self.token.as_deref(), request) {
             routes::handle(world, api)
         } else if request.headers.contains_key("authorization") {
