@@ -2,7 +2,7 @@
 //!
 //! `fixtures/github-openapi/operations.json` holds, for every operation
 //! the engine's tracker client (`sdd_loop::tracker::HttpTracker`) calls,
-//! the success-response schema from GitHub's official OpenAPI description
+//! the response schemas from GitHub's official OpenAPI description
 //! (npm `@octokit/openapi`, pinned; extracted by the script beside it — no
 //! network here). Two checks:
 //!
@@ -12,7 +12,9 @@
 //! - every answer the mock gives for each operation, on every page, in a
 //!   world with open, closed and merged pull requests, CRLF bodies,
 //!   labels, comments and review threads, validates against that
-//!   operation's schema.
+//!   operation's schema — and so do its error answers where GitHub
+//!   documents them (404 for a repository the token cannot see, 410 with
+//!   issues disabled, 422 with `errors[]`, 403 for the rate limit).
 //!
 //! And the check can fail: a mock answer with a field GitHub requires
 //! removed, or given the wrong type, is rejected.
@@ -24,7 +26,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use sdd_loop::tracker::{HttpTracker, Tracker, TrackerConfig};
 use sdd_mocks::fixture::Backlog;
-use sdd_mocks::tracker::{BlockingMockTracker, MockTracker};
+use sdd_mocks::tracker::{BlockingMockTracker, Fault, MockTracker};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "contract-token";
@@ -341,6 +343,71 @@ fn every_answer_of_the_mock_matches_githubs_schema() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let all: BTreeSet<String> = operations().into_iter().map(|o| o.id).collect();
     assert_eq!(checked, all, "every operation's answer was checked");
+}
+
+#[test]
+fn the_mocks_errors_match_githubs_error_schemas() {
+    let t = world();
+    let base = t.uri();
+    let repo = format!("{base}/repos/acme/app");
+    let mut failures = Vec::new();
+    let mut check =
+        |op: &str, status_want: u16, (status, _, body): (u16, Option<String>, Value)| {
+            assert_eq!(status, status_want, "{op}: {body}");
+            for v in violations(op, status, &body) {
+                failures.push(format!("{op} {status}: {v}"));
+            }
+        };
+    // A repository the token cannot see is 404, not 403.
+    check(
+        "issues/list-for-repo",
+        404,
+        call(&format!("{base}/repos/acme/private/issues"), None),
+    );
+    check("pulls/get", 404, call(&format!("{repo}/pulls/9999"), None));
+    check(
+        "issues/list-comments",
+        404,
+        call(&format!("{repo}/issues/9999/comments"), None),
+    );
+    // 422 with GitHub's errors[].
+    check(
+        "issues/create-comment",
+        422,
+        call(&format!("{repo}/issues/1/comments"), Some(&json!({}))),
+    );
+    // GitHub's primary rate limit.
+    t.inject(Fault::primary_rate_limit("POST", "**/comments", 600).times(1));
+    check(
+        "issues/create-comment",
+        403,
+        call(
+            &format!("{repo}/issues/1/comments"),
+            Some(&json!({ "body": "x" })),
+        ),
+    );
+    // Issues disabled: 410.
+    let text = with_fillers().replacen("line_endings: crlf", "has_issues: false", 1);
+    let disabled = MockTracker::builder()
+        .backlog(Backlog::parse(Path::new("disabled.yaml"), &text).unwrap())
+        .token(TOKEN)
+        .start_blocking()
+        .unwrap();
+    let repo = format!("{}/repos/acme/app", disabled.uri());
+    check(
+        "issues/list-comments",
+        410,
+        call(&format!("{repo}/issues/1/comments"), None),
+    );
+    check(
+        "issues/create-comment",
+        410,
+        call(
+            &format!("{repo}/issues/1/comments"),
+            Some(&json!({ "body": "x" })),
+        ),
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
