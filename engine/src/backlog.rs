@@ -14,6 +14,10 @@
 //! Acceptance criteria are *ambiguous* (the ambiguous-criteria gate) when
 //! the body has no `Acceptance Criteria` heading, or the section under it is
 //! empty or holds a `TBD` / `TODO` marker.
+//!
+//! Every reader here is line-ending-agnostic: GitHub returns bodies written
+//! or edited in its web editor with CRLF line endings, and `\r\n` (or a
+//! lone `\r`) reads exactly as `\n` ([`normalize_newlines`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
@@ -56,6 +60,30 @@ static HEADING: LazyLock<Regex> =
 static MARKER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b(TBD|TODO)\b").expect("valid regex"));
 
+/// `text` with every `\r\n` and lone `\r` turned into `\n`: tracker text
+/// read the same whichever line endings the editor that wrote it used.
+pub fn normalize_newlines(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('\r') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
+}
+
+/// A title as one line: around line breaks (a stray `\r` included) the
+/// text is trimmed and joined with a space, so a gate question or status
+/// block quoting it stays on one line; a title without one is kept as is.
+pub fn one_line(title: &str) -> String {
+    if !title.contains(['\r', '\n']) {
+        return title.to_owned();
+    }
+    title
+        .split(['\r', '\n'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The dependency lines of one body.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dependencies {
@@ -66,8 +94,9 @@ pub struct Dependencies {
 }
 
 pub fn dependencies(body: &str) -> Dependencies {
+    let body = normalize_newlines(body);
     let mut deps = Dependencies::default();
-    for cap in DEP_LINE.captures_iter(body) {
+    for cap in DEP_LINE.captures_iter(&body) {
         let numbers = NUMBER
             .captures_iter(&cap[2])
             .filter_map(|n| n[1].parse::<u64>().ok());
@@ -83,13 +112,15 @@ pub fn dependencies(body: &str) -> Dependencies {
 /// Issue numbers a PR body says it closes.
 pub fn closes(pr_body: &str) -> BTreeSet<u64> {
     CLOSING
-        .captures_iter(pr_body)
+        .captures_iter(&normalize_newlines(pr_body))
         .filter_map(|c| c[1].parse().ok())
         .collect()
 }
 
 /// Whether an issue's acceptance criteria are missing or unfinished.
 pub fn criteria_ambiguous(body: &str) -> bool {
+    let body = normalize_newlines(body);
+    let body = body.as_ref();
     let Some(heading) = CRITERIA_HEADING.captures(body) else {
         return true;
     };
@@ -400,5 +431,76 @@ mod tests {
             "### Acceptance Criteria\n#### Sub\nTODO"
         ));
         assert!(!criteria_ambiguous("#### acceptance criteria:\n- ok"));
+    }
+
+    fn crlf(text: &str) -> String {
+        text.replace('\n', "\r\n")
+    }
+
+    #[test]
+    fn crlf_bodies_read_as_lf() {
+        let lf = [
+            "Users sign in.\n\n### Acceptance Criteria\n- a user can log in\n",
+            "### Acceptance Criteria\n- TBD\n",
+            "No criteria here\n",
+            "## Acceptance Criteria\n\n## Notes\nTODO later\n",
+            "## Acceptance Criteria\n- works\n## Notes\nTODO later",
+        ];
+        for body in lf {
+            assert_eq!(
+                criteria_ambiguous(&crlf(body)),
+                criteria_ambiguous(body),
+                "{body:?}"
+            );
+            assert_eq!(
+                criteria_ambiguous(&body.replace('\n', "\r")),
+                criteria_ambiguous(body),
+                "old Mac line endings: {body:?}"
+            );
+        }
+        assert!(!criteria_ambiguous(&crlf(lf[0])));
+    }
+
+    #[test]
+    fn a_crlf_dependency_chain_reads_as_lf() {
+        let bodies = [
+            (1, "### Acceptance Criteria\n- first\n"),
+            (2, "Blocked by: #1\n\n### Acceptance Criteria\n- second\n"),
+            (3, "- **Depends on** #2\nBlocks: #4\n"),
+            (4, "Intro\n"),
+        ];
+        let build = |f: &dyn Fn(&str) -> String| {
+            Backlog::discover(
+                bodies.iter().map(|(n, b)| issue(*n, &f(b), &[])).collect(),
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+            )
+        };
+        let lf = build(&|b| b.to_owned());
+        let windows = build(&|b| crlf(b));
+        assert_eq!(lf.workable, vec![1]);
+        assert_eq!(lf.blocked, vec![2, 3, 4]);
+        assert_eq!(
+            (windows.workable, windows.blocked, windows.cycles),
+            (lf.workable, lf.blocked, lf.cycles)
+        );
+        assert_eq!(
+            dependencies("Blocked by: #1, #2\r\nBlocks: #4\r\n"),
+            dependencies("Blocked by: #1, #2\nBlocks: #4\n")
+        );
+    }
+
+    #[test]
+    fn closing_keywords_read_the_same_in_crlf() {
+        let body = "Implements the login page.\n\nCloses #1\nFixes: #7\n";
+        assert_eq!(closes(&crlf(body)), BTreeSet::from([1, 7]));
+        assert_eq!(closes(&crlf(body)), closes(body));
+    }
+
+    #[test]
+    fn titles_are_one_line() {
+        assert_eq!(one_line("Add login page\r"), "Add login page");
+        assert_eq!(one_line(" Two\r\nlines "), "Two lines");
+        assert_eq!(one_line("plain"), "plain");
     }
 }

@@ -3,7 +3,8 @@
 //! 0 continues, 3 ends the loop, 4 asks for an answer, 64+ are errors in
 //! BSD sysexits style. The in-session halves add two: `begin` exits 5 when
 //! there is nothing for the agent to do this tick, and `end` / `event`
-//! exit 66 when no iteration is open.
+//! exit 66 when no iteration is open. 75 (`EX_TEMPFAIL`) is transient:
+//! GitHub's rate limit ran out, nothing changed, a later tick may pass.
 
 /// The tick finished; the loop continues.
 pub const TICK_DONE: u8 = 0;
@@ -23,6 +24,9 @@ pub const DATA: u8 = 65;
 pub const NOT_OPEN: u8 = 66;
 /// The tracker or git is unavailable (`EX_UNAVAILABLE`).
 pub const UNAVAILABLE: u8 = 69;
+/// GitHub's primary rate limit is used up; nothing was changed and the
+/// next tick after the reset may pass (`EX_TEMPFAIL`).
+pub const RATE_LIMITED: u8 = 75;
 /// An internal error (`EX_SOFTWARE`).
 pub const INTERNAL: u8 = 70;
 /// State cannot be written (`EX_CANTCREAT`).
@@ -40,4 +44,5 @@ Exit status:
   66  end/event: no open iteration (never begun, already ended, or recovered)
   69  tracker or git unavailable
   70  internal error
-  73  cannot write loop state";
+  73  cannot write loop state
+  75  GitHub's rate limit is used up; nothing was changed, run again after the reset";

@@ -20,6 +20,16 @@
 //! `Retry-After`; a `Retry-After` the budget cannot cover ends the call at
 //! once instead of sleeping past it. The errors name the URL, the limit
 //! that ran out, and the flag that raises it.
+//!
+//! GitHub's rate limits (DESIGN §10): a *secondary* limit (403 or 429 with
+//! `retry-after`, or a message naming the secondary rate limit) is waited
+//! out like any `Retry-After`; the *primary* limit (403 or 429 with
+//! `x-ratelimit-remaining: 0`) ends the call at once with
+//! [`TrackerError::RateLimited`], which says when the limit resets
+//! (`x-ratelimit-reset`) — the tick changes nothing and exits 75
+//! ([`crate::exit::RATE_LIMITED`]). Every request names the API version
+//! ([`API_VERSION`]). Bodies are read line-ending-agnostic: GitHub sends
+//! what its web editor wrote with CRLF.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -31,6 +41,14 @@ use serde_json::Value;
 use crate::backlog::{self, Issue};
 use crate::config;
 use crate::history::PrState;
+
+/// The REST API version asked for (`X-GitHub-Api-Version`), as GitHub
+/// recommends every request name one.
+pub const API_VERSION: &str = "2022-11-28";
+
+/// How long to wait after a secondary rate limit that gave no
+/// `retry-after` (GitHub: "at least one minute").
+const SECONDARY_WAIT: Duration = Duration::from_secs(60);
 
 /// A pull request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,10 +115,45 @@ pub enum TrackerError {
         left: Duration,
         budget: Duration,
     },
+    /// GitHub's primary rate limit is used up (exit 75).
+    #[error("{0}")]
+    RateLimited(Box<RateLimit>),
     #[error("tracker answered {url} with a body that is not the expected shape: {detail}")]
     Malformed { url: String, detail: String },
     #[error("no tracker repository configured")]
     NotConfigured,
+}
+
+/// GitHub's answer that the primary rate limit is used up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimit {
+    pub method: &'static str,
+    pub url: String,
+    pub status: u16,
+    /// `x-ratelimit-limit`: requests per hour for this token.
+    pub limit: Option<u64>,
+    /// `x-ratelimit-resource`: `core`, `search`, …
+    pub resource: Option<String>,
+    /// `x-ratelimit-reset`: when the limit resets.
+    pub reset: Option<jiff::Timestamp>,
+    /// The tick's "now", to say how long that is.
+    pub now: jiff::Timestamp,
+    /// Whether the request carried a token.
+    pub authenticated: bool,
+}
+
+impl fmt::Display for RateLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "GitHub's API rate limit is used up: {} {} answered HTTP {} with x-ratelimit-remaining: 0{}; {}",
+            self.method,
+            self.url,
+            self.status,
+            limit_text(self.limit, self.resource.as_deref()),
+            reset_text(self.reset, self.now)
+        )
+    }
 }
 
 /// Which time limit ended a tracker call.
@@ -162,6 +215,30 @@ fn excerpt(text: &str) -> String {
     format!("{}…", whole.trim_end())
 }
 
+/// ` (limit 60 an hour, resource core)`, or nothing when GitHub said neither.
+fn limit_text(limit: Option<u64>, resource: Option<&str>) -> String {
+    match (limit, resource) {
+        (Some(l), Some(r)) => format!(" (limit {l} an hour, resource {r})"),
+        (Some(l), None) => format!(" (limit {l} an hour)"),
+        (None, Some(r)) => format!(" (resource {r})"),
+        (None, None) => String::new(),
+    }
+}
+
+/// `it resets at 2026-05-09T15:00:00Z (in 30 min)`.
+fn reset_text(reset: Option<jiff::Timestamp>, now: jiff::Timestamp) -> String {
+    let Some(reset) = reset else {
+        return "GitHub did not say when it resets (no x-ratelimit-reset header)".to_owned();
+    };
+    let left = reset.as_second() - now.as_second();
+    let when = if left <= 0 {
+        "already passed".to_owned()
+    } else {
+        format!("in {} min", (left + 59) / 60)
+    };
+    format!("it resets at {} ({when})", crate::clock::format(reset))
+}
+
 /// Seconds for a reader: at most two decimals, no trailing zeros (`3`,
 /// `1.5`, `0.99`; never `0.994344972`).
 fn secs(d: Duration) -> String {
@@ -172,8 +249,15 @@ fn secs(d: Duration) -> String {
 impl TrackerError {
     pub fn help(&self) -> &'static str {
         match self {
+            TrackerError::Status {
+                status: 403 | 429,
+                message,
+                ..
+            } if message.to_ascii_lowercase().contains("rate limit") => {
+                "GitHub is rate-limiting these requests (a secondary limit, waited out as long as the retry budget allowed): run the tick again in a few minutes, or let it wait longer with --tracker-retry-budget SECS; nothing was changed"
+            }
             TrackerError::Status { status: 401, .. } | TrackerError::Status { status: 403, .. } => {
-                "set a token with access to the repository in SDD_LOOP_TRACKER_TOKEN or GITHUB_TOKEN"
+                "set a token with access to the repository in SDD_LOOP_TRACKER_TOKEN or GITHUB_TOKEN, or log in with `gh auth login` (used when neither is set)"
             }
             TrackerError::Status { status: 404, .. } => {
                 "check --repo OWNER/NAME and --tracker-url; a private repository also answers 404 without a token"
@@ -192,6 +276,12 @@ impl TrackerError {
                 ..
             } => {
                 "check --tracker-url and the network, or allow more retries with --tracker-retry-budget SECS, then run the tick again; nothing was changed"
+            }
+            TrackerError::RateLimited(limit) if !limit.authenticated => {
+                "nothing was changed; run the tick again after the reset. Requests without a token get GitHub's lowest limit (60 an hour): set SDD_LOOP_TRACKER_TOKEN or GITHUB_TOKEN, or log in with `gh auth login`, for 5,000 an hour"
+            }
+            TrackerError::RateLimited(_) => {
+                "nothing was changed; run the tick again after the reset (a /loop interval longer than the reset wait avoids asking early). For a higher limit use a GitHub App installation token (up to 12,500 an hour) or a token no other tool is spending"
             }
             TrackerError::RetryAfterTooLong { .. } => {
                 "the tracker is rate-limiting: run the tick again later, or let it wait with a larger --tracker-retry-budget SECS; nothing was changed"
@@ -239,6 +329,11 @@ pub struct TrackerConfig {
     /// Longest one call may take: all its attempts and the waits between
     /// them, `Retry-After` included.
     pub retry_budget: Duration,
+    /// The tick's "now" (`SDD_LOOP_NOW` or the system clock), against
+    /// which a rate limit's reset time is told as "in N min".
+    pub now: Option<jiff::Timestamp>,
+    /// Where `token` came from, named when the tracker refuses it.
+    pub token_source: Option<token::TokenSource>,
 }
 
 impl fmt::Debug for TrackerConfig {
@@ -250,6 +345,8 @@ impl fmt::Debug for TrackerConfig {
             .field("retries", &self.retries)
             .field("timeout", &self.timeout)
             .field("retry_budget", &self.retry_budget)
+            .field("now", &self.now)
+            .field("token_source", &self.token_source)
             .finish()
     }
 }
@@ -266,6 +363,8 @@ impl TrackerConfig {
             retries: 3,
             timeout: Duration::from_secs(config::DEFAULT_TRACKER_TIMEOUT_SECS),
             retry_budget: Duration::from_secs(config::DEFAULT_TRACKER_RETRY_BUDGET_SECS),
+            now: None,
+            token_source: None,
         }
     }
 }
@@ -358,8 +457,8 @@ impl From<PullJson> for Pull {
         };
         Pull {
             number: p.number,
-            title: p.title,
-            body: p.body.unwrap_or_default(),
+            title: backlog::one_line(&p.title),
+            body: lf(p.body.unwrap_or_default()),
             state,
             labels: p.labels.into_iter().map(|l| l.name).collect(),
             head_ref: p.head.name,
@@ -386,6 +485,15 @@ pub fn next_link(link: &str) -> Option<String> {
     })
 }
 
+/// A body as the engine reads it: line endings normalised to `\n`
+/// (GitHub returns what its web editor wrote with CRLF).
+fn lf(body: String) -> String {
+    match backlog::normalize_newlines(&body) {
+        std::borrow::Cow::Borrowed(_) => body,
+        std::borrow::Cow::Owned(normal) => normal,
+    }
+}
+
 fn parse<T: for<'de> Deserialize<'de>>(url: &str, text: &str) -> Result<T, TrackerError> {
     serde_json::from_str(text).map_err(|e| TrackerError::Malformed {
         url: url.to_owned(),
@@ -401,8 +509,8 @@ pub fn parse_issues(url: &str, text: &str) -> Result<Vec<Issue>, TrackerError> {
         .filter(|i| i.pull_request.is_none())
         .map(|i| Issue {
             number: i.number,
-            title: i.title,
-            body: i.body.unwrap_or_default(),
+            title: backlog::one_line(&i.title),
+            body: lf(i.body.unwrap_or_default()),
             labels: i.labels.into_iter().map(|l| l.name).collect(),
         })
         .collect())
@@ -428,7 +536,7 @@ pub fn parse_review_comments(url: &str, text: &str) -> Result<Vec<ReviewComment>
         .map(|c| ReviewComment {
             id: c.id,
             author: c.user.login,
-            body: c.body,
+            body: lf(c.body),
             in_reply_to: c.in_reply_to_id,
         })
         .collect())
@@ -441,7 +549,7 @@ pub fn parse_issue_comments(url: &str, text: &str) -> Result<Vec<ReviewComment>,
         .map(|c| ReviewComment {
             id: c.id,
             author: c.user.login,
-            body: c.body,
+            body: lf(c.body),
             in_reply_to: None,
         })
         .collect())
@@ -460,7 +568,7 @@ struct Page {
 /// Why one attempt failed.
 enum Failure {
     /// Not worth retrying: the error is final.
-    Final(TrackerError),
+    Final(Box<TrackerError>),
     Status {
         status: u16,
         message: String,
@@ -517,7 +625,8 @@ impl HttpTracker {
                     .config()
                     .timeout_global(Some(limit))
                     .build()
-                    .header("Accept", "application/vnd.github+json");
+                    .header("Accept", "application/vnd.github+json")
+                    .header("X-GitHub-Api-Version", API_VERSION);
                 if let Some(a) = &auth {
                     req = req.header("Authorization", a);
                 }
@@ -530,7 +639,8 @@ impl HttpTracker {
                     .config()
                     .timeout_global(Some(limit))
                     .build()
-                    .header("Accept", "application/vnd.github+json");
+                    .header("Accept", "application/vnd.github+json")
+                    .header("X-GitHub-Api-Version", API_VERSION);
                 if let Some(a) = &auth {
                     req = req.header("Authorization", a);
                 }
@@ -551,15 +661,21 @@ impl HttpTracker {
                 .map(str::to_owned)
         };
         let (retry_after, link) = (header("retry-after"), header("link"));
+        let remaining = header("x-ratelimit-remaining");
+        let (limit, resource, reset) = (
+            header("x-ratelimit-limit"),
+            header("x-ratelimit-resource"),
+            header("x-ratelimit-reset"),
+        );
         let text = response
             .body_mut()
             .read_to_string()
             .map_err(|err| match err {
                 ureq::Error::Timeout(_) | ureq::Error::Io(_) => transport(err),
-                other => Failure::Final(TrackerError::Malformed {
+                other => Failure::Final(Box::new(TrackerError::Malformed {
                     url: url.to_owned(),
                     detail: other.to_string(),
-                }),
+                })),
             })?;
         if (200..300).contains(&status) {
             return Ok(Page {
@@ -571,21 +687,54 @@ impl HttpTracker {
             .ok()
             .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_owned))
             .unwrap_or_else(|| excerpt(&text));
-        if status == 429 || status >= 500 {
+        let retry_after = retry_after
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let limited = status == 403 || status == 429;
+        if limited && retry_after.is_none() && remaining.as_deref().map(str::trim) == Some("0") {
+            // The primary limit: nothing to gain by asking again before
+            // the reset, which is usually minutes away.
+            return Err(Failure::Final(Box::new(TrackerError::RateLimited(
+                Box::new(RateLimit {
+                    method,
+                    url: url.to_owned(),
+                    status,
+                    limit: limit.and_then(|v| v.trim().parse().ok()),
+                    resource: resource.map(|r| r.trim().to_owned()),
+                    reset: reset
+                        .and_then(|v| v.trim().parse::<i64>().ok())
+                        .and_then(|s| jiff::Timestamp::from_second(s).ok()),
+                    now: self.config.now.unwrap_or_else(jiff::Timestamp::now),
+                    authenticated: auth.is_some(),
+                }),
+            ))));
+        }
+        let secondary = limited
+            && (retry_after.is_some()
+                || message
+                    .to_ascii_lowercase()
+                    .contains("secondary rate limit"));
+        if secondary || status == 429 || status >= 500 {
             return Err(Failure::Status {
                 status,
                 message,
-                retry_after: retry_after
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs),
+                // GitHub: without `retry-after`, wait at least a minute
+                // after a secondary limit.
+                retry_after: retry_after.or(secondary.then_some(SECONDARY_WAIT)),
             });
         }
-        Err(Failure::Final(TrackerError::Status {
+        let message = match (status, &auth, &self.config.token_source) {
+            (401 | 403, Some(_), Some(source)) => {
+                format!("{message} (the token sent came from {source})")
+            }
+            _ => message,
+        };
+        Err(Failure::Final(Box::new(TrackerError::Status {
             method,
             url: url.to_owned(),
             status,
             message,
-        }))
+        })))
     }
 
     /// A request with retries, within the per-request timeout and the
@@ -609,7 +758,7 @@ impl HttpTracker {
             attempts += 1;
             let failure = match outcome {
                 Ok(page) => return Ok(page),
-                Err(Failure::Final(err)) => return Err(err),
+                Err(Failure::Final(err)) => return Err(*err),
                 Err(failure) => failure,
             };
             let left = budget.saturating_sub(spent);
@@ -662,7 +811,7 @@ impl HttpTracker {
                             }
                         },
                     },
-                    Failure::Final(err) => err,
+                    Failure::Final(err) => *err,
                 });
             }
             (self.sleep)(wait);
@@ -766,6 +915,8 @@ pub fn addressed_human_feedback(comments: &[ReviewComment], agents: &BTreeSet<St
                 .any(|r| r.in_reply_to == Some(top.id) && is_agent(&r.author))
     })
 }
+
+pub mod token;
 
 #[cfg(test)]
 mod tests;

@@ -39,6 +39,10 @@
 //!           - { id: 101, author: sdd-responder, body: Done, at: 2026-05-09T14:10:00Z }
 //!     issue_comments: []          # {id, author, body, at}
 //!     reviews: []                 # {id, author, state, body, at}
+//!     line_endings: crlf          # optional: this body only
+//! line_endings: crlf              # optional: every body in CRLF, as
+//!                                 # GitHub's web editor writes them
+//! has_issues: false               # optional: issue routes answer 410
 //! ```
 //!
 //! Issues and pull requests share one number space, as on GitHub, and
@@ -75,6 +79,39 @@ pub struct Backlog {
     pub issues: Vec<Issue>,
     #[serde(default)]
     pub pull_requests: Vec<PullRequest>,
+    /// How every body is served: `lf` (default) or `crlf`, as GitHub
+    /// returns text written or edited in its web editor.
+    #[serde(default)]
+    pub line_endings: LineEndings,
+    /// `false`: the repository has issues disabled, and every issue route
+    /// answers 410 `Issues are disabled for this repo`, as GitHub does.
+    #[serde(default = "yes")]
+    pub has_issues: bool,
+}
+
+/// Line endings of the bodies the tracker serves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LineEndings {
+    #[default]
+    Lf,
+    /// `\r\n`: what GitHub returns for text from its web editor.
+    Crlf,
+}
+
+impl LineEndings {
+    /// `text` with these line endings.
+    pub fn apply(self, text: &str) -> String {
+        let lf = text.replace("\r\n", "\n");
+        match self {
+            LineEndings::Lf => lf,
+            LineEndings::Crlf => lf.replace('\n', "\r\n"),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_branch() -> String {
@@ -122,6 +159,9 @@ pub struct Issue {
     pub author: String,
     #[serde(default)]
     pub comments: Vec<Comment>,
+    /// This issue's body only: `lf` or `crlf` [default: the backlog's].
+    #[serde(default)]
+    pub line_endings: Option<LineEndings>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +196,9 @@ pub struct PullRequest {
     pub issue_comments: Vec<Comment>,
     #[serde(default)]
     pub reviews: Vec<Review>,
+    /// This pull request's body only: `lf` or `crlf` [default: the backlog's].
+    #[serde(default)]
+    pub line_endings: Option<LineEndings>,
 }
 
 /// A conversation comment (issue or PR), or a reply in a review thread.
@@ -236,6 +279,8 @@ impl Backlog {
             agent_logins: Vec::new(),
             issues: Vec::new(),
             pull_requests: Vec::new(),
+            line_endings: LineEndings::Lf,
+            has_issues: true,
         }
     }
 

@@ -42,7 +42,9 @@ Environment:
   CODEX_HOME               where --agent codex reads config.toml for the model [default: ~/.codex]
   SDD_LOOP_REPO            tracker repository OWNER/NAME (same as --repo)
   SDD_LOOP_TRACKER_URL     tracker API base URL (same as --tracker-url)
-  SDD_LOOP_TRACKER_TOKEN   bearer token for the tracker (else GITHUB_TOKEN); never printed
+  SDD_LOOP_TRACKER_TOKEN   bearer token for the tracker, else GITHUB_TOKEN, else the token of a
+                           logged-in gh (`gh auth token --hostname HOST`, asked once, 5 s at most);
+                           never printed; a tick with none says which source was missing
   SDD_LOOP_TRACKER_TIMEOUT, SDD_LOOP_TRACKER_RETRY_BUDGET
                            tracker time limits in seconds (same as the flags)
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)

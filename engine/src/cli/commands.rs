@@ -260,8 +260,20 @@ fn setup(
         .clone()
         .or_else(|| var("SDD_LOOP_TRACKER_URL"))
         .unwrap_or_else(|| config::DEFAULT_TRACKER_URL.to_owned());
-    let token = super::tracker_token(&vars);
     let loop_tick = mode != Mode::End && args.is_some_and(|a| a.loop_mode);
+    // The variables, else `gh`'s token for the tracker's host — asked once,
+    // and only when there is a tracker to ask.
+    let found = if repository.is_some() {
+        tracker::token::find(&vars, &tracker_url)
+    } else {
+        super::tracker_token(&vars)
+            .map(|value| tracker::token::Token {
+                value,
+                source: tracker::token::TokenSource::Var("SDD_LOOP_TRACKER_TOKEN"),
+            })
+            .ok_or(tracker::token::NoToken::GhAbsent)
+    };
+    let token = found.as_ref().ok().map(|t| t.value.clone());
     if loop_tick && repository.is_none() {
         missing.push((
             "no tracker repository configured: a loop tick reads its backlog from the tracker".to_owned(),
@@ -276,7 +288,7 @@ fn setup(
         if loop_tick && token.is_none() {
             let _ = writeln!(
                 env.stderr,
-                "note: no tracker token either (SDD_LOOP_TRACKER_TOKEN, else GITHUB_TOKEN): the tracker is asked anonymously, which a private repository refuses"
+                "note: no tracker token either (SDD_LOOP_TRACKER_TOKEN, else GITHUB_TOKEN, else `gh auth token`): the tracker is asked anonymously, which a private repository refuses"
             );
         }
         if missing.len() > 1 {
@@ -323,9 +335,17 @@ fn setup(
             ));
         }
     };
+    if loop_tick && let Err(why) = &found {
+        let _ = writeln!(
+            env.stderr,
+            "note: no tracker token: {why}; the tracker is asked anonymously, which a private repository refuses"
+        );
+    }
     let tracker: Box<dyn Tracker> = match &repository {
         Some(repo) => {
             let mut config = TrackerConfig::new(&tracker_url, repo, token.clone());
+            config.now = Some(clock.now());
+            config.token_source = found.as_ref().ok().map(|t| t.source.clone());
             config.timeout = Duration::from_secs(timeout);
             config.retry_budget = Duration::from_secs(retry_budget);
             Box::new(HttpTracker::new(config))

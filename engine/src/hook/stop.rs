@@ -64,7 +64,7 @@ pub(crate) fn end(
 
 /// Whether a failed `end` may pass if tried again.
 pub(crate) fn transient(code: u8) -> bool {
-    code == exit::UNAVAILABLE || code == exit::CANT_WRITE
+    code == exit::UNAVAILABLE || code == exit::CANT_WRITE || code == exit::RATE_LIMITED
 }
 
 pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {

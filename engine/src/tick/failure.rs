@@ -101,10 +101,10 @@ impl From<JournalError> for Failure {
 
 impl From<TrackerError> for Failure {
     fn from(e: TrackerError) -> Self {
-        let code = if e == TrackerError::NotConfigured {
-            exit::USAGE
-        } else {
-            exit::UNAVAILABLE
+        let code = match e {
+            TrackerError::NotConfigured => exit::USAGE,
+            TrackerError::RateLimited(_) => exit::RATE_LIMITED,
+            _ => exit::UNAVAILABLE,
         };
         Failure::new(code, e.to_string(), e.help())
     }

@@ -416,3 +416,167 @@ fn seconds_in_messages_have_at_most_two_decimals() {
         assert_eq!(secs(d), shown, "{d:?}");
     }
 }
+
+#[test]
+fn the_primary_rate_limit_ends_the_call_and_says_when_it_resets() {
+    let rt = rt();
+    let server = rt.block_on(MockServer::builder().start());
+    // 2026-05-09T14:30:00Z, 30 minutes after the tick's "now".
+    rt.block_on(
+        Mock::given(path("/repos/acme/app/issues"))
+            .and(header("x-github-api-version", API_VERSION))
+            .respond_with(
+                ResponseTemplate::new(403)
+                    .insert_header("x-ratelimit-limit", "60")
+                    .insert_header("x-ratelimit-remaining", "0")
+                    .insert_header("x-ratelimit-used", "60")
+                    .insert_header("x-ratelimit-reset", "1778337000")
+                    .insert_header("x-ratelimit-resource", "core")
+                    .set_body_json(serde_json::json!({
+                        "message": "API rate limit exceeded for 127.0.0.1.",
+                        "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
+                    })),
+            )
+            .expect(1)
+            .mount(&server),
+    );
+    let mut config = TrackerConfig::new(&server.uri(), "acme/app", None);
+    config.now = Some("2026-05-09T14:00:00Z".parse().unwrap());
+    let slept = Arc::new(Mutex::new(Vec::new()));
+    let s = slept.clone();
+    let t = HttpTracker::new(config).with_sleep(move |d| s.lock().unwrap().push(d));
+    let err = t.open_issues().unwrap_err();
+    let TrackerError::RateLimited(limit) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!((limit.status, limit.authenticated), (403, false));
+    let text = err.to_string();
+    assert!(
+        text.contains("GitHub's API rate limit is used up"),
+        "{text}"
+    );
+    assert!(text.contains("limit 60 an hour, resource core"), "{text}");
+    assert!(
+        text.contains("it resets at 2026-05-09T14:30:00Z (in 30 min)"),
+        "{text}"
+    );
+    assert!(err.help().contains("5,000 an hour") && err.help().contains("gh auth login"));
+    assert!(
+        slept.lock().unwrap().is_empty(),
+        "the primary limit is not waited for"
+    );
+    assert_eq!(
+        crate::tick::Failure::from(err).code,
+        crate::exit::RATE_LIMITED
+    );
+    rt.block_on(server.verify());
+}
+
+#[test]
+fn a_secondary_rate_limit_is_waited_out_and_retried() {
+    let rt = rt();
+    let server = rt.block_on(MockServer::builder().start());
+    rt.block_on(
+        Mock::given(path("/repos/acme/app/pulls/7"))
+            .respond_with(
+                ResponseTemplate::new(403)
+                    .insert_header("retry-after", "1")
+                    .insert_header("x-ratelimit-remaining", "4990")
+                    .set_body_json(serde_json::json!({
+                        "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+                    })),
+            )
+            .up_to_n_times(1)
+            .mount(&server),
+    );
+    rt.block_on(
+        Mock::given(path("/repos/acme/app/pulls/7"))
+            .respond_with(ResponseTemplate::new(403).set_body_json(serde_json::json!({
+                "message": "You have exceeded a secondary rate limit and have been temporarily blocked from content creation."
+            })))
+            .up_to_n_times(1)
+            .mount(&server),
+    );
+    rt.block_on(
+        Mock::given(path("/repos/acme/app/pulls/7"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+                "number": 7, "title": "T\r", "body": "Closes #1\r\n", "state": "open",
+                "head": { "ref": "f", "sha": "abc" }
+            })))
+            .mount(&server),
+    );
+    let slept = Arc::new(Mutex::new(Vec::new()));
+    let mut config = TrackerConfig::new(&server.uri(), "acme/app", Some("tok".into()));
+    config.retry_budget = Duration::from_secs(120);
+    let s = slept.clone();
+    let t2 = HttpTracker::new(config).with_sleep(move |d| s.lock().unwrap().push(d));
+    let pr = t2.pull(7).unwrap();
+    assert_eq!(
+        *slept.lock().unwrap(),
+        vec![Duration::from_secs(1), Duration::from_secs(60)],
+        "retry-after, then GitHub's one minute when it gives none"
+    );
+    assert_eq!((pr.title.as_str(), pr.body.as_str()), ("T", "Closes #1\n"));
+    assert_eq!(pr.closes(), BTreeSet::from([1]));
+}
+
+#[test]
+fn a_403_that_is_no_rate_limit_is_final_and_names_the_token_source() {
+    let rt = rt();
+    let server = rt.block_on(MockServer::builder().start());
+    rt.block_on(
+        Mock::given(path("/repos/acme/app/pulls/7"))
+            .respond_with(
+                ResponseTemplate::new(403)
+                    .insert_header("x-ratelimit-remaining", "4999")
+                    .set_body_json(serde_json::json!({ "message": "Resource not accessible by personal access token" })),
+            )
+            .expect(1)
+            .mount(&server),
+    );
+    let mut config = TrackerConfig::new(&server.uri(), "acme/app", Some("tok".into()));
+    config.token_source = Some(token::TokenSource::Gh {
+        host: "127.0.0.1".into(),
+    });
+    let t = HttpTracker::new(config).with_sleep(|_| {});
+    let err = t.pull(7).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("(the token sent came from `gh auth token --hostname 127.0.0.1`)"),
+        "{err}"
+    );
+    assert_eq!(
+        crate::tick::Failure::from(err).code,
+        crate::exit::UNAVAILABLE
+    );
+    rt.block_on(server.verify());
+}
+
+#[test]
+fn a_secondary_limit_that_outlasts_the_retries_is_named_as_a_rate_limit() {
+    let rt = rt();
+    let server = rt.block_on(MockServer::builder().start());
+    rt.block_on(
+        Mock::given(path("/repos/acme/app/pulls/7"))
+            .respond_with(ResponseTemplate::new(403).insert_header("retry-after", "1").set_body_json(
+                serde_json::json!({ "message": "You have exceeded a secondary rate limit." }),
+            ))
+            .mount(&server),
+    );
+    let (t, slept) = tracker(&server, Some("tok"));
+    let err = t.pull(7).unwrap_err();
+    assert_eq!(
+        slept.lock().unwrap().len(),
+        3,
+        "three retries, each after its retry-after"
+    );
+    assert!(
+        matches!(err, TrackerError::Status { status: 403, .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.help().contains("rate-limiting") && !err.help().contains("set a token"),
+        "{}",
+        err.help()
+    );
+}

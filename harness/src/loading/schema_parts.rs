@@ -126,7 +126,7 @@ pub fn fault(_: &mut SchemaGenerator) -> Schema {
                         "type": "object",
                         "minProperties": 1,
                         "maxProperties": 1,
-                        "propertyNames": { "enum": ["status", "rate_limited", "delay_ms", "error_body"] }
+                        "propertyNames": { "enum": ["status", "rate_limited", "primary_rate_limit", "secondary_rate_limit", "delay_ms", "error_body"] }
                     }
                 ]
             },

@@ -12,6 +12,8 @@
 //! ```yaml
 //! - { method: GET, path: "**/issues", fault: { status: 503 }, times: 2 }
 //! - { path: "**/pulls/*/merge", fault: { rate_limited: { retry_after: 60 } } }
+//! - { path: "**", fault: { primary_rate_limit: { reset_in: 1800 } } }
+//! - { method: GET, path: "**/issues", fault: { secondary_rate_limit: { retry_after: 1 } }, times: 1 }
 //! - { method: GET, path: "**/pulls", fault: { delay_ms: 1500 } }
 //! - { method: GET, path: "**/pulls/*", fault: malformed, times: 1 }
 //! - { path: "**/issues", fault: { error_body: { status: 401, body: "<html>…</html>" } } }
@@ -31,6 +33,23 @@ pub enum FaultKind {
     Status(u16),
     /// 429 with `Retry-After: {retry_after}` and `x-ratelimit-remaining: 0`.
     RateLimited { retry_after: u64 },
+    /// GitHub's primary rate limit: 403 (or `status`) with
+    /// `x-ratelimit-remaining: 0` and `x-ratelimit-reset` `reset_in`
+    /// seconds after the tracker's clock, and GitHub's message.
+    PrimaryRateLimit {
+        reset_in: u64,
+        #[serde(default)]
+        status: Option<u16>,
+    },
+    /// GitHub's secondary rate limit: 403 (or `status`) with GitHub's
+    /// "secondary rate limit" message, `retry-after` when given, and a
+    /// remaining primary quota.
+    SecondaryRateLimit {
+        #[serde(default)]
+        retry_after: Option<u64>,
+        #[serde(default)]
+        status: Option<u16>,
+    },
     /// Wait this long, then answer normally.
     DelayMs(u64),
     /// 200 with a body that is not valid JSON.
@@ -73,6 +92,28 @@ impl Fault {
 
     pub fn rate_limited(method: &str, path: &str, retry_after: u64) -> Self {
         Self::new(method, path, FaultKind::RateLimited { retry_after })
+    }
+
+    pub fn primary_rate_limit(method: &str, path: &str, reset_in: u64) -> Self {
+        Self::new(
+            method,
+            path,
+            FaultKind::PrimaryRateLimit {
+                reset_in,
+                status: None,
+            },
+        )
+    }
+
+    pub fn secondary_rate_limit(method: &str, path: &str, retry_after: Option<u64>) -> Self {
+        Self::new(
+            method,
+            path,
+            FaultKind::SecondaryRateLimit {
+                retry_after,
+                status: None,
+            },
+        )
     }
 
     pub fn delay(method: &str, path: &str, delay: Duration) -> Self {

@@ -12,6 +12,7 @@ pub mod journal;
 pub mod pattern;
 pub mod routes;
 pub mod server;
+pub mod shapes;
 pub mod standalone;
 pub mod world;
 

@@ -81,6 +81,21 @@ impl ApiResponse {
         )
     }
 
+    /// 422 `Validation Failed` with GitHub's `errors[]`: each names the
+    /// `resource`, a `code` (`missing_field`, `invalid`, `already_exists`,
+    /// `custom`) and the `field`, or a `message` for `custom`.
+    pub fn validation(error: Value) -> Self {
+        Self::json(
+            422,
+            json!({
+                "message": "Validation Failed",
+                "errors": [error],
+                "documentation_url": DOCS,
+                "status": "422",
+            }),
+        )
+    }
+
     pub fn not_found() -> Self {
         Self::message(404, "Not Found")
     }
@@ -99,13 +114,11 @@ impl From<WorldError> for ApiResponse {
             | WorldError::NoSuchComment { .. } => Self::not_found(),
             WorldError::NoSuchLabel { .. } => Self::message(404, "Label does not exist"),
             WorldError::NotOpen(_) => Self::message(405, "Pull Request is not mergeable"),
-            WorldError::NumberTaken(_) | WorldError::Invalid(_) => Self::json(
-                422,
-                json!({
-                    "message": "Validation Failed",
-                    "errors": [{ "message": err.to_string() }],
-                    "documentation_url": DOCS,
-                }),
+            WorldError::NumberTaken(_) => Self::validation(
+                json!({ "resource": "Issue", "code": "already_exists", "field": "number" }),
+            ),
+            WorldError::Invalid(message) => Self::validation(
+                json!({ "resource": "PullRequest", "code": "custom", "message": message }),
             ),
         }
     }
@@ -117,9 +130,15 @@ type Answer = Result<ApiResponse, ApiResponse>;
 pub fn handle(world: &mut World, req: &ApiRequest) -> ApiResponse {
     let segments: Vec<&str> = req.segments.iter().map(String::as_str).collect();
     let answer = match (req.method.as_str(), segments.as_slice()) {
-        ("GET", ["user"]) => Ok(ApiResponse::json(200, json!({ "login": world.viewer() }))),
+        ("GET", ["user"]) => Ok(ApiResponse::json(200, world.viewer_view())),
         (_, ["repos", owner, name, rest @ ..])
             if *owner == world.owner() && *name == world.name() =>
+        {
+            repo_route(world, req, rest)
+        }
+        // GitHub's own pagination links name the repository by id.
+        (_, ["repositories", id, rest @ ..])
+            if id.parse::<u64>().ok() == Some(world.site().repo_id()) =>
         {
             repo_route(world, req, rest)
         }
@@ -134,6 +153,12 @@ fn number(text: &str) -> Result<u64, ApiResponse> {
 
 fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
     let viewer = world.viewer().to_owned();
+    if !world.has_issues() && rest.first() == Some(&"issues") {
+        return Err(ApiResponse::message(
+            410,
+            "Issues are disabled for this repo",
+        ));
+    }
     match (req.method.as_str(), rest) {
         ("GET", []) => Ok(ApiResponse::json(200, world.repo_view())),
         ("GET", ["issues"]) => {
@@ -155,7 +180,7 @@ fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
             let body = json_body(req)?;
             let new = NewIssue {
                 number: None,
-                title: required_str(&body, "title")?,
+                title: required_str(&body, "Issue", "title")?,
                 body: body
                     .get("body")
                     .and_then(Value::as_str)
@@ -176,7 +201,7 @@ fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
             Ok(paginate(world, req, items))
         }
         ("POST", ["issues", n, "comments"]) => {
-            let body = required_str(&json_body(req)?, "body")?;
+            let body = required_str(&json_body(req)?, "IssueComment", "body")?;
             let comment = world.add_issue_comment(number(n)?, &viewer, &body)?;
             Ok(ApiResponse::json(201, comment))
         }
@@ -208,8 +233,8 @@ fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
         }
         ("POST", ["pulls"]) => {
             let body = json_body(req)?;
-            let title = required_str(&body, "title")?;
-            let head = required_str(&body, "head")?;
+            let title = required_str(&body, "PullRequest", "title")?;
+            let head = required_str(&body, "PullRequest", "head")?;
             let base = body.get("base").and_then(Value::as_str).unwrap_or("");
             let text = body.get("body").and_then(Value::as_str).unwrap_or("");
             let pull = world.create_pull(&title, &head, base, text, &viewer)?;
@@ -240,7 +265,7 @@ fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
         }
         ("POST", ["pulls", n, "comments"]) => {
             let body = json_body(req)?;
-            let text = required_str(&body, "body")?;
+            let text = required_str(&body, "PullRequestReviewComment", "body")?;
             let n = number(n)?;
             let comment = match body.get("in_reply_to").and_then(Value::as_u64) {
                 Some(to) => world.reply_to_review_comment(n, to, &viewer, &text)?,
@@ -252,7 +277,7 @@ fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
             Ok(ApiResponse::json(201, comment))
         }
         ("POST", ["pulls", n, "comments", id, "replies"]) => {
-            let text = required_str(&json_body(req)?, "body")?;
+            let text = required_str(&json_body(req)?, "PullRequestReviewComment", "body")?;
             let reply = world.reply_to_review_comment(number(n)?, number(id)?, &viewer, &text)?;
             Ok(ApiResponse::json(201, reply))
         }
@@ -293,12 +318,16 @@ fn json_body(req: &ApiRequest) -> Result<Value, ApiResponse> {
         .map_err(|_| ApiResponse::message(400, "Problems parsing JSON"))
 }
 
-fn required_str(body: &Value, field: &str) -> Result<String, ApiResponse> {
-    body.get(field)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| WorldError::Invalid(format!("`{field}` is required")).into())
+fn required_str(body: &Value, resource: &str, field: &str) -> Result<String, ApiResponse> {
+    match body.get(field) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        None | Some(Value::Null) => Err(ApiResponse::validation(
+            json!({ "resource": resource, "code": "missing_field", "field": field }),
+        )),
+        Some(_) => Err(ApiResponse::validation(
+            json!({ "resource": resource, "code": "invalid", "field": field }),
+        )),
+    }
 }
 
 /// `{"labels": [...]}` or a bare array, as GitHub accepts both.
@@ -311,7 +340,11 @@ fn label_list(body: &Value) -> Result<Vec<String>, ApiResponse> {
                 .map(str::to_owned)
                 .collect()
         })
-        .ok_or_else(|| WorldError::Invalid("`labels` must be a list of names".to_owned()).into())
+        .ok_or_else(|| {
+            ApiResponse::validation(
+                json!({ "resource": "Label", "code": "invalid", "field": "labels" }),
+            )
+        })
 }
 
 fn page_url(world: &World, req: &ApiRequest, page: u64) -> String {
@@ -333,7 +366,24 @@ fn page_url(world: &World, req: &ApiRequest, page: u64) -> String {
         })
         .collect::<Vec<_>>()
         .join("&");
-    format!("{}{}?{query}", world.base_uri(), req.path)
+    format!("{}{}?{query}", world.base_uri(), canonical_path(world, req))
+}
+
+/// The path as GitHub writes it in `Link` headers: a repository route
+/// by the repository's id (`/repositories/1296269/issues`), whichever form
+/// the request used.
+fn canonical_path(world: &World, req: &ApiRequest) -> String {
+    let rest = match req.segments.as_slice() {
+        [first, _, _, rest @ ..] if first == "repos" => rest,
+        [first, _, rest @ ..] if first == "repositories" => rest,
+        _ => return req.path.clone(),
+    };
+    let mut path = format!("/repositories/{}", world.site().repo_id());
+    for segment in rest {
+        path.push('/');
+        path.push_str(&utf8_percent_encode(segment, QUERY_VALUE).to_string());
+    }
+    path
 }
 
 /// One page of `items`, with GitHub's `Link` header when there is more
@@ -444,13 +494,29 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![4, 3, 2]
         );
+        let base = format!("http://127.0.0.1:4567/repositories/{}", w.site().repo_id());
         assert_eq!(
             link(&r).unwrap(),
-            "<http://127.0.0.1:4567/repos/acme/app/issues?state=open&per_page=3&page=1>; rel=\"prev\", \
-             <http://127.0.0.1:4567/repos/acme/app/issues?state=open&per_page=3&page=3>; rel=\"next\", \
-             <http://127.0.0.1:4567/repos/acme/app/issues?state=open&per_page=3&page=3>; rel=\"last\", \
-             <http://127.0.0.1:4567/repos/acme/app/issues?state=open&per_page=3&page=1>; rel=\"first\""
+            format!(
+                "<{base}/issues?state=open&per_page=3&page=1>; rel=\"prev\", \
+                 <{base}/issues?state=open&per_page=3&page=3>; rel=\"next\", \
+                 <{base}/issues?state=open&per_page=3&page=3>; rel=\"last\", \
+                 <{base}/issues?state=open&per_page=3&page=1>; rel=\"first\""
+            )
         );
+        // The linked page answers, by id, as GitHub's does.
+        let by_id = format!("/repositories/{}/issues", w.site().repo_id());
+        let next = handle(
+            &mut w,
+            &get(
+                &by_id,
+                &[("state", "open"), ("per_page", "3"), ("page", "3")],
+            ),
+        );
+        let Body::Json(Value::Array(last)) = &next.body else {
+            panic!("{next:?}")
+        };
+        assert_eq!(last.len(), 1);
     }
 
     #[test]
@@ -504,5 +570,53 @@ mod tests {
         assert_eq!(r.status, 201);
         let Body::Json(c) = r.body else { panic!() };
         assert_eq!(c["user"]["login"], "bot");
+    }
+
+    #[test]
+    fn validation_errors_carry_githubs_errors_list() {
+        let mut w = world(1);
+        let mut req = get("/repos/acme/app/pulls", &[]);
+        req.method = "POST".into();
+        req.body = br#"{"head":"feature/x"}"#.to_vec();
+        let r = handle(&mut w, &req);
+        assert_eq!(r.status, 422);
+        let Body::Json(body) = &r.body else { panic!() };
+        assert_eq!(body["message"], "Validation Failed");
+        assert_eq!(
+            body["errors"][0],
+            json!({ "resource": "PullRequest", "code": "missing_field", "field": "title" })
+        );
+        req.body = br#"{"title":"T","head":"feature/x"}"#.to_vec();
+        assert_eq!(handle(&mut w, &req).status, 201);
+        let r = handle(&mut w, &req);
+        let Body::Json(body) = &r.body else { panic!() };
+        assert_eq!(body["errors"][0]["code"], "custom");
+        assert!(
+            body["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already exists")
+        );
+    }
+
+    #[test]
+    fn issues_disabled_is_410_on_every_issue_route() {
+        let text =
+            "repository: acme/app\nhas_issues: false\nissues:\n  - { number: 1, title: One }\n";
+        let backlog = Backlog::parse(Path::new("r.yaml"), text).unwrap();
+        let mut w = World::new(&backlog, "bot".into(), None, Clock::System);
+        for path in [
+            "/repos/acme/app/issues",
+            "/repos/acme/app/issues/1/comments",
+        ] {
+            let r = handle(&mut w, &get(path, &[]));
+            assert_eq!(r.status, 410, "{path}");
+            let Body::Json(body) = &r.body else { panic!() };
+            assert_eq!(body["message"], "Issues are disabled for this repo");
+        }
+        assert_eq!(
+            handle(&mut w, &get("/repos/acme/app/pulls", &[])).status,
+            200
+        );
     }
 }

@@ -11,8 +11,10 @@
 //!
 //! Each request, in order: recorded in the journal; checked against the
 //! injected faults; checked for `Authorization: Bearer <token>` (or
-//! `token <token>`) when a token is configured — else 401
-//! `{"message":"Bad credentials"}`; then routed.
+//! `token <token>`) when a token is configured — a wrong one is 401
+//! `{"message":"Bad credentials"}`, none at all 404 (a private repository,
+//! as GitHub hides it); an unsupported `X-GitHub-Api-Version` is 400; then
+//! routed. Every answer carries GitHub's `x-ratelimit-*` headers.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -38,7 +40,17 @@ struct State {
     world: World,
     faults: Faults,
     journal: Journal,
+    /// Requests counted against the primary rate limit this window.
+    used: u64,
 }
+
+/// The REST API versions GitHub accepts in `X-GitHub-Api-Version`; any
+/// other is refused with 400, as GitHub does.
+pub const API_VERSIONS: [&str; 2] = ["2022-11-28", "2026-03-10"];
+
+/// GitHub's primary rate limit for a token, per hour.
+pub const RATE_LIMIT: u64 = 5000;
+const RATE_DOCS: &str = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api";
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -117,6 +129,7 @@ impl MockTrackerBuilder {
             world,
             faults: Faults::default(),
             journal: Journal::default(),
+            used: 0,
         }));
         Mock::given(wiremock::matchers::any())
             .respond_with(Responder {
@@ -199,11 +212,53 @@ fn reason(status: u16) -> &'static str {
 }
 
 impl Responder {
+    /// A wrong token is 401 `Bad credentials`; no token at all, when one
+    /// is required, is what GitHub says to a stranger about a private
+    /// repository — 404 — and 401 `Requires authentication` for `/user`.
     fn serve(&self, world: &mut World, request: &Request, api: &ApiRequest) -> ApiResponse {
+        let version = request
+            .headers
+            .get("x-github-api-version")
+            .and_then(|v| v.to_str().ok());
+        if let Some(version) = version
+            && !API_VERSIONS.contains(&version.trim())
+        {
+            return ApiResponse::message(
+                400,
+                &format!(
+                    "Unsupported 'X-GitHub-Api-Version' header: {version}. Supported versions are: {}",
+                    API_VERSIONS.join(", ")
+                ),
+            );
+        }
         if authorized(self.token.as_deref(), request) {
             routes::handle(world, api)
-        } else {
+        } else if request.headers.contains_key("authorization") {
             ApiResponse::message(401, "Bad credentials")
+        } else if api.segments.first().is_some_and(|s| s == "user") {
+            ApiResponse::message(401, "Requires authentication")
+        } else {
+            ApiResponse::not_found()
+        }
+    }
+}
+
+/// GitHub's rate-limit headers, on every answer.
+fn rate_headers(response: &mut ApiResponse, remaining: u64, reset: i64) {
+    for (name, value) in [
+        ("x-ratelimit-limit", RATE_LIMIT.to_string()),
+        ("x-ratelimit-remaining", remaining.to_string()),
+        ("x-ratelimit-used", (RATE_LIMIT - remaining).to_string()),
+        ("x-ratelimit-reset", reset.to_string()),
+        ("x-ratelimit-resource", "core".to_owned()),
+        ("x-github-api-version-selected", "2022-11-28".to_owned()),
+    ] {
+        if !response
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(name))
+        {
+            response.headers.push((name.to_owned(), value));
         }
     }
 }
@@ -222,6 +277,37 @@ impl Respond for Responder {
                 self.serve(&mut state.world, request, &api)
             }
             Some(FaultKind::Status(status)) => ApiResponse::message(status, reason(status)),
+            Some(FaultKind::PrimaryRateLimit { reset_in, status }) => {
+                let mut r = ApiResponse::json(
+                    status.unwrap_or(403),
+                    serde_json::json!({
+                        "message": "API rate limit exceeded for user ID 1. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000.",
+                        "documentation_url": RATE_DOCS,
+                        "status": status.unwrap_or(403).to_string(),
+                    }),
+                );
+                let reset =
+                    state.world.now().as_second() + i64::try_from(reset_in).unwrap_or(i64::MAX / 2);
+                rate_headers(&mut r, 0, reset);
+                r
+            }
+            Some(FaultKind::SecondaryRateLimit {
+                retry_after,
+                status,
+            }) => {
+                let mut r = ApiResponse::json(
+                    status.unwrap_or(403),
+                    serde_json::json!({
+                        "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000.",
+                        "documentation_url": format!("{RATE_DOCS}#about-secondary-rate-limits"),
+                        "status": status.unwrap_or(403).to_string(),
+                    }),
+                );
+                if let Some(secs) = retry_after {
+                    r.headers.push(("retry-after".to_owned(), secs.to_string()));
+                }
+                r
+            }
             Some(FaultKind::RateLimited { retry_after }) => {
                 let mut r = ApiResponse::message(429, "API rate limit exceeded");
                 r.headers
@@ -241,6 +327,10 @@ impl Respond for Responder {
                 body: Body::Raw(body),
             },
         };
+        let mut response = response;
+        state.used = (state.used + 1).min(RATE_LIMIT - 1);
+        let hour = state.world.now().as_second().div_euclid(3600);
+        rate_headers(&mut response, RATE_LIMIT - state.used, (hour + 1) * 3600);
         state.journal.push(RecordedRequest {
             method: api.method.clone(),
             path: api.path.clone(),

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::server::MockTracker;
-use crate::fixture::Backlog;
+use crate::fixture::{Backlog, LineEndings};
 
 pub const EXIT_STOPPED: u8 = 0;
 pub const EXIT_BAD_BACKLOG: u8 = 65;
@@ -45,6 +45,10 @@ pub struct Args {
     /// The login API callers act as.
     #[arg(long, value_name = "LOGIN")]
     pub viewer: Option<String>,
+    /// Serve every body with these line endings (`crlf`: as GitHub returns
+    /// text from its web editor), whatever the backlog says.
+    #[arg(long, value_name = "lf|crlf", value_parser = ["lf", "crlf"])]
+    pub line_endings: Option<String>,
 }
 
 /// Whether stdin is a pipe or a socket (so its closing means "stop").
@@ -60,7 +64,14 @@ pub fn stdin_is_pipe() -> bool {
 /// Serves until stopped; the exit status.
 pub fn run(args: &Args, watch_stdin: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let backlog = match Backlog::load(&args.backlog) {
-        Ok(b) => b,
+        Ok(mut b) => {
+            match args.line_endings.as_deref() {
+                Some("crlf") => b.line_endings = LineEndings::Crlf,
+                Some(_) => b.line_endings = LineEndings::Lf,
+                None => {}
+            }
+            b
+        }
         Err(e) => {
             let _ = writeln!(err, "{}", e.render());
             return EXIT_BAD_BACKLOG;

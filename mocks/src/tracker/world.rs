@@ -18,7 +18,8 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::fixture::{self, Backlog, ReviewState, State};
+use super::shapes::{self, Site};
+use crate::fixture::{self, Backlog, LineEndings, ReviewState, State};
 use crate::git::{self, Git};
 
 /// What "now" is for new comments, reviews and merges.
@@ -94,6 +95,7 @@ struct Issue {
     labels: Vec<String>,
     author: String,
     comments: Vec<Conversation>,
+    line_endings: Option<LineEndings>,
 }
 
 #[derive(Debug, Clone)]
@@ -115,6 +117,7 @@ struct Pull {
     review_comments: Vec<ReviewComment>,
     comments: Vec<Conversation>,
     reviews: Vec<Review>,
+    line_endings: Option<LineEndings>,
 }
 
 /// An issue to add to a running world.
@@ -162,6 +165,8 @@ pub struct World {
     git: Git,
     clock: Clock,
     base_uri: String,
+    line_endings: LineEndings,
+    has_issues: bool,
 }
 
 fn conversation(c: &fixture::Comment) -> Conversation {
@@ -190,6 +195,7 @@ impl World {
                     labels: i.labels.clone(),
                     author: i.author.clone(),
                     comments: i.comments.iter().map(conversation).collect(),
+                    line_endings: i.line_endings,
                 };
                 (issue.number, issue)
             })
@@ -249,6 +255,7 @@ impl World {
                             at: r.at,
                         })
                         .collect(),
+                    line_endings: p.line_endings,
                 };
                 (pull.number, pull)
             })
@@ -266,6 +273,8 @@ impl World {
             git: Git::default(),
             clock,
             base_uri: String::new(),
+            line_endings: backlog.line_endings,
+            has_issues: backlog.has_issues,
         };
         world.next_id = world.max_id() + 1;
         world
@@ -307,12 +316,23 @@ impl World {
         &self.viewer
     }
 
-    pub fn agent_logins(&self) -> &[String] {
-        &self.agent_logins
+    /// Whether the repository has issues enabled (else issue routes are 410).
+    pub fn has_issues(&self) -> bool {
+        self.has_issues
     }
 
-    fn repo_url(&self) -> String {
-        format!("{}/repos/{}/{}", self.base_uri, self.owner, self.name)
+    /// What "now" is for this world.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// A body as served: in `own` line endings, else the world's.
+    fn body(&self, text: &str, own: Option<LineEndings>) -> String {
+        own.unwrap_or(self.line_endings).apply(text)
+    }
+
+    pub fn agent_logins(&self) -> &[String] {
+        &self.agent_logins
     }
 
     fn next_id(&mut self) -> u64 {
@@ -367,92 +387,278 @@ impl World {
     }
 
     // ---- JSON views -------------------------------------------------------
+    //
+    // Every field GitHub's OpenAPI description requires for the object
+    // (see `shapes`); bodies in the world's line endings.
 
-    fn labels_json(labels: &[String]) -> Value {
-        Value::Array(labels.iter().map(|l| json!({ "name": l })).collect())
+    /// The site the objects live on.
+    pub fn site(&self) -> Site<'_> {
+        Site {
+            base: &self.base_uri,
+            owner: &self.owner,
+            name: &self.name,
+            default_branch: &self.default_branch,
+            has_issues: self.has_issues,
+            open_issues: self
+                .issues
+                .values()
+                .filter(|i| i.state == State::Open)
+                .count() as u64,
+        }
+    }
+
+    fn association(&self, login: &str) -> &'static str {
+        let mut members = self.agent_logins.clone();
+        members.push(self.viewer.clone());
+        shapes::association(login, &self.owner, &members)
+    }
+
+    /// The fields an issue and a pull request share on the issues API.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the fields an issue and a pull request share"
+    )]
+    fn issue_fields(
+        &self,
+        number: u64,
+        title: &str,
+        body: String,
+        state: State,
+        labels: &[String],
+        author: &str,
+        comments: usize,
+        closed_at: Option<Timestamp>,
+    ) -> Value {
+        let site = self.site();
+        let url = format!("{}/issues/{number}", site.repo_url());
+        let id = shapes::id_of("issue", &format!("{}/{}#{number}", self.owner, self.name));
+        json!({
+            "id": id,
+            "node_id": shapes::node_id("I", id),
+            "url": url,
+            "repository_url": site.repo_url(),
+            "labels_url": format!("{url}/labels{{/name}}"),
+            "comments_url": format!("{url}/comments"),
+            "events_url": format!("{url}/events"),
+            "html_url": format!("{}/issues/{number}", site.html_url()),
+            "number": number,
+            "state": state.as_str(),
+            "state_reason": match state {
+                State::Open => Value::Null,
+                State::Closed => json!("completed"),
+            },
+            "title": title,
+            "body": body,
+            "user": site.user(author),
+            "labels": site.labels(labels),
+            "assignee": null,
+            "assignees": [],
+            "milestone": null,
+            "locked": false,
+            "active_lock_reason": null,
+            "comments": comments,
+            "closed_at": closed_at.map(|t| t.to_string()),
+            "created_at": shapes::EPOCH,
+            "updated_at": shapes::EPOCH,
+            "closed_by": null,
+            "author_association": self.association(author),
+        })
     }
 
     fn issue_json(&self, issue: &Issue) -> Value {
-        json!({
-            "id": issue.number,
-            "number": issue.number,
-            "url": format!("{}/issues/{}", self.repo_url(), issue.number),
-            "title": issue.title,
-            "body": issue.body,
-            "state": issue.state.as_str(),
-            "labels": Self::labels_json(&issue.labels),
-            "user": { "login": issue.author },
-            "comments": issue.comments.len(),
-        })
+        let closed = (issue.state == State::Closed).then(shapes::epoch);
+        self.issue_fields(
+            issue.number,
+            &issue.title,
+            self.body(&issue.body, issue.line_endings),
+            issue.state,
+            &issue.labels,
+            &issue.author,
+            issue.comments.len(),
+            closed,
+        )
+    }
+
+    fn closed_at(pull: &Pull) -> Option<Timestamp> {
+        match pull.state {
+            State::Open => None,
+            State::Closed => Some(pull.merged_at.unwrap_or_else(shapes::epoch)),
+        }
     }
 
     fn pull_as_issue_json(&self, pull: &Pull) -> Value {
-        json!({
-            "id": pull.number,
+        let mut v = self.issue_fields(
+            pull.number,
+            &pull.title,
+            self.body(&pull.body, pull.line_endings),
+            pull.state,
+            &pull.labels,
+            &pull.author,
+            pull.comments.len(),
+            Self::closed_at(pull),
+        );
+        let site = self.site();
+        v["pull_request"] = json!({
+            "url": format!("{}/pulls/{}", site.repo_url(), pull.number),
+            "html_url": format!("{}/pull/{}", site.html_url(), pull.number),
+            "diff_url": format!("{}/pull/{}.diff", site.html_url(), pull.number),
+            "patch_url": format!("{}/pull/{}.patch", site.html_url(), pull.number),
+            "merged_at": pull.merged_at.map(|t| t.to_string()),
+        });
+        v["draft"] = json!(false);
+        v
+    }
+
+    /// A pull request as `GET /pulls` lists it (`pull-request-simple`);
+    /// `full` adds what `GET /pulls/{n}` says besides (`pull-request`).
+    fn pull_shape(&self, pull: &Pull, full: bool) -> Value {
+        let site = self.site();
+        let repo = site.repository();
+        let url = format!("{}/pulls/{}", site.repo_url(), pull.number);
+        let issue_url = format!("{}/issues/{}", site.repo_url(), pull.number);
+        let html = format!("{}/pull/{}", site.html_url(), pull.number);
+        let head_sha = self.head_sha(pull);
+        let id = shapes::id_of(
+            "pull",
+            &format!("{}/{}#{}", self.owner, self.name, pull.number),
+        );
+        let owner = site.user(&self.owner);
+        let mut v = json!({
+            "id": id,
+            "node_id": shapes::node_id("PR", id),
             "number": pull.number,
-            "url": format!("{}/issues/{}", self.repo_url(), pull.number),
+            "url": url,
+            "html_url": html,
+            "diff_url": format!("{html}.diff"),
+            "patch_url": format!("{html}.patch"),
+            "issue_url": issue_url,
+            "commits_url": format!("{url}/commits"),
+            "review_comments_url": format!("{url}/comments"),
+            "review_comment_url": format!("{}/pulls/comments{{/number}}", site.repo_url()),
+            "comments_url": format!("{issue_url}/comments"),
+            "statuses_url": format!("{}/statuses/{head_sha}", site.repo_url()),
             "title": pull.title,
-            "body": pull.body,
+            "body": self.body(&pull.body, pull.line_endings),
             "state": pull.state.as_str(),
-            "labels": Self::labels_json(&pull.labels),
-            "user": { "login": pull.author },
-            "comments": pull.comments.len(),
-            "pull_request": {
-                "url": format!("{}/pulls/{}", self.repo_url(), pull.number),
-                "merged_at": pull.merged_at.map(|t| t.to_string()),
-            },
-        })
+            "locked": false,
+            "active_lock_reason": null,
+            "draft": false,
+            "user": site.user(&pull.author),
+            "author_association": self.association(&pull.author),
+            "labels": site.labels(&pull.labels),
+            "assignee": null,
+            "assignees": [],
+            "requested_reviewers": [],
+            "requested_teams": [],
+            "milestone": null,
+            "auto_merge": null,
+            "created_at": shapes::EPOCH,
+            "updated_at": shapes::EPOCH,
+            "closed_at": Self::closed_at(pull).map(|t| t.to_string()),
+            "merged_at": pull.merged_at.map(|t| t.to_string()),
+            "merge_commit_sha": pull.merge_sha,
+        });
+        v["head"] = json!({
+            "ref": pull.branch,
+            "sha": head_sha,
+            "label": format!("{}:{}", self.owner, pull.branch),
+            "user": owner,
+            "repo": repo,
+        });
+        v["base"] = json!({
+            "ref": pull.base,
+            "sha": crate::hash::fake_sha(&format!("{}@base", pull.base)),
+            "label": format!("{}:{}", self.owner, pull.base),
+            "user": owner,
+            "repo": repo,
+        });
+        let review_comment = format!("{}/pulls/comments{{/number}}", site.repo_url());
+        let statuses = format!("{}/statuses/{head_sha}", site.repo_url());
+        v["_links"] = json!({
+            "self": { "href": url },
+            "html": { "href": html },
+            "issue": { "href": issue_url },
+            "comments": { "href": format!("{issue_url}/comments") },
+            "review_comments": { "href": format!("{url}/comments") },
+            "review_comment": { "href": review_comment },
+            "commits": { "href": format!("{url}/commits") },
+            "statuses": { "href": statuses },
+        });
+        if full {
+            let extra = json!({
+                "merged": pull.merged,
+                "mergeable": if pull.state == State::Open { json!(true) } else { Value::Null },
+                "rebaseable": if pull.state == State::Open { json!(true) } else { Value::Null },
+                "mergeable_state": if pull.state == State::Open { "clean" } else { "unknown" },
+                "merged_by": pull.merged_by.as_deref().map(|l| site.user(l)),
+                "comments": pull.comments.len(),
+                "review_comments": pull.review_comments.len(),
+                "maintainer_can_modify": false,
+                "commits": 1,
+                "additions": 1,
+                "deletions": 0,
+                "changed_files": 1,
+            });
+            if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
+                v.extend(extra);
+            }
+        }
+        v
     }
 
     fn pull_json(&self, pull: &Pull) -> Value {
-        let full_name = format!("{}/{}", self.owner, self.name);
-        json!({
-            "id": pull.number,
-            "number": pull.number,
-            "url": format!("{}/pulls/{}", self.repo_url(), pull.number),
-            "title": pull.title,
-            "body": pull.body,
-            "state": pull.state.as_str(),
-            "draft": false,
-            "merged": pull.merged,
-            "merged_at": pull.merged_at.map(|t| t.to_string()),
-            "merge_commit_sha": pull.merge_sha,
-            "merged_by": pull.merged_by.as_ref().map(|l| json!({ "login": l })),
-            "labels": Self::labels_json(&pull.labels),
-            "user": { "login": pull.author },
-            "head": {
-                "ref": pull.branch,
-                "sha": self.head_sha(pull),
-                "label": format!("{}:{}", self.owner, pull.branch),
-                "repo": { "full_name": full_name },
-            },
-            "base": {
-                "ref": pull.base,
-                "label": format!("{}:{}", self.owner, pull.base),
-                "repo": { "full_name": full_name },
-            },
-        })
+        self.pull_shape(pull, true)
     }
 
-    fn conversation_json(c: &Conversation) -> Value {
+    fn conversation_json(&self, number: u64, c: &Conversation) -> Value {
+        let site = self.site();
         json!({
             "id": c.id,
-            "body": c.body,
-            "user": { "login": c.author },
+            "node_id": shapes::node_id("IC", c.id),
+            "url": format!("{}/issues/comments/{}", site.repo_url(), c.id),
+            "html_url": format!("{}/issues/{number}#issuecomment-{}", site.html_url(), c.id),
+            "issue_url": format!("{}/issues/{number}", site.repo_url()),
+            "body": self.body(&c.body, None),
+            "user": site.user(&c.author),
+            "author_association": self.association(&c.author),
             "created_at": c.at.to_string(),
             "updated_at": c.at.to_string(),
         })
     }
 
     fn review_comment_json(&self, pr: u64, c: &ReviewComment) -> Value {
+        let site = self.site();
+        let url = format!("{}/pulls/comments/{}", site.repo_url(), c.id);
+        let pull_url = format!("{}/pulls/{pr}", site.repo_url());
+        let html = format!("{}/pull/{pr}#discussion_r{}", site.html_url(), c.id);
+        let sha = self
+            .pulls
+            .get(&pr)
+            .map(|p| self.head_sha(p))
+            .unwrap_or_else(|| crate::hash::fake_sha(&format!("#{pr}")));
         let mut v = json!({
             "id": c.id,
-            "pull_request_url": format!("{}/pulls/{pr}", self.repo_url()),
-            "body": c.body,
-            "path": c.path,
-            "user": { "login": c.author },
+            "node_id": shapes::node_id("PRRC", c.id),
+            "url": url,
+            "pull_request_review_id": null,
+            "diff_hunk": "@@ -1 +1 @@",
+            "path": c.path.clone().unwrap_or_default(),
+            "position": 1,
+            "original_position": 1,
+            "commit_id": sha,
+            "original_commit_id": sha,
+            "user": site.user(&c.author),
+            "body": self.body(&c.body, None),
             "created_at": c.at.to_string(),
             "updated_at": c.at.to_string(),
+            "html_url": html,
+            "pull_request_url": pull_url,
+            "author_association": self.association(&c.author),
+            "_links": {
+                "self": { "href": url },
+                "html": { "href": html },
+                "pull_request": { "href": pull_url },
+            },
         });
         if let Some(to) = c.in_reply_to {
             v["in_reply_to_id"] = json!(to);
@@ -460,24 +666,26 @@ impl World {
         v
     }
 
-    fn review_json(r: &Review) -> Value {
+    fn review_json(&self, r: &Review) -> Value {
         json!({
             "id": r.id,
-            "user": { "login": r.author },
-            "body": r.body,
+            "node_id": shapes::node_id("PRR", r.id),
+            "user": self.site().user(&r.author),
+            "body": self.body(&r.body, None),
             "state": r.state.as_str(),
             "submitted_at": r.at.to_string(),
+            "author_association": self.association(&r.author),
         })
     }
 
     /// `GET /repos/{owner}/{repo}`.
     pub fn repo_view(&self) -> Value {
-        json!({
-            "name": self.name,
-            "full_name": format!("{}/{}", self.owner, self.name),
-            "owner": { "login": self.owner },
-            "default_branch": self.default_branch,
-        })
+        self.site().repository()
+    }
+
+    /// `GET /user`.
+    pub fn viewer_view(&self) -> Value {
+        self.site().viewer(&self.viewer)
     }
 
     /// Issues and pull requests (as issues) in `state` (`open`, `closed`,
@@ -517,7 +725,10 @@ impl World {
             (None, Some(p)) => &p.comments,
             (None, None) => return Err(WorldError::NoSuchNumber(number)),
         };
-        Ok(comments.iter().map(Self::conversation_json).collect())
+        Ok(comments
+            .iter()
+            .map(|c| self.conversation_json(number, c))
+            .collect())
     }
 
     pub fn labels(&self, number: u64) -> Result<Vec<String>, WorldError> {
@@ -529,7 +740,7 @@ impl World {
     }
 
     pub fn labels_view(&self, number: u64) -> Result<Value, WorldError> {
-        self.labels(number).map(|l| Self::labels_json(&l))
+        self.labels(number).map(|l| self.site().labels(&l))
     }
 
     /// Pull requests in `state` (`open`, `closed`, `all`), optionally only
@@ -547,7 +758,7 @@ impl World {
             .filter(|p| state == "all" || state == p.state.as_str())
             .filter(|p| head.is_none_or(|h| h == p.branch))
             .filter(|p| base.is_none_or(|b| b == p.base))
-            .map(|p| (p.number, self.pull_json(p)))
+            .map(|p| (p.number, self.pull_shape(p, false)))
             .collect()
     }
 
@@ -570,7 +781,7 @@ impl World {
             .pull(number)?
             .reviews
             .iter()
-            .map(Self::review_json)
+            .map(|r| self.review_json(r))
             .collect())
     }
 
@@ -610,12 +821,12 @@ impl World {
             body: body.to_owned(),
             at: self.clock.now(),
         };
+        let view = self.conversation_json(number, &comment);
         let comments = match (self.issues.get_mut(&number), self.pulls.get_mut(&number)) {
             (Some(i), _) => &mut i.comments,
             (None, Some(p)) => &mut p.comments,
             (None, None) => return Err(WorldError::NoSuchNumber(number)),
         };
-        let view = Self::conversation_json(&comment);
         comments.push(comment);
         self.next_id += 1;
         Ok(view)
@@ -677,6 +888,7 @@ impl World {
                 labels: new.labels.clone(),
                 author: new.author.clone(),
                 comments: Vec::new(),
+                line_endings: None,
             },
         );
         Ok(number)
@@ -748,6 +960,7 @@ impl World {
             review_comments: Vec::new(),
             comments: Vec::new(),
             reviews: Vec::new(),
+            line_endings: None,
         };
         let view = self.pull_json(&pull);
         self.pulls.insert(number, pull);
@@ -858,7 +1071,7 @@ impl World {
             body: body.to_owned(),
             at: self.clock.now(),
         };
-        let view = Self::review_json(&review);
+        let view = self.review_json(&review);
         self.pull_mut(pr)?.reviews.push(review);
         Ok(view)
     }
@@ -966,5 +1179,25 @@ mod tests {
             Err(WorldError::NoSuchLabel { .. })
         ));
         assert_eq!(w.set_labels(1, &["x".into()]).unwrap(), vec!["x"]);
+    }
+
+    #[test]
+    fn line_endings_per_backlog_and_per_issue() {
+        let text = "repository: acme/app\nissues:\n  - { number: 1, title: A, body: \"a\\nb\\n\", line_endings: crlf }\n  - { number: 2, title: B, body: \"a\\nb\" }\n";
+        let lf = Backlog::parse(Path::new("w.yaml"), text).unwrap();
+        let w = World::new(&lf, "v".into(), None, Clock::System);
+        assert_eq!(w.issue_view(1).unwrap()["body"], "a\r\nb\r\n");
+        assert_eq!(w.issue_view(2).unwrap()["body"], "a\nb");
+        let crlf = Backlog::parse(
+            Path::new("w.yaml"),
+            &format!(
+                "line_endings: crlf\n{}",
+                text.replace(", line_endings: crlf", ", line_endings: lf")
+            ),
+        )
+        .unwrap();
+        let w = World::new(&crlf, "v".into(), None, Clock::System);
+        assert_eq!(w.issue_view(1).unwrap()["body"], "a\nb\n");
+        assert_eq!(w.issue_view(2).unwrap()["body"], "a\r\nb");
     }
 }
