@@ -457,7 +457,7 @@ fn finish_open(
                 ctx.rel(ctx.paths.budget()),
                 journal.iteration
             ),
-            "restore it to end the iteration; a deleted budget starts a fresh run at the next begin",
+            "restore it to end the iteration; until then the next begin fails closed (it names the fix: restore, --resume from history, or --fresh for a new loop on purpose)",
         )
     })?;
     let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
