@@ -516,7 +516,80 @@ fn line_number_at(file: &mut File, path: &Path, offset: u64) -> Result<u64, Hist
 /// why not, for the damaged-line message.
 pub fn parse_line(bytes: &[u8]) -> Result<HistoryLine, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 ({e})"))?;
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    check_numbers(&value)?;
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// The counters the engine reads from a line: whole numbers from 0 to
+/// [`crate::budget::MAX_COUNT`]; dollars: numbers ≥ 0. A hand-edited one
+/// is refused with its field named, never wrapped.
+const LINE_COUNTS: [&str; 6] = [
+    "/iteration",
+    "/agents_dispatched_this_iter",
+    "/tokens_in_this_iter",
+    "/tokens_out_this_iter",
+    "/comments_pushed_this_iter",
+    "/merges_attempted_this_iter",
+];
+const SNAPSHOT_COUNTS: [&str; 13] = [
+    "iterations_used",
+    "prs_touched_total",
+    "minutes_elapsed",
+    "tokens_in",
+    "tokens_out",
+    "qmd_failures_consecutive",
+    "comments_pushed",
+    "merges_attempted",
+    "agents_dispatched",
+    "seconds_elapsed",
+    "max_iterations",
+    "max_prs",
+    "max_minutes",
+];
+
+fn check_numbers(value: &Value) -> Result<(), String> {
+    use crate::budget::MAX_COUNT;
+    if let Some(by_model) = value.pointer("/budget_snapshot/tokens_by_model")
+        && let Some((pointer, n)) = crate::budget::count_above_max(by_model)
+    {
+        return Err(format!(
+            "field /budget_snapshot/tokens_by_model{pointer} holds {n}, above the largest count the engine accepts ({MAX_COUNT})"
+        ));
+    }
+    let count = |pointer: String| -> Result<(), String> {
+        match value.pointer(&pointer) {
+            None | Some(Value::Null) => Ok(()),
+            Some(v) if v.as_u64().is_some_and(|n| n <= MAX_COUNT) => Ok(()),
+            Some(v) => Err(format!(
+                "field {pointer} holds {v}, not a whole number from 0 to {MAX_COUNT}"
+            )),
+        }
+    };
+    for p in LINE_COUNTS {
+        count(p.to_owned())?;
+    }
+    for f in SNAPSHOT_COUNTS {
+        count(format!("/budget_snapshot/{f}"))?;
+    }
+    for p in [
+        "/dollars_this_iter",
+        "/budget_snapshot/dollars_estimate",
+        "/budget_snapshot/max_dollars",
+    ] {
+        match value.pointer(p) {
+            None | Some(Value::Null) => {}
+            Some(v)
+                if v.as_f64()
+                    .is_some_and(|f| (0.0..=MAX_COUNT as f64).contains(&f)) => {}
+            Some(v) => {
+                return Err(format!(
+                    "field {p} holds {v}, not a number from 0 to {MAX_COUNT}"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn is_blank(bytes: &[u8]) -> bool {

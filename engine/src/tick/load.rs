@@ -262,7 +262,7 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
     }
     budget.rate_table_source = cost.rate_table_source();
 
-    let iteration = budget.iterations_used + 1;
+    let iteration = budget.iterations_used.saturating_add(1);
     ctx.answerer.set_iteration(iteration);
     held.set_iteration(iteration)?;
     // The time since the last tick (its end as the checkpoint recorded it,
@@ -352,7 +352,7 @@ fn stop_orphan(ctx: &Ctx<'_, '_>, journal: &Journal) -> Option<String> {
 /// under the lock, if any.
 fn lockless_stop(tail: &history::Tail, budget: &Budget) -> Option<RunStop> {
     let last_held = tail.lines.iter().rposition(|l| l.line.authoritative());
-    let after = last_held.map_or(0, |i| i + 1);
+    let after = last_held.map_or(0, |i| i.saturating_add(1));
     tail.lines[after..].iter().rev().find_map(|l| {
         let line = &l.line;
         let same_run = line
