@@ -604,6 +604,8 @@ fn run_once(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concl
         no_chain: ctx.cfg.no_chain,
         dry_run: ctx.cfg.dry_run,
     };
+    // On disk while the skill runs: redacted from the start, like history.
+    let request = ctx.redacted(request);
     exchange.prepare(&request)?;
     let spec = run_spec(ctx, None);
     let outcome = {
