@@ -921,6 +921,10 @@ pub fn set_aside_foreign(
     let wpath = witness::path(paths);
     let before = Witness::load(&wpath)?;
     if files::open_read(&path)?.is_none() {
+        if before.is_none() {
+            // The loop's first tick: from here on, every line is checked.
+            Witness::adopt(0, witness::budget_file(paths)).save(&wpath)?;
+        }
         return Ok((before, None));
     }
     let mut file = files::open_append_locked(&path)?;
