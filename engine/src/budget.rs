@@ -434,6 +434,22 @@ pub fn count_above_max(value: &Value) -> Option<(String, Value)> {
     go(value, &mut String::new())
 }
 
+/// Caps every number in `value` at [`MAX_COUNT`]: what the engine writes
+/// it can read back (a skill reporting `u64::MAX` tokens saturates there).
+pub fn clamp_counts(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.as_u64().is_some_and(|n| n > MAX_COUNT) => {
+            *value = Value::from(MAX_COUNT);
+        }
+        Value::Number(n) if n.as_f64().is_some_and(|f| f > MAX_COUNT as f64) => {
+            *value = Value::from(MAX_COUNT as f64);
+        }
+        Value::Array(items) => items.iter_mut().for_each(clamp_counts),
+        Value::Object(map) => map.values_mut().for_each(clamp_counts),
+        _ => {}
+    }
+}
+
 /// The JSON kind a field must have.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -608,7 +624,15 @@ impl Budget {
 
     /// Pretty JSON with every field, newline-terminated.
     pub fn to_json(&self) -> String {
-        let mut text = serde_json::to_string_pretty(self).expect("a budget always serialises");
+        let mut value = serde_json::to_value(self).expect("a budget always serialises");
+        if let Value::Object(map) = &mut value {
+            for (k, v) in map.iter_mut() {
+                if !self.extra.contains_key(k) {
+                    clamp_counts(v);
+                }
+            }
+        }
+        let mut text = serde_json::to_string_pretty(&value).expect("a budget always serialises");
         text.push('\n');
         text
     }

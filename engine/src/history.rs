@@ -288,7 +288,29 @@ pub struct HistoryLine {
 impl HistoryLine {
     /// Compact one-line JSON (no newline).
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a history line always serialises")
+        let mut value = serde_json::to_value(self).expect("a history line always serialises");
+        // What the engine writes it can read back: counts cap at MAX_COUNT.
+        if let Value::Object(map) = &mut value {
+            for (k, v) in map.iter_mut() {
+                if LINE_COUNTS.contains(&format!("/{k}").as_str()) || k == "dollars_this_iter" {
+                    crate::budget::clamp_counts(v);
+                } else if k == "budget_snapshot"
+                    && let Value::Object(snapshot) = v
+                {
+                    for (k, v) in snapshot.iter_mut() {
+                        if SNAPSHOT_COUNTS.contains(&k.as_str())
+                            || matches!(
+                                k.as_str(),
+                                "tokens_by_model" | "dollars_estimate" | "max_dollars"
+                            )
+                        {
+                            crate::budget::clamp_counts(v);
+                        }
+                    }
+                }
+            }
+        }
+        value.to_string()
     }
 
     /// Whether the line was written under the lock (older shapes: yes).
