@@ -396,6 +396,60 @@ pub enum BudgetError {
     File(#[from] FileError),
 }
 
+/// The largest count read from a state file: 2^53 − 1, the largest
+/// integer JSON tools (`jq`, JavaScript) hold exactly. A hand-edited
+/// counter above it (`18446744073709551615`) is refused with its field
+/// named, so no counter the engine adds to can wrap.
+pub const MAX_COUNT: u64 = (1 << 53) - 1;
+
+/// The first integer above [`MAX_COUNT`] in `value`, as a JSON pointer
+/// and the number.
+pub fn count_above_max(value: &Value) -> Option<(String, Value)> {
+    fn go(value: &Value, at: &mut String) -> Option<(String, Value)> {
+        match value {
+            Value::Number(n) if n.as_u64().is_some_and(|n| n > MAX_COUNT) => {
+                Some((at.clone(), value.clone()))
+            }
+            Value::Number(n) if n.as_f64().is_some_and(|f| f.abs() > MAX_COUNT as f64) => {
+                Some((at.clone(), value.clone()))
+            }
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+                let len = at.len();
+                at.push_str(&format!("/{i}"));
+                let found = go(v, at);
+                at.truncate(len);
+                found
+            }),
+            Value::Object(map) => map.iter().find_map(|(k, v)| {
+                let len = at.len();
+                at.push('/');
+                at.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                let found = go(v, at);
+                at.truncate(len);
+                found
+            }),
+            _ => None,
+        }
+    }
+    go(value, &mut String::new())
+}
+
+/// Caps every number in `value` at [`MAX_COUNT`]: what the engine writes
+/// it can read back (a skill reporting `u64::MAX` tokens saturates there).
+pub fn clamp_counts(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.as_u64().is_some_and(|n| n > MAX_COUNT) => {
+            *value = Value::from(MAX_COUNT);
+        }
+        Value::Number(n) if n.as_f64().is_some_and(|f| f > MAX_COUNT as f64) => {
+            *value = Value::from(MAX_COUNT as f64);
+        }
+        Value::Array(items) => items.iter_mut().for_each(clamp_counts),
+        Value::Object(map) => map.values_mut().for_each(clamp_counts),
+        _ => {}
+    }
+}
+
 /// The JSON kind a field must have.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -416,8 +470,10 @@ fn kind_of(field: &str) -> Kind {
 
 fn check_kind(kind: Kind, value: &Value) -> Result<(), String> {
     let ok = match kind {
-        Kind::Count => value.as_u64().is_some(),
-        Kind::Number => value.as_f64().is_some_and(|n| n >= 0.0),
+        Kind::Count => value.as_u64().is_some_and(|n| n <= MAX_COUNT),
+        Kind::Number => value
+            .as_f64()
+            .is_some_and(|n| (0.0..=MAX_COUNT as f64).contains(&n)),
         Kind::Text => value.is_string(),
         Kind::PrList => value
             .as_array()
@@ -427,8 +483,8 @@ fn check_kind(kind: Kind, value: &Value) -> Result<(), String> {
         return Ok(());
     }
     let expected = match kind {
-        Kind::Count => "a whole number ≥ 0",
-        Kind::Number => "a number ≥ 0",
+        Kind::Count => "a whole number from 0 to 9007199254740991",
+        Kind::Number => "a number from 0 to 9007199254740991",
         Kind::Text => "a string",
         Kind::PrList => "an array of strings like \"#142\"",
     };
@@ -499,6 +555,51 @@ impl Budget {
                 detail,
             })?;
         }
+        // The engine's own fields only: other writers' extras are kept
+        // as they are, never added to.
+        let ours: Map<String, Value> = map
+            .iter()
+            .filter(|(k, _)| {
+                REQUIRED_FIELDS.contains(&k.as_str())
+                    || matches!(
+                        k.as_str(),
+                        "qmd_failures_consecutive"
+                            | "tokens_by_model"
+                            | "seconds_elapsed"
+                            | "stopped"
+                            | "ceiling_flags"
+                    )
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if let Some((pointer, n)) = count_above_max(&Value::Object(ours)) {
+            return Err(BudgetError::InvalidField {
+                path: path.to_path_buf(),
+                field: pointer.trim_start_matches('/').to_owned(),
+                detail: format!("{n} is above the largest count the engine accepts ({MAX_COUNT})"),
+            });
+        }
+        if let Some(v) = map.get("seconds_elapsed").filter(|v| !v.is_null()) {
+            check_kind(Kind::Count, v).map_err(|detail| BudgetError::InvalidField {
+                path: path.to_path_buf(),
+                field: "seconds_elapsed".into(),
+                detail,
+            })?;
+        }
+        if let Some(Value::Object(models)) = map.get("tokens_by_model") {
+            for (model, tokens) in models {
+                let Value::Object(tokens) = tokens else {
+                    continue;
+                };
+                for (name, v) in tokens {
+                    check_kind(Kind::Count, v).map_err(|detail| BudgetError::InvalidField {
+                        path: path.to_path_buf(),
+                        field: format!("tokens_by_model/{model}/{name}"),
+                        detail,
+                    })?;
+                }
+            }
+        }
         if let Some(v) = map.get("qmd_failures_consecutive") {
             check_kind(Kind::Count, v).map_err(|detail| BudgetError::InvalidField {
                 path: path.to_path_buf(),
@@ -523,7 +624,15 @@ impl Budget {
 
     /// Pretty JSON with every field, newline-terminated.
     pub fn to_json(&self) -> String {
-        let mut text = serde_json::to_string_pretty(self).expect("a budget always serialises");
+        let mut value = serde_json::to_value(self).expect("a budget always serialises");
+        if let Value::Object(map) = &mut value {
+            for (k, v) in map.iter_mut() {
+                if !self.extra.contains_key(k) {
+                    clamp_counts(v);
+                }
+            }
+        }
+        let mut text = serde_json::to_string_pretty(&value).expect("a budget always serialises");
         text.push('\n');
         text
     }

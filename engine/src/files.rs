@@ -428,6 +428,16 @@ impl LockedAppend {
         Ok(())
     }
 
+    /// Appends `bytes` as they are, in one write, and syncs them.
+    pub fn append_bytes(&mut self, bytes: &[u8]) -> Result<(), FileError> {
+        self.file
+            .write_all(bytes)
+            .map_err(|e| FileError::io("append to", &self.path, e))?;
+        self.file
+            .sync_data()
+            .map_err(|e| FileError::io("sync", &self.path, e))
+    }
+
     /// Cuts the file to `len` bytes and syncs it.
     pub fn truncate(&mut self, len: u64) -> Result<(), FileError> {
         self.file

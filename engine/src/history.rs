@@ -288,7 +288,29 @@ pub struct HistoryLine {
 impl HistoryLine {
     /// Compact one-line JSON (no newline).
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a history line always serialises")
+        let mut value = serde_json::to_value(self).expect("a history line always serialises");
+        // What the engine writes it can read back: counts cap at MAX_COUNT.
+        if let Value::Object(map) = &mut value {
+            for (k, v) in map.iter_mut() {
+                if LINE_COUNTS.contains(&format!("/{k}").as_str()) || k == "dollars_this_iter" {
+                    crate::budget::clamp_counts(v);
+                } else if k == "budget_snapshot"
+                    && let Value::Object(snapshot) = v
+                {
+                    for (k, v) in snapshot.iter_mut() {
+                        if SNAPSHOT_COUNTS.contains(&k.as_str())
+                            || matches!(
+                                k.as_str(),
+                                "tokens_by_model" | "dollars_estimate" | "max_dollars"
+                            )
+                        {
+                            crate::budget::clamp_counts(v);
+                        }
+                    }
+                }
+            }
+        }
+        value.to_string()
     }
 
     /// Whether the line was written under the lock (older shapes: yes).
@@ -412,11 +434,14 @@ pub enum HistoryError {
     },
     #[error(transparent)]
     File(#[from] FileError),
+    #[error(transparent)]
+    Witness(#[from] crate::witness::WitnessError),
 }
 
 impl HistoryError {
     pub fn help(&self) -> String {
         match self {
+            HistoryError::Witness(e) => e.help(),
             HistoryError::Damaged { path, line, .. } => format!(
                 "the loop will not guess past a damaged line: repair line {line} of {} by hand, \
                  or move the file aside to start a fresh history (keep it: it is the run's audit log)",
@@ -513,7 +538,80 @@ fn line_number_at(file: &mut File, path: &Path, offset: u64) -> Result<u64, Hist
 /// why not, for the damaged-line message.
 pub fn parse_line(bytes: &[u8]) -> Result<HistoryLine, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 ({e})"))?;
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    check_numbers(&value)?;
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// The counters the engine reads from a line: whole numbers from 0 to
+/// [`crate::budget::MAX_COUNT`]; dollars: numbers ≥ 0. A hand-edited one
+/// is refused with its field named, never wrapped.
+const LINE_COUNTS: [&str; 6] = [
+    "/iteration",
+    "/agents_dispatched_this_iter",
+    "/tokens_in_this_iter",
+    "/tokens_out_this_iter",
+    "/comments_pushed_this_iter",
+    "/merges_attempted_this_iter",
+];
+const SNAPSHOT_COUNTS: [&str; 13] = [
+    "iterations_used",
+    "prs_touched_total",
+    "minutes_elapsed",
+    "tokens_in",
+    "tokens_out",
+    "qmd_failures_consecutive",
+    "comments_pushed",
+    "merges_attempted",
+    "agents_dispatched",
+    "seconds_elapsed",
+    "max_iterations",
+    "max_prs",
+    "max_minutes",
+];
+
+fn check_numbers(value: &Value) -> Result<(), String> {
+    use crate::budget::MAX_COUNT;
+    if let Some(by_model) = value.pointer("/budget_snapshot/tokens_by_model")
+        && let Some((pointer, n)) = crate::budget::count_above_max(by_model)
+    {
+        return Err(format!(
+            "field /budget_snapshot/tokens_by_model{pointer} holds {n}, above the largest count the engine accepts ({MAX_COUNT})"
+        ));
+    }
+    let count = |pointer: String| -> Result<(), String> {
+        match value.pointer(&pointer) {
+            None | Some(Value::Null) => Ok(()),
+            Some(v) if v.as_u64().is_some_and(|n| n <= MAX_COUNT) => Ok(()),
+            Some(v) => Err(format!(
+                "field {pointer} holds {v}, not a whole number from 0 to {MAX_COUNT}"
+            )),
+        }
+    };
+    for p in LINE_COUNTS {
+        count(p.to_owned())?;
+    }
+    for f in SNAPSHOT_COUNTS {
+        count(format!("/budget_snapshot/{f}"))?;
+    }
+    for p in [
+        "/dollars_this_iter",
+        "/budget_snapshot/dollars_estimate",
+        "/budget_snapshot/max_dollars",
+    ] {
+        match value.pointer(p) {
+            None | Some(Value::Null) => {}
+            Some(v)
+                if v.as_f64()
+                    .is_some_and(|f| (0.0..=MAX_COUNT as f64).contains(&f)) => {}
+            Some(v) => {
+                return Err(format!(
+                    "field {p} holds {v}, not a number from 0 to {MAX_COUNT}"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn is_blank(bytes: &[u8]) -> bool {
@@ -726,6 +824,213 @@ pub fn append(path: &Path, line: &HistoryLine, stamp: &str) -> Result<Appended, 
     }
     file.append_line(&line.to_json(), tail.needs_separator)?;
     Ok(done)
+}
+
+/// Lines of history the engine did not write, moved aside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreign {
+    /// How many lines were moved.
+    pub lines: usize,
+    pub sidecar: PathBuf,
+}
+
+/// The one-line report for lines moved aside by [`set_aside_foreign`].
+pub fn foreign_note(path: &Path, foreign: &Foreign) -> String {
+    format!(
+        "History {}: {} line(s) the engine did not write (the engine keeps this file: a model or script appending its own telemetry line) moved to {}; never counted",
+        path.display(),
+        foreign.lines,
+        foreign.sidecar.display()
+    )
+}
+
+/// Under the file's lock: the lines after `witness.checked_len` that the
+/// engine did not announce go to a new sidecar (`{file}.foreign-{stamp}`),
+/// then the file keeps only the others, in order. An unterminated last
+/// segment is left to the torn-line repair. The witness is not saved.
+fn move_foreign(
+    file: &mut files::LockedAppend,
+    path: &Path,
+    witness: &crate::witness::Witness,
+    stamp: &str,
+) -> Result<Option<Foreign>, HistoryError> {
+    let len = file
+        .file()
+        .metadata()
+        .map_err(|e| io_err(path, "inspect", e))?
+        .len();
+    let start = witness.checked_len;
+    if len <= start {
+        return Ok(None);
+    }
+    let bytes = read_range(file.file(), path, start, len)?;
+    let mut foreign: Vec<u8> = Vec::new();
+    let mut kept: Vec<u8> = Vec::new();
+    let mut first_foreign: Option<u64> = None;
+    let mut moved = 0;
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let end = bytes[at..].iter().position(|b| *b == b'\n').map(|i| at + i);
+        let (line, next) = match end {
+            Some(e) => (&bytes[at..e], e + 1),
+            None => (&bytes[at..], bytes.len()),
+        };
+        let whole = &bytes[at..next];
+        // An unterminated segment that is no line is a torn tail: the
+        // torn-line repair's, not this one's.
+        let engine = (end.is_none() && parse_line(line).is_err())
+            || is_blank(line)
+            || witness.pending.contains(&crate::witness::digest(line));
+        if engine {
+            if first_foreign.is_some() {
+                kept.extend_from_slice(whole);
+            }
+        } else {
+            first_foreign.get_or_insert(start + at as u64);
+            foreign.extend_from_slice(whole);
+            moved += 1;
+        }
+        at = next;
+    }
+    let Some(cut) = first_foreign else {
+        return Ok(None);
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "history.jsonl".into());
+    let mut sidecar = path.with_file_name(format!("{name}.foreign-{stamp}"));
+    let mut n = 1;
+    while sidecar.exists() || sidecar.is_symlink() {
+        n += 1;
+        sidecar = path.with_file_name(format!("{name}.foreign-{stamp}-{n}"));
+    }
+    // The sidecar is durable before the cut: the bytes exist somewhere at
+    // every moment.
+    files::create_new_durable(&sidecar, &foreign)?;
+    file.truncate(cut)?;
+    if !kept.is_empty() {
+        file.append_bytes(&kept)?;
+    }
+    Ok(Some(Foreign {
+        lines: moved,
+        sidecar,
+    }))
+}
+
+/// The file's length.
+fn length(file: &mut files::LockedAppend, path: &Path) -> Result<u64, HistoryError> {
+    Ok(file
+        .file()
+        .metadata()
+        .map_err(|e| io_err(path, "inspect", e))?
+        .len())
+}
+
+/// Checks the history of `paths` against its witness (a loading tick,
+/// under the loop's lock): lines the engine did not write are moved
+/// aside, and the witness records the file as checked. Returns the
+/// witness as it was before (`None`: there was none; one is started for
+/// a history that exists) and what was moved. A history shorter than
+/// the witness says is left alone: the loop's state went backwards, for
+/// the caller to judge.
+pub fn set_aside_foreign(
+    paths: &crate::paths::StatePaths,
+    stamp: &str,
+) -> Result<(Option<crate::witness::Witness>, Option<Foreign>), HistoryError> {
+    use crate::witness::{self, Witness};
+    let path = paths.history();
+    let wpath = witness::path(paths);
+    let before = Witness::load(&wpath)?;
+    if files::open_read(&path)?.is_none() {
+        if before.is_none() {
+            // The loop's first tick: from here on, every line is checked.
+            Witness::adopt(0, witness::budget_file(paths)).save(&wpath)?;
+        }
+        return Ok((before, None));
+    }
+    let mut file = files::open_append_locked(&path)?;
+    // Read again under the history's lock: appenders change it there.
+    let mut w = match Witness::load(&wpath)? {
+        Some(w) => w,
+        None => {
+            let len = length(&mut file, &path)?;
+            Witness::adopt(len, witness::budget_file(paths)).save(&wpath)?;
+            return Ok((before, None));
+        }
+    };
+    let len = length(&mut file, &path)?;
+    if len < w.checked_len {
+        return Ok((before, None));
+    }
+    let moved = move_foreign(&mut file, &path, &w, stamp)?;
+    let len = length(&mut file, &path)?;
+    if moved.is_some() || w.checked_len != len || !w.pending.is_empty() {
+        // An unterminated tail is not checked yet.
+        let tail = tail_of(file.file(), &path, 1)?;
+        w.checked_len = tail.torn.as_ref().map_or(len, |t| t.offset);
+        w.pending.clear();
+        w.save(&wpath)?;
+    }
+    Ok((before, moved))
+}
+
+/// [`append`], witnessed: the line is announced in the loop's witness
+/// before it is appended and checked after, and lines the engine did not
+/// write are moved aside first ([`crate::witness`]), all under the
+/// history's lock.
+pub fn append_witnessed(
+    paths: &crate::paths::StatePaths,
+    line: &HistoryLine,
+    stamp: &str,
+) -> Result<(Appended, Option<Foreign>), HistoryError> {
+    use crate::witness::{self, Witness};
+    let path = paths.history();
+    let wpath = witness::path(paths);
+    let mut file = files::open_append_locked(&path)?;
+    let tail = tail_of(file.file(), &path, 1)?;
+    let mut done = Appended {
+        created: file.created(),
+        repaired: None,
+    };
+    if let Some(torn) = tail.torn {
+        let sidecar = set_aside(&mut file, &path, &torn, stamp)?;
+        done.repaired = Some((torn, sidecar));
+    }
+    let len = length(&mut file, &path)?;
+    let mut w = match Witness::load(&wpath)? {
+        Some(w) => w,
+        None => Witness::adopt(len, witness::budget_file(paths)),
+    };
+    if len < w.checked_len {
+        // Shorter than checked: whatever is there now is adopted (the
+        // loading tick already judged the loop's state).
+        w.checked_len = len;
+        w.pending.clear();
+    }
+    let foreign = move_foreign(&mut file, &path, &w, stamp)?;
+    let tail = tail_of(file.file(), &path, 1)?;
+    let json = line.to_json();
+    w.version = 1;
+    w.pending.push(witness::digest(json.as_bytes()));
+    w.save(&wpath)?;
+    file.append_line(&json, tail.needs_separator)?;
+    w.checked_len = length(&mut file, &path)?;
+    w.pending.clear();
+    if line.authoritative() && line.outcome != Some(Outcome::SkippedLock) {
+        let run = line
+            .budget_snapshot
+            .as_ref()
+            .and_then(|s| s.run_started_at.clone());
+        let iteration = line.iteration.unwrap_or(0);
+        if run != w.run_started_at || iteration > w.iteration {
+            w.run_started_at = run;
+            w.iteration = iteration;
+        }
+    }
+    w.budget_file = witness::budget_file(paths);
+    w.save(&wpath)?;
+    Ok((done, foreign))
 }
 
 #[cfg(test)]

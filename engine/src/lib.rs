@@ -45,4 +45,5 @@ pub mod stop;
 pub mod tick;
 pub mod tracker;
 pub mod transcript;
+pub mod witness;
 pub mod yaml;

@@ -53,6 +53,7 @@ pub struct StatePaths {
     /// `.sdd/loop`, resolved against the project root.
     pub dir: PathBuf,
     budget: PathBuf,
+    root: PathBuf,
 }
 
 impl StatePaths {
@@ -65,7 +66,17 @@ impl StatePaths {
             Some(p) => root.join(p),
             None => dir.join(format!("{skill}.budget.json")),
         };
-        Self { skill, dir, budget }
+        Self {
+            skill,
+            dir,
+            budget,
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// The project root the paths were made from.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     fn file(&self, suffix: &str) -> PathBuf {

@@ -127,6 +127,15 @@ const AUTHORIZATION_FIELD: &str =
 
 const AUTHORIZATION_MARKER: &str = "[REDACTED:authorization]";
 
+/// Credentials in a URL's authority: `scheme://user:password@host` (the
+/// user and the password go), or `scheme://TOKEN@host` with a user part
+/// of 16 characters or more (how a token is put in a git or API URL);
+/// `ssh://git@host` keeps its short user name. The scheme and the `@`
+/// stay, so the URL is still readable.
+const URL_CREDENTIALS: &str = r#"(?i)(?P<lead>\b[a-z][a-z0-9+.-]*://)(?P<value>[^\s/?#@:"'<>\[\]]+:[^\s/?#@"'<>]*|[^\s/?#@:"'<>\[\]]{16,})@"#;
+
+const URL_CREDENTIALS_MARKER: &str = "[REDACTED:url-credentials]";
+
 fn marker(kind: &str) -> String {
     format!("[REDACTED:{kind}]")
 }
@@ -161,6 +170,7 @@ enum Replace {
     Values(HashMap<String, String>),
     AuthorizationHeader,
     AuthorizationField,
+    UrlCredentials,
 }
 
 #[derive(Debug, Clone)]
@@ -216,6 +226,9 @@ impl Rule {
                     format!("{}{scheme}{AUTHORIZATION_MARKER}", &caps["lead"])
                 }
             }),
+            Replace::UrlCredentials => re.replace_all(text, |caps: &Captures| {
+                format!("{}{URL_CREDENTIALS_MARKER}@", &caps["lead"])
+            }),
             Replace::AuthorizationField => re.replace_all(text, |caps: &Captures| {
                 let value = &caps["value"];
                 if value.is_empty() || is_marker(value) {
@@ -254,6 +267,7 @@ static BUILT_IN: LazyLock<BuiltIn> = LazyLock::new(|| {
         Replace::AuthorizationHeader,
     ));
     rest.push(Rule::new(AUTHORIZATION_FIELD, Replace::AuthorizationField));
+    rest.push(Rule::new(URL_CREDENTIALS, Replace::UrlCredentials));
     let set = RegexSet::new(
         std::iter::once(&private_key)
             .chain(&rest)
@@ -577,6 +591,37 @@ impl Redactor {
             .last()
             .is_some_and(|begin| !built_in.private_key_end.is_match(&line[begin.end()..]))
     }
+}
+
+/// Whether `c` ends a token (what a credential shape cannot contain).
+fn ends_token(c: char) -> bool {
+    c.is_whitespace() || "\"'=:,;()<>".contains(c)
+}
+
+/// `text` cut to at most `max` characters (plus `…` when cut) without
+/// splitting a redaction marker or a token: a cut inside
+/// `[REDACTED:…]` or inside a word moves back before it, so what is kept
+/// never holds part of a secret the redactor could no longer recognise,
+/// nor half a marker. Redact before or after: both are safe.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let end = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    let mut keep = &text[..end];
+    // Inside a marker: back to its `[`.
+    if let Some(open) = keep.rfind("[REDACTED")
+        && !keep[open..].contains(']')
+    {
+        keep = &keep[..open];
+    } else if !text[end..].starts_with(ends_token) && !keep.ends_with(ends_token) {
+        // Inside a token: back to its start.
+        let start = keep.rfind(ends_token).map_or(0, |i| {
+            i + keep[i..].chars().next().map_or(1, char::len_utf8)
+        });
+        keep = &keep[..start];
+    }
+    format!("{keep}…")
 }
 
 /// Line-by-line redaction state; see [`Redactor::lines`].

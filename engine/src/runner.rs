@@ -414,11 +414,7 @@ impl ProcessRunner<'_> {
                         on_stdout(&text, echo);
                     }
                     if is_err {
-                        let kept: String = stderr_lines
-                            .line(&text)
-                            .chars()
-                            .take(STDERR_LINE_MAX)
-                            .collect();
+                        let kept = crate::redact::cut(&stderr_lines.line(&text), STDERR_LINE_MAX);
                         if outcome.qmd_line.is_none() && text.contains(QMD_SENTINEL) {
                             outcome.qmd_line = Some(kept.clone());
                         }
@@ -579,7 +575,10 @@ mod tests {
         spec.command = format!("echo '{padding}{token}' >&2; exit 1");
         let (o, _) = run(&spec, &ex, &NoInterrupts);
         let kept = o.last_stderr().unwrap();
-        assert!(kept.ends_with("[REDACTED:"), "{}", &kept[kept.len() - 20..]);
+        // The cut fell inside the marker: it moves back before it, so no
+        // half marker is kept (it was `…[REDACTED:`).
+        assert!(kept.ends_with("x…"), "{}", &kept[kept.len() - 20..]);
+        assert!(!kept.contains("[REDACTED"));
         assert!(!kept.contains("ghp_"));
     }
 

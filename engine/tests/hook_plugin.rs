@@ -67,7 +67,9 @@ fn each_hook_runs_sdd_loop_hook_with_the_engine_s_time_limit() {
         assert_eq!(hook["timeout"], seconds, "{}", event.claude_name());
         let matcher = &groups[0]["matcher"];
         match event {
-            HookEvent::PreToolUse => assert_eq!(matcher, "Bash|mcp__.*"),
+            HookEvent::PreToolUse => {
+                assert_eq!(matcher, "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*")
+            }
             _ => assert!(
                 matcher.is_null(),
                 "{} takes no matcher",

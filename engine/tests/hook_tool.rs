@@ -382,3 +382,100 @@ fn a_new_branch_is_refused_once_no_pr_is_left() {
         second.text()
     );
 }
+
+#[test]
+fn the_loops_own_files_are_refused_to_every_writer_and_left_to_readers() {
+    let w = work_tick();
+    let before = std::fs::read(w.state("work.history.jsonl")).ok();
+    for command in [
+        "rm -f .sdd/loop/work.history.jsonl .sdd/loop/work.budget.json",
+        "rm -rf .sdd",
+        "cd .sdd/loop && rm *",
+        ": > .sdd/loop/work.budget.json",
+        "echo '{\"iteration\":1}' >> .sdd/loop/work.history.jsonl",
+        "echo x | tee -a .sdd/loop/work.history.jsonl",
+        "sed -i 's/\"iterations_used\": 1/\"iterations_used\": 0/' .sdd/loop/work.budget.json",
+        "truncate -s 0 .sdd/loop/work.history.jsonl",
+        "mv .sdd/loop/work.budget.json /tmp/b.json",
+        "cp /tmp/b.json .sdd/loop/work.budget.json",
+        "git clean -fdx",
+        "git checkout -- .sdd/loop/work.budget.json",
+        "bash -c 'rm .sdd/loop/work.lock'",
+        "find .sdd -name '*.json' -delete",
+        "rm -f .sdd/loop-witness/work.json",
+    ] {
+        let a = w.hook("pre-tool-use", &w.bash(command, "p-1"));
+        assert!(a.denied(), "{command}: {:?}", a.json);
+        assert!(
+            a.text().contains("which the sdd-loop engine owns"),
+            "{command}: {}",
+            a.text()
+        );
+    }
+    for (tool, input) in [
+        (
+            "Write",
+            json!({"file_path": w.state("work.lock"), "content": "{}"}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": ".sdd/loop/work.budget.json", "old_string": "1", "new_string": "0"}),
+        ),
+        (
+            "MultiEdit",
+            json!({"file_path": w.state("work.history.jsonl"), "edits": []}),
+        ),
+        (
+            "NotebookEdit",
+            json!({"notebook_path": w.state("x.ipynb"), "new_source": ""}),
+        ),
+    ] {
+        let a = w.hook("pre-tool-use", &w.tool(tool, input, "p-1"));
+        assert!(a.denied(), "{tool}: {:?}", a.json);
+    }
+    for command in [
+        "cat .sdd/loop/work.budget.json",
+        "jq .iterations_used .sdd/loop/work.budget.json",
+        "cp .sdd/loop/work.budget.json /tmp/copy.json",
+        "rm -f *.json",
+        "echo done > notes.md",
+        "touch .sdd/loop/work.stop",
+        "git clean -fd src",
+    ] {
+        let a = w.hook("pre-tool-use", &w.bash(command, "p-1"));
+        assert!(a.passed(), "{command}: {:?}", a.json);
+    }
+    let a = w.hook(
+        "pre-tool-use",
+        &w.tool(
+            "Write",
+            json!({"file_path": "src/login.rs", "content": "fn main() {}"}),
+            "p-1",
+        ),
+    );
+    assert!(a.passed(), "{:?}", a.json);
+    assert_eq!(std::fs::read(w.state("work.history.jsonl")).ok(), before);
+    let log = w.log("work");
+    assert!(
+        log.iter().any(|e| e["decision"] == "deny"
+            && e["input"].as_str().unwrap_or("").contains("rm -rf .sdd")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn the_loops_files_are_refused_with_no_loop_running_too() {
+    let w = World::new(TWO_STORIES);
+    let a = w.hook(
+        "pre-tool-use",
+        &w.bash(
+            "mkdir -p .sdd/loop && echo '{}' > .sdd/loop/work.lock",
+            "p-1",
+        ),
+    );
+    assert!(a.denied(), "{:?}", a.json);
+    assert!(
+        w.files().is_empty(),
+        "a refusal outside a loop project writes nothing"
+    );
+}

@@ -99,6 +99,8 @@ struct World {
     /// Every file seen under `.sdd/` after each process: (after which
     /// process, path, bytes).
     seen: Vec<(String, PathBuf, Vec<u8>)>,
+    /// The tracker URL given to the engine, when not the mock's own.
+    tracker_url: Option<String>,
 }
 
 impl World {
@@ -116,6 +118,7 @@ impl World {
             dir,
             ran: Vec::new(),
             seen: Vec::new(),
+            tracker_url: None,
         }
     }
 
@@ -139,7 +142,12 @@ impl World {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", self.root().join("home"))
-            .env("SDD_LOOP_TRACKER_URL", self.tracker.uri())
+            .env(
+                "SDD_LOOP_TRACKER_URL",
+                self.tracker_url
+                    .clone()
+                    .unwrap_or_else(|| self.tracker.uri()),
+            )
             .env("SDD_LOOP_REPO", "acme/app")
             .env("SDD_LOOP_TRACKER_TOKEN", TRACKER_TOKEN)
             .env("SDD_LOOP_TRACKER_RETRY_BUDGET", "1")
@@ -584,7 +592,36 @@ fn begin_tracker_error(w: &mut World) {
     w.run(&["work", "begin", "--loop", "--holder-pid", &holder], 69);
 }
 
+/// A password in the tracker URL (`https://user:password@host`): no
+/// known shape, redacted as a URL's credentials.
+const URL_PASSWORD: &str = "urlpw-Xq93kLmZ0aP7vB2nRt5";
+
+/// Credentials in the tracker URL: printed in a tracker error, and on disk
+/// mid-tick (the journal and request while the iteration is open).
+fn tracker_url_credentials(w: &mut World) {
+    let uri = w.tracker.uri();
+    let (scheme, rest) = uri.split_once("://").unwrap();
+    w.tracker_url = Some(format!("{scheme}://loop-bot:{URL_PASSWORD}@{rest}"));
+    begin(w);
+    // Mid-tick: the iteration is open, its journal and request on disk.
+    w.status();
+    end(w, &[], 0);
+    w.tracker.inject(Fault::error_body(
+        "GET",
+        "**/issues",
+        503,
+        "{\"message\": \"down\"}",
+    ));
+    let holder = holder();
+    w.run(
+        &["work", "begin", "--loop", "--json", "--holder-pid", &holder],
+        69,
+    );
+    w.run(&["work", "--loop"], 69);
+}
+
 const GITHUB: &str = "[REDACTED:github-token]";
+const URL_CREDENTIALS: &str = "[REDACTED:url-credentials]";
 const ANTHROPIC: &str = "[REDACTED:anthropic-key]";
 const AWS: &str = "[REDACTED:aws-access-key-id]";
 const AUTHORIZATION: &str = "[REDACTED:authorization]";
@@ -619,6 +656,7 @@ const API_KEY_ENV: &str = "[REDACTED:secret-env:MY_API_KEY]";
 #[case::end_malformed_flags(end_malformed_flags, &[GH_FLAG, ANT_USAGE], &[GITHUB, ANTHROPIC])]
 #[case::begin_answer_flag(begin_answer_flag, &[AWS_SESSION], &[AWS])]
 #[case::begin_tracker_error(begin_tracker_error, &[TRACKER_TOKEN], &[TOKEN_ENV])]
+#[case::tracker_url_credentials(tracker_url_credentials, &[URL_PASSWORD], &[URL_CREDENTIALS])]
 fn a_planted_secret_is_found_nowhere(
     #[case] act: fn(&mut World),
     #[case] secrets: &[&str],

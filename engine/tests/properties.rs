@@ -361,8 +361,10 @@ fn dollars() -> impl Strategy<Value = f64> {
     (0u64..10_000_000).prop_map(|cents| cents as f64 / 100.0)
 }
 
+/// A count the engine writes: up to `MAX_COUNT` (larger ones are refused
+/// on read; `hand_edited_state` below feeds those).
 fn count() -> impl Strategy<Value = u64> {
-    prop_oneof![0u64..100, any::<u64>()]
+    prop_oneof![0u64..100, 0u64..=sdd_loop::budget::MAX_COUNT]
 }
 
 /// Fields another writer added: kept on rewrite. The `x_` prefix keeps
@@ -3361,5 +3363,178 @@ fn deeply_nested_input_is_an_error() {
             Script::parse(Path::new("answers.yaml"), &yaml).is_err(),
             "{open}"
         );
+    }
+}
+
+/// Budget and history files edited by hand: a counter made huge
+/// (`u64::MAX`), negative, a string, a float, `null`, or removed. Reading
+/// never panics, never yields a counter the engine could wrap by adding
+/// to it, never rewrites the file — and a refusal names the field.
+mod hand_edited_state {
+    use super::*;
+    use sdd_loop::budget::{Budget, MAX_COUNT};
+    use sdd_loop::history;
+    use serde_json::{Value, json};
+
+    const BUDGET: &str = r##"{"started_at":"2026-05-09T14:00:00Z","max_iterations":5,"max_prs":20,"max_minutes":60,"max_dollars":25.0,"iterations_used":2,"prs_touched":["#3"],"comments_pushed":1,"merges_attempted":0,"minutes_elapsed":12,"tokens_in":1000,"tokens_out":100,"agents_dispatched":2,"dollars_estimate":0.5,"rate_table_source":"built-in default","qmd_failures_consecutive":0,"tokens_by_model":{"claude-sonnet-4-5":{"tokens_in":1000,"tokens_out":100}},"seconds_elapsed":720}"##;
+
+    const LINE: &str = r##"{"iteration":2,"skill":"work","started_at":"2026-05-09T14:10:00Z","ended_at":"2026-05-09T14:12:00Z","outcome":"ok","prs_touched_this_iter":["#3"],"agents_dispatched_this_iter":1,"tokens_in_this_iter":500,"tokens_out_this_iter":50,"dollars_this_iter":0.25,"comments_pushed_this_iter":1,"merges_attempted_this_iter":0,"budget_snapshot":{"iterations_used":2,"prs_touched_total":1,"minutes_elapsed":12,"tokens_in":1000,"tokens_out":100,"dollars_estimate":0.5,"qmd_failures_consecutive":0,"comments_pushed":1,"merges_attempted":0,"agents_dispatched":2,"max_iterations":5,"max_prs":20,"max_minutes":60,"max_dollars":25.0,"run_started_at":"2026-05-09T14:00:00Z"},"tracked_prs":[],"active_worktrees":[],"gates":[],"stop_conditions_fired":[],"lock_held":true}"##;
+
+    const BUDGET_FIELDS: [&str; 18] = [
+        "/max_iterations",
+        "/max_prs",
+        "/max_minutes",
+        "/max_dollars",
+        "/iterations_used",
+        "/comments_pushed",
+        "/merges_attempted",
+        "/minutes_elapsed",
+        "/tokens_in",
+        "/tokens_out",
+        "/agents_dispatched",
+        "/dollars_estimate",
+        "/qmd_failures_consecutive",
+        "/seconds_elapsed",
+        "/tokens_by_model/claude-sonnet-4-5/tokens_in",
+        "/prs_touched",
+        "/started_at",
+        "/rate_table_source",
+    ];
+
+    const LINE_FIELDS: [&str; 14] = [
+        "/iteration",
+        "/tokens_in_this_iter",
+        "/tokens_out_this_iter",
+        "/dollars_this_iter",
+        "/agents_dispatched_this_iter",
+        "/comments_pushed_this_iter",
+        "/budget_snapshot/iterations_used",
+        "/budget_snapshot/tokens_in",
+        "/budget_snapshot/dollars_estimate",
+        "/budget_snapshot/max_iterations",
+        "/budget_snapshot/max_dollars",
+        "/budget_snapshot/seconds_elapsed",
+        "/budget_snapshot/prs_touched_total",
+        "/budget_snapshot/comments_pushed",
+    ];
+
+    /// What a hand replaces a number with (`None`: the field removed).
+    fn edit() -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![
+            Just(None),
+            Just(Some(Value::Null)),
+            Just(Some(json!(u64::MAX))),
+            (MAX_COUNT + 1..=u64::MAX).prop_map(|n| Some(json!(n))),
+            (0..=MAX_COUNT).prop_map(|n| Some(json!(n))),
+            (i64::MIN..0).prop_map(|n| Some(json!(n))),
+            proptest::sample::select(vec![0.5, 1e300, -1.5, 2.0, 1.8e19])
+                .prop_map(|f| Some(json!(f))),
+            "[0-9]{1,25}".prop_map(|s| Some(json!(s))),
+            "-?[0-9]{1,3}\\.[0-9]".prop_map(|s| Some(json!(s))),
+        ]
+    }
+
+    fn edited(base: &str, pointer: &str, with: Option<Value>) -> String {
+        let mut v: Value = serde_json::from_str(base).unwrap();
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        let object = v.pointer_mut(parent).unwrap().as_object_mut().unwrap();
+        match with {
+            Some(x) => {
+                object.insert(key.to_owned(), x);
+            }
+            None => {
+                object.remove(key);
+            }
+        }
+        v.to_string()
+    }
+
+    fn counts_in_range(v: &Value) -> bool {
+        sdd_loop::budget::count_above_max(v).is_none()
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn a_hand_edited_budget_is_refused_by_name_or_read_in_range(
+            field in proptest::sample::select(BUDGET_FIELDS.to_vec()),
+            with in edit(),
+            torn in proptest::option::of(0usize..400),
+        ) {
+            let mut text = edited(BUDGET, field, with);
+            if let Some(cut) = torn {
+                let cut = cut.min(text.len());
+                text.truncate(text.floor_char_boundary(cut));
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("work.budget.json");
+            std::fs::write(&path, &text).unwrap();
+            let read = Budget::load(&path);
+            prop_assert_eq!(std::fs::read_to_string(&path).unwrap(), text.clone(), "never rewritten");
+            match read {
+                Ok(Some(b)) => {
+                    let v = serde_json::to_value(&b).unwrap();
+                    prop_assert!(counts_in_range(&v), "{v}");
+                    prop_assert!(b.iterations_used.saturating_add(1) > b.iterations_used);
+                    prop_assert!(b.max_dollars >= 0.0 && b.dollars_estimate >= 0.0);
+                    // The next iteration's number, as a tick computes it.
+                    prop_assert!(b.iterations_used < MAX_COUNT);
+                }
+                Ok(None) => prop_assert!(false, "a file that exists is read"),
+                Err(e) => {
+                    let message = e.to_string();
+                    prop_assert!(message.contains("work.budget.json"), "{message}");
+                    let top = field.trim_start_matches('/').split('/').next().unwrap();
+                    let nested = field.matches('/').count() > 1;
+                    prop_assert!(
+                        torn.is_some() || nested || message.contains(top),
+                        "the refusal names {top}: {message}"
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn a_hand_edited_history_line_is_refused_by_name_or_read_in_range(
+            field in proptest::sample::select(LINE_FIELDS.to_vec()),
+            with in edit(),
+            last in any::<bool>(),
+        ) {
+            let line = edited(LINE, field, with);
+            let text = if last {
+                format!("{LINE}\n{line}\n")
+            } else {
+                format!("{line}\n{LINE}\n")
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("work.history.jsonl");
+            std::fs::write(&path, &text).unwrap();
+            let tail = history::read_tail(&path, 2);
+            let all = history::read_all(&path);
+            prop_assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "never rewritten");
+            for read in [tail, all] {
+                match read {
+                    Ok(t) => {
+                        for l in &t.lines {
+                            let v = serde_json::to_value(&l.line).unwrap();
+                            prop_assert!(counts_in_range(&v), "{v}");
+                            let snap = l.line.snapshot();
+                            prop_assert!(snap.iterations_used.unwrap_or(0) < MAX_COUNT + 1);
+                            let budget: Budget = serde_json::from_str(BUDGET).unwrap();
+                            let r = sdd_loop::reconcile::reconcile(Some(budget), Some(&l.line), false);
+                            if let Some(b) = r.budget {
+                                prop_assert!(b.iterations_used <= MAX_COUNT);
+                                prop_assert!(b.dollars_estimate >= 0.0);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        let message = e.to_string();
+                        prop_assert!(message.contains(field), "the refusal names {field}: {message}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -1197,11 +1197,13 @@ fn absurd_counts_from_the_skill_saturate() {
         assert_eq!(r.code, 0, "{}{}", r.out, r.err);
     }
     let b = s.budget(Skill::Work);
+    // Saturated where the engine can read them back: 2^53 - 1.
+    let max = sdd_loop::budget::MAX_COUNT;
     assert_eq!(
         (b.tokens_in, b.agents_dispatched, b.comments_pushed),
-        (u64::MAX, u64::MAX, u64::MAX)
+        (max, max, max)
     );
-    assert_eq!(s.last(Skill::Work).tokens_in_this_iter, Some(u64::MAX));
+    assert_eq!(s.last(Skill::Work).tokens_in_this_iter, Some(max));
 }
 
 // ---------------------------------------------------------- exit codes
@@ -1471,4 +1473,109 @@ fn a_line_another_process_is_still_appending_is_waited_for_never_cut() {
         .filter(|e| e.file_name().to_string_lossy().contains(".torn-"))
         .collect();
     assert!(sidecars.is_empty(), "{sidecars:?}");
+}
+
+// The loop's state out of the model's reach: what survives outside
+// `.sdd/loop/` (the witness) says how far the loop got, so state that
+// vanished makes the next tick fail closed instead of starting again with
+// its budgets full; lines the engine did not write are moved aside.
+#[test]
+fn deleted_state_fails_closed_and_fresh_starts_a_new_loop_on_purpose() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_iterations = Some(2);
+    assert_eq!(s.tick(&cfg).code, 0);
+    let paths = s.paths(Skill::Work);
+    let witness = sdd_loop::witness::path(&paths);
+    assert!(witness.is_file(), "{}", witness.display());
+    std::fs::remove_file(paths.history()).unwrap();
+    std::fs::remove_file(paths.budget()).unwrap();
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 65, "{}\n{}", r.out, r.err);
+    assert!(r.err.contains("state went backwards"), "{}", r.err);
+    assert!(r.err.contains("work.budget.json is missing"), "{}", r.err);
+    assert!(r.err.contains("work.history.jsonl is missing"), "{}", r.err);
+    assert!(r.err.contains("--fresh"), "{}", r.err);
+    assert_eq!(s.runner.requests.len(), 1, "nothing was dispatched");
+    assert!(!paths.history().exists(), "nothing was restarted");
+    assert!(!paths.budget().exists(), "nothing was restarted");
+
+    // Only the budget gone, history whole: --resume continues the run.
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_iterations = Some(2);
+    assert_eq!(s.tick(&cfg).code, 0);
+    let paths = s.paths(Skill::Work);
+    std::fs::remove_file(paths.budget()).unwrap();
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 65, "{}", r.err);
+    assert!(r.err.contains("--resume"), "{}", r.err);
+    let mut resume = cfg.clone();
+    resume.resume = true;
+    let r = s.tick(&resume);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(s.last(Skill::Work).iteration, Some(2));
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 3, "the cap still holds: {}", r.out);
+
+    // --fresh: a new loop, on purpose.
+    std::fs::remove_file(paths.budget()).unwrap();
+    std::fs::remove_file(paths.history()).unwrap();
+    let mut fresh = cfg.clone();
+    fresh.fresh = true;
+    let r = s.tick(&fresh);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(s.last(Skill::Work).iteration, Some(1));
+    assert_eq!(s.tick(&cfg).code, 0, "the new loop goes on");
+}
+
+#[test]
+fn a_budget_rolled_back_with_its_history_fails_closed() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let cfg = s.cfg(Skill::Work);
+    assert_eq!(s.tick(&cfg).code, 0);
+    let paths = s.paths(Skill::Work);
+    let budget = std::fs::read_to_string(paths.budget()).unwrap();
+    let history = std::fs::read(paths.history()).unwrap();
+    assert_eq!(s.tick(&cfg).code, 0);
+    // Both put back as they were after tick 1.
+    std::fs::write(paths.budget(), &budget).unwrap();
+    std::fs::write(paths.history(), &history).unwrap();
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 65, "{}", r.err);
+    assert!(r.err.contains("ends at iteration 1"), "{}", r.err);
+    assert_eq!(std::fs::read_to_string(paths.budget()).unwrap(), budget);
+}
+
+#[test]
+fn history_lines_the_engine_did_not_write_are_moved_aside_and_never_counted() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let cfg = s.cfg(Skill::Work);
+    assert_eq!(s.tick(&cfg).code, 0);
+    let paths = s.paths(Skill::Work);
+    // What the upstream skill's prose has a model append after its work.
+    let theirs =
+        r#"{"iteration":1,"skill":"work","outcome":"ok","budget_snapshot":{"iterations_used":0}}"#;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(paths.history())
+        .unwrap();
+    std::io::Write::write_all(&mut f, format!("{theirs}\n").as_bytes()).unwrap();
+    drop(f);
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.out.contains("the engine did not write"), "{}", r.out);
+    let lines = std::fs::read_to_string(paths.history()).unwrap();
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+    assert_eq!(s.last(Skill::Work).iteration, Some(2));
+    let sidecars: Vec<_> = std::fs::read_dir(&paths.dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.contains(".foreign-").then_some(name)
+        })
+        .collect();
+    assert_eq!(sidecars.len(), 1, "{sidecars:?}");
+    let moved = std::fs::read_to_string(paths.dir.join(&sidecars[0])).unwrap();
+    assert_eq!(moved, format!("{theirs}\n"));
 }

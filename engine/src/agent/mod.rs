@@ -145,13 +145,7 @@ pub(crate) fn first_line(text: &str) -> Option<String> {
 }
 
 fn bounded(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_owned()
-    } else {
-        let mut cut: String = text.chars().take(max).collect();
-        cut.push('…');
-        cut
-    }
+    crate::redact::cut(text, max)
 }
 
 /// How the process ended, when that alone is a failure.

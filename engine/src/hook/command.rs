@@ -57,12 +57,22 @@ pub enum Action {
     },
     /// `sdd-loop SKILL begin`.
     Begin { skill: Skill },
+    /// Writes, moves, truncates or deletes `path` (as written: relative
+    /// to the call's working directory, after any `cd` of the same
+    /// command line): a redirection, a file command ([`touch`]) or one of
+    /// Claude Code's file tools. `deletes`: the path may go away (and with
+    /// it whatever is under it).
+    Touch {
+        via: String,
+        path: String,
+        deletes: bool,
+    },
 }
 
 impl Action {
     /// A PR, a merge, a review or a push: what fails closed.
     pub fn changes_prs(&self) -> bool {
-        !matches!(self, Action::Begin { .. })
+        !matches!(self, Action::Begin { .. } | Action::Touch { .. })
     }
 
     /// One line for the decision log and the refusals.
@@ -83,9 +93,21 @@ impl Action {
                 None => "push branches (git push)".to_owned(),
             },
             Action::Begin { skill } => format!("begin a {skill} tick (sdd-loop {skill} begin)"),
+            Action::Touch { via, path, deletes } => {
+                let what = if *deletes { "delete or move" } else { "write" };
+                format!("{what} {path} ({via})")
+            }
         }
     }
 }
+
+/// Claude Code's tools that write a file, and the input field naming it.
+pub const FILE_TOOLS: [(&str, &str); 4] = [
+    ("Write", "file_path"),
+    ("Edit", "file_path"),
+    ("MultiEdit", "file_path"),
+    ("NotebookEdit", "notebook_path"),
+];
 
 /// What the tool call `tool_name` with `input` does.
 pub fn recognise(tool_name: &str, input: &Value) -> Vec<Action> {
@@ -94,6 +116,19 @@ pub fn recognise(tool_name: &str, input: &Value) -> Vec<Action> {
             .get("command")
             .and_then(Value::as_str)
             .map(in_bash)
+            .unwrap_or_default();
+    }
+    if let Some((_, field)) = FILE_TOOLS.iter().find(|(t, _)| *t == tool_name) {
+        return input
+            .get(*field)
+            .and_then(Value::as_str)
+            .map(|path| {
+                vec![Action::Touch {
+                    via: tool_name.to_owned(),
+                    path: path.to_owned(),
+                    deletes: false,
+                }]
+            })
             .unwrap_or_default();
     }
     match tool_name.strip_prefix("mcp__") {
@@ -105,10 +140,56 @@ pub fn recognise(tool_name: &str, input: &Value) -> Vec<Action> {
 /// What a `Bash` command line does.
 pub fn in_bash(command: &str) -> Vec<Action> {
     let mut out = Vec::new();
-    for words in words::commands(command) {
-        simple(&words, &mut out, 0);
-    }
+    line(command, &mut out, 0);
     out
+}
+
+/// Joins a relative `path` to the directory a `cd` of the line moved to.
+fn under(dir: Option<&str>, path: &str) -> String {
+    match dir {
+        Some(d) if !path.starts_with('/') && !path.starts_with('~') => {
+            format!("{}/{path}", d.trim_end_matches('/'))
+        }
+        _ => path.to_owned(),
+    }
+}
+
+/// The actions of a command line, its redirections and `cd`s included.
+fn line(text: &str, out: &mut Vec<Action>, depth: usize) {
+    let parsed = words::parse(text);
+    let mut dir: Option<String> = None;
+    for (i, words) in parsed.commands.iter().enumerate() {
+        for (_, target) in parsed.writes.iter().filter(|(at, _)| *at == i) {
+            out.push(Action::Touch {
+                via: "a redirection".into(),
+                path: under(dir.as_deref(), target),
+                deletes: false,
+            });
+        }
+        if words.first().is_some_and(|w| w == "cd" || w == "pushd") {
+            let to = words.iter().skip(1).find(|w| !w.starts_with('-'));
+            dir = to.map(|t| under(dir.as_deref(), t));
+            continue;
+        }
+        let mut found = Vec::new();
+        simple(words, &mut found, depth);
+        out.extend(found.into_iter().map(|a| match a {
+            Action::Touch { via, path, deletes } => Action::Touch {
+                via,
+                path: under(dir.as_deref(), &path),
+                deletes,
+            },
+            other => other,
+        }));
+    }
+    let commands = parsed.commands.len();
+    for (_, target) in parsed.writes.iter().filter(|(at, _)| *at >= commands) {
+        out.push(Action::Touch {
+            via: "a redirection".into(),
+            path: under(dir.as_deref(), target),
+            deletes: false,
+        });
+    }
 }
 
 fn number(value: Option<&Value>) -> Option<u64> {
@@ -257,19 +338,13 @@ fn simple(words: &[String], out: &mut Vec<Action>, depth: usize) {
             if let Some(i) = args
                 .iter()
                 .position(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'))
-                && let Some(line) = args.get(i + 1)
+                && let Some(text) = args.get(i + 1)
             {
-                for inner in words::commands(line) {
-                    simple(&inner, out, depth + 1);
-                }
+                line(text, out, depth + 1);
             }
         }
-        "eval" => {
-            for inner in words::commands(&args.join(" ")) {
-                simple(&inner, out, depth + 1);
-            }
-        }
-        _ => {}
+        "eval" => line(&args.join(" "), out, depth + 1),
+        _ => touch::simple(words, out),
     }
 }
 
@@ -726,6 +801,16 @@ fn git(args: &[String], out: &mut Vec<Action>) {
         i += 1;
     }
     if args.get(i).map(String::as_str) != Some("push") {
+        let mut found = Vec::new();
+        touch::git(&args[i.min(args.len())..], &mut found);
+        out.extend(found.into_iter().map(|a| match (a, dir.as_deref()) {
+            (Action::Touch { via, path, deletes }, Some(d)) => Action::Touch {
+                via,
+                path: under(Some(d), &path),
+                deletes,
+            },
+            (a, _) => a,
+        }));
         return;
     }
     let p = Parsed::new(
@@ -764,6 +849,8 @@ fn git(args: &[String], out: &mut Vec<Action>) {
         branches,
     });
 }
+
+mod touch;
 
 #[cfg(test)]
 mod tests;

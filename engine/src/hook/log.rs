@@ -83,13 +83,7 @@ pub fn redactor(project: &Path, vars: &BTreeMap<String, String>) -> Redactor {
 
 /// `text` cut to [`QUOTE_MAX`] characters.
 pub fn quote(text: &str) -> String {
-    if text.chars().count() <= QUOTE_MAX {
-        text.to_owned()
-    } else {
-        let mut cut: String = text.chars().take(QUOTE_MAX).collect();
-        cut.push('…');
-        cut
-    }
+    crate::redact::cut(text, QUOTE_MAX)
 }
 
 /// Appends `entry`, redacted, to `skill`'s log (the state directory must

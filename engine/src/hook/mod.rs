@@ -28,6 +28,7 @@ pub mod answer;
 pub mod command;
 pub mod input;
 pub mod log;
+pub mod owned;
 pub mod pre_tool;
 pub mod prompt;
 pub mod state;

@@ -102,11 +102,48 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
     }
     let input = match ToolInput::parse(bytes) {
         Ok(i) => i,
-        Err(e) => return deny_if_prs(&actions, &format!("its input cannot be read ({e})")),
+        Err(e) => {
+            let answer = deny_if_prs(&actions, &format!("its input cannot be read ({e})"));
+            if answer != Answer::Pass {
+                return answer;
+            }
+            // The loop's files stay refused when the input half-reads.
+            return match value["cwd"].as_str() {
+                Some(cwd) => {
+                    let cwd = Path::new(cwd);
+                    owned_answer(hook, &hook.project_for(cwd), cwd, &actions)
+                        .map_or(Answer::Pass, |(a, _)| a)
+                }
+                None => Answer::Pass,
+            };
+        }
     };
     let project = hook.project_for(&input.common.cwd);
     let loop_dir = project.join(".sdd").join("loop");
-    if !loop_dir.is_dir() {
+    // The loop's own files, whoever asks and whether or not a loop runs.
+    if let Some((answer, skill)) = owned_answer(hook, &project, &input.common.cwd, &actions) {
+        if loop_dir.is_dir() {
+            let redactor = log::redactor(&project, hook.vars);
+            let entry = Entry {
+                at: clock::format(hook.clock.now()),
+                event: "pre-tool-use".into(),
+                session_id: input.common.session_id.clone(),
+                prompt_id: input.common.prompt_id.clone(),
+                iteration: None,
+                decision: answer.decision().into(),
+                reason: answer.text().map(str::to_owned),
+                saw: actions.iter().map(Action::describe).collect(),
+                input: Some(log::quote(&describe_input(&input))),
+            };
+            let _ = log::append(&project, skill, &entry, &redactor);
+        }
+        return answer;
+    }
+    let actions: Vec<Action> = actions
+        .into_iter()
+        .filter(|a| !matches!(a, Action::Touch { .. }))
+        .collect();
+    if actions.is_empty() || !loop_dir.is_dir() {
         return Answer::Pass;
     }
     let redactor = log::redactor(&project, hook.vars);
@@ -131,16 +168,59 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
             },
             reason: decided.answer.text().map(str::to_owned),
             saw: actions.iter().map(Action::describe).collect(),
-            input: Some(log::quote(
-                &input
-                    .bash_command()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| format!("{} {}", input.tool_name, input.tool_input)),
-            )),
+            input: Some(log::quote(&describe_input(&input))),
         };
         let _ = log::append(&project, skill, &entry, &redactor);
     }
     decided.answer
+}
+
+fn describe_input(input: &ToolInput) -> String {
+    input
+        .bash_command()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("{} {}", input.tool_name, input.tool_input))
+}
+
+/// The refusal of a call that would write, move, truncate or delete the
+/// loop's own files ([`super::owned`]), and the loop it concerns.
+fn owned_answer(
+    hook: &Hook<'_>,
+    project: &Path,
+    cwd: &Path,
+    actions: &[Action],
+) -> Option<(Answer, Skill)> {
+    if !actions.iter().any(|a| matches!(a, Action::Touch { .. })) {
+        return None;
+    }
+    let owned = super::owned::owned(project);
+    let home = hook.vars.get("HOME").map(Path::new);
+    for a in actions {
+        let Some(root) = super::owned::touched(a, cwd, home, &owned) else {
+            continue;
+        };
+        let Action::Touch { path, .. } = a else {
+            continue;
+        };
+        let skill = if path.contains("review.") {
+            Skill::Review
+        } else {
+            Skill::Work
+        };
+        let what = if root.ends_with(".sdd/loop") || root == owned[0] {
+            "the loop's state under .sdd/loop/".to_owned()
+        } else {
+            format!("the loop's own file {}", root.display())
+        };
+        return Some((
+            refused(format!(
+                "{} — {path} is {what}, which the sdd-loop engine owns and writes itself (lock, budget, history line, journal, ledger). Do not write, move, truncate or delete it: the loop's bookkeeping is done for you, and its budgets are what they record. Reading it is fine. To stop the loop, create .sdd/loop/{skill}.stop or ask the user; to start a new loop on purpose, the user sends the loop prompt with --fresh.",
+                a.describe()
+            )),
+            skill,
+        ));
+    }
+    None
 }
 
 fn decide(
@@ -370,7 +450,7 @@ fn in_tick(
                 Action::Begin { .. } => Some(format!(
                     "`sdd-loop {skill} begin` already ran for this prompt: iteration {n} of the {skill} loop is open, held by this session. Do the work in the request; `end` runs when you stop."
                 )),
-                Action::Push { .. } => None,
+                Action::Push { .. } | Action::Touch { .. } => None,
                 Action::OpenPr { .. } => {
                     let closed = bodies.next().unwrap_or_else(|| Err("no body".into()));
                     let why = if dry {

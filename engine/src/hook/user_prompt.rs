@@ -340,7 +340,7 @@ fn context(tick: &LoopPrompt, request: &SkillRequest, summary: &serde_json::Valu
         ),
     };
     format!(
-        "[sdd-loop] The sdd-loop plugin's hook ran `sdd-loop {skill} begin` for this prompt ({}): iteration {} of the {skill} loop is open, held by this session. Do not run `sdd-loop {skill} begin` or `sdd-loop {skill} end` yourself: `end` runs when you stop — it finds your PRs on the tracker and your spend in this session's transcript. The hooks refuse {refused}.\n\n{body}",
+        "[sdd-loop] The sdd-loop plugin's hook ran `sdd-loop {skill} begin` for this prompt ({}): iteration {} of the {skill} loop is open, held by this session. Do not run `sdd-loop {skill} begin` or `sdd-loop {skill} end` yourself: `end` runs when you stop — it finds your PRs on the tracker and your spend in this session's transcript. The engine owns `.sdd/loop/` and does the bookkeeping the sdd skill's loop section describes — it holds the lock, keeps the budget and appends this tick's telemetry line to the history — so skip those steps: write no lockfile, edit no budget, append no history line (the hooks refuse writes, moves and deletions there; reading is fine). The hooks refuse {refused}.\n\n{body}",
         tick.name, request.iteration,
     )
 }

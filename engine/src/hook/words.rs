@@ -15,9 +15,29 @@
 
 /// The simple commands of `text`, in order, each as its words.
 pub fn commands(text: &str) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    Splitter::new(text).run(&mut out);
-    out
+    parse(text).commands
+}
+
+/// A command line read as a shell would: its simple commands, and the
+/// files its output redirections write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Line {
+    /// The simple commands, in order, each as its words.
+    pub commands: Vec<Vec<String>>,
+    /// The targets of `>`, `>>`, `>|`, `&>`, `&>>` and `<>`, as written
+    /// (quotes removed), in `$(…)` and backquotes too, each with the
+    /// index in `commands` of the command it belongs to (so a `cd` before
+    /// it can be taken into account).
+    pub writes: Vec<(usize, String)>,
+}
+
+/// The simple commands of `text` and the files it redirects output to.
+pub fn parse(text: &str) -> Line {
+    let mut line = Line::default();
+    let mut splitter = Splitter::new(text);
+    splitter.run(&mut line.commands);
+    line.writes = splitter.writes;
+    line
 }
 
 /// The words of `text` as one command line (a prompt's arguments):
@@ -74,6 +94,8 @@ struct Splitter {
     /// Here-document delimiters waiting for the end of the line
     /// (`true`: `<<-`, leading tabs stripped).
     heredocs: Vec<(String, bool)>,
+    /// Output redirection targets seen so far.
+    writes: Vec<(usize, String)>,
 }
 
 impl Splitter {
@@ -82,6 +104,7 @@ impl Splitter {
             chars: text.chars().collect(),
             at: 0,
             heredocs: Vec::new(),
+            writes: Vec::new(),
         }
     }
 
@@ -97,26 +120,36 @@ impl Splitter {
         let mut nested: Vec<String> = Vec::new();
         let mut words: Vec<String> = Vec::new();
         let mut word: Option<String> = None;
-        let mut redirect_target = false;
-        let finish_word =
-            |word: &mut Option<String>, words: &mut Vec<String>, redirect_target: &mut bool| {
-                if let Some(w) = word.take() {
-                    if *redirect_target {
-                        *redirect_target = false;
-                    } else {
-                        words.push(w);
-                    }
+        // `Some(output)`: the next word is a redirection's target.
+        let mut redirect_target: Option<bool> = None;
+        let mut writes: Vec<(usize, String)> = Vec::new();
+        let finish_word = |word: &mut Option<String>,
+                           words: &mut Vec<String>,
+                           redirect_target: &mut Option<bool>,
+                           writes: &mut Vec<(usize, String)>,
+                           at: usize| {
+            if let Some(w) = word.take() {
+                match redirect_target.take() {
+                    Some(true) => writes.push((at, w)),
+                    Some(false) => {}
+                    None => words.push(w),
                 }
-            };
-        let finish_command =
-            |words: &mut Vec<String>, nested: &mut Vec<String>, out: &mut Vec<Vec<String>>| {
-                if !words.is_empty() {
-                    out.push(std::mem::take(words));
-                }
-                for inner in nested.drain(..) {
-                    out.extend(commands(&inner));
-                }
-            };
+            }
+        };
+        let finish_command = |words: &mut Vec<String>,
+                              nested: &mut Vec<String>,
+                              out: &mut Vec<Vec<String>>,
+                              writes: &mut Vec<(usize, String)>| {
+            if !words.is_empty() {
+                out.push(std::mem::take(words));
+            }
+            for inner in nested.drain(..) {
+                let line = parse(&inner);
+                let base = out.len();
+                out.extend(line.commands);
+                writes.extend(line.writes.into_iter().map(|(i, w)| (base + i, w)));
+            }
+        };
         while let Some(c) = self.peek() {
             match c {
                 '\'' => {
@@ -198,14 +231,26 @@ impl Splitter {
                 }
                 '\n' => {
                     self.at += 1;
-                    finish_word(&mut word, &mut words, &mut redirect_target);
-                    finish_command(&mut words, &mut nested, out);
+                    finish_word(
+                        &mut word,
+                        &mut words,
+                        &mut redirect_target,
+                        &mut writes,
+                        out.len(),
+                    );
+                    finish_command(&mut words, &mut nested, out, &mut writes);
                     self.skip_heredocs();
                 }
                 ';' | '&' | '|' | '(' | ')' => {
                     self.at += 1;
-                    finish_word(&mut word, &mut words, &mut redirect_target);
-                    finish_command(&mut words, &mut nested, out);
+                    finish_word(
+                        &mut word,
+                        &mut words,
+                        &mut redirect_target,
+                        &mut writes,
+                        out.len(),
+                    );
+                    finish_command(&mut words, &mut nested, out, &mut writes);
                 }
                 '<' | '>' => {
                     // A redirection: `N>` / `&>` glue to it; its target is
@@ -215,9 +260,16 @@ impl Splitter {
                     }) {
                         word = None;
                     } else {
-                        finish_word(&mut word, &mut words, &mut redirect_target);
+                        finish_word(
+                            &mut word,
+                            &mut words,
+                            &mut redirect_target,
+                            &mut writes,
+                            out.len(),
+                        );
                     }
                     self.at += 1;
+                    let output = c == '>' || self.peek() == Some('>');
                     let heredoc =
                         c == '<' && self.peek() == Some('<') && self.peek_at(1) != Some('<');
                     while matches!(self.peek(), Some('<' | '>' | '&' | '|')) {
@@ -239,12 +291,18 @@ impl Splitter {
                             self.at += 1;
                         }
                     } else {
-                        redirect_target = true;
+                        redirect_target = Some(output);
                     }
                 }
                 c if c.is_whitespace() => {
                     self.at += 1;
-                    finish_word(&mut word, &mut words, &mut redirect_target);
+                    finish_word(
+                        &mut word,
+                        &mut words,
+                        &mut redirect_target,
+                        &mut writes,
+                        out.len(),
+                    );
                 }
                 other => {
                     self.at += 1;
@@ -252,8 +310,15 @@ impl Splitter {
                 }
             }
         }
-        finish_word(&mut word, &mut words, &mut redirect_target);
-        finish_command(&mut words, &mut nested, out);
+        finish_word(
+            &mut word,
+            &mut words,
+            &mut redirect_target,
+            &mut writes,
+            out.len(),
+        );
+        finish_command(&mut words, &mut nested, out, &mut writes);
+        self.writes.extend(writes);
     }
 
     /// A here-document delimiter, its quotes removed.
@@ -407,6 +472,34 @@ mod tests {
         assert_eq!(
             cmds("cat > notes.md <<'EOF'\ngh pr create --title x\nEOF\ngh pr list 2>&1 >/dev/null"),
             vec![vec!["cat"], vec!["gh", "pr", "list"]]
+        );
+    }
+
+    #[test]
+    fn output_redirections_are_writes() {
+        let line = parse(
+            "echo x >> .sdd/loop/work.history.jsonl; : > '.sdd/loop/a b' 2>&1; cat < in.txt &>out.log; echo \"$(echo y >| inner)\"",
+        );
+        let targets: Vec<&str> = line.writes.iter().map(|(_, w)| w.as_str()).collect();
+        assert_eq!(
+            targets,
+            vec![
+                ".sdd/loop/work.history.jsonl",
+                ".sdd/loop/a b",
+                "out.log",
+                "inner"
+            ]
+        );
+        assert_eq!(line.writes[0].0, 0);
+        assert_eq!(line.writes[1].0, 1);
+        assert_eq!(
+            parse("cd .sdd/loop && cat <in.txt 2>/dev/null").writes,
+            vec![(1, "/dev/null".to_owned())]
+        );
+        assert!(
+            parse("cat <<EOF\n> not a redirect\nEOF\n")
+                .writes
+                .is_empty()
         );
     }
 

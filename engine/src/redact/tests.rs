@@ -477,3 +477,46 @@ fn every_built_in_rule_compiles_and_matches_its_set_entry() {
         assert_eq!(built_in.set.patterns()[i], &*rule.pattern);
     }
 }
+
+#[test]
+fn credentials_in_a_url_are_redacted_and_the_url_stays_readable() {
+    let r = Redactor::builder().build();
+    assert_eq!(
+        r.apply("tracker https://alice:s3cr3t-Pa55@tracker.example/api/v3 failed"),
+        "tracker https://[REDACTED:url-credentials]@tracker.example/api/v3 failed"
+    );
+    assert_eq!(
+        r.apply("git clone https://x-access-token:abcd1234@github.com/acme/app.git"),
+        "git clone https://[REDACTED:url-credentials]@github.com/acme/app.git"
+    );
+    assert_eq!(
+        r.apply("https://0123456789abcdef0123@api.example"),
+        "https://[REDACTED:url-credentials]@api.example"
+    );
+    // A short user name is no credential; an address is no URL.
+    assert_eq!(
+        r.apply("ssh://git@github.com/acme/app"),
+        "ssh://git@github.com/acme/app"
+    );
+    assert_eq!(r.apply("mail alice@example.com"), "mail alice@example.com");
+    let once = r.apply("see https://u:p@h.example/x");
+    assert_eq!(r.apply(&once), once, "redacting twice is redacting once");
+}
+
+#[test]
+fn a_cut_never_splits_a_marker_or_a_token() {
+    let marker = "[REDACTED:github-token]";
+    let text = format!("error {marker} at the end");
+    for max in 0..text.chars().count() {
+        let kept = super::cut(&text, max);
+        assert!(kept.ends_with('…'), "{kept}");
+        assert!(
+            !kept.contains("[REDACTED") || kept.contains(marker),
+            "max {max}: {kept}"
+        );
+        assert!(kept.chars().count() <= max + 1, "max {max}: {kept}");
+    }
+    let token = format!("x ghp_{}", "A".repeat(36));
+    assert_eq!(super::cut(&token, 20), "x …");
+    assert_eq!(super::cut("short", 10), "short");
+}

@@ -30,7 +30,9 @@ pub(crate) struct Acquired {
 /// Takes the lock; `Err(Concluded)` is a tick that ended without it.
 pub(crate) fn acquire(ctx: &mut Ctx<'_, '_>) -> Result<Result<Acquired, Concluded>, Failure> {
     let peek_budget = Budget::load(ctx.paths.budget())?;
-    let guess = peek_budget.as_ref().map_or(1, |b| b.iterations_used + 1);
+    let guess = peek_budget
+        .as_ref()
+        .map_or(1, |b| b.iterations_used.saturating_add(1));
     let started_at = clock::format(ctx.started);
 
     // `--lock=wait` waits at most for what is left of the wall-clock budget,

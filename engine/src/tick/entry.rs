@@ -199,7 +199,7 @@ pub(crate) fn budget_gate(
             tripped.push(t);
         }
     };
-    let next_iteration = (b.iterations_used + 1) as f64;
+    let next_iteration = b.iterations_used.saturating_add(1) as f64;
     check(
         Tripped {
             dim: Dimension::Iterations,

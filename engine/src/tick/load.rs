@@ -68,6 +68,82 @@ pub(crate) struct Loaded {
     pub fired: Vec<Fired>,
 }
 
+fn foreign_note(ctx: &Ctx<'_, '_>, history_path: &Path, foreign: &history::Foreign) -> String {
+    history::foreign_note(
+        Path::new(&ctx.rel(history_path)),
+        &history::Foreign {
+            lines: foreign.lines,
+            sidecar: std::path::PathBuf::from(ctx.rel(&foreign.sidecar)),
+        },
+    )
+}
+
+/// Fails closed when the loop's files are behind what its witness says
+/// the engine recorded ([`crate::witness`]): deleted, truncated or
+/// rolled back, the loop would otherwise start again with its budgets
+/// full. `--fresh` starts a new run on purpose; `--resume` continues the
+/// recorded one from history when history is whole.
+fn went_backwards(
+    ctx: &Ctx<'_, '_>,
+    w: &crate::witness::Witness,
+    budget: Option<&Budget>,
+    last: Option<&HistoryLine>,
+) -> Result<(), Failure> {
+    if ctx.cfg.fresh || w.iteration == 0 {
+        return Ok(());
+    }
+    if let Some(b) = budget
+        && w.run_started_at
+            .as_deref()
+            .is_some_and(|r| r != b.started_at)
+    {
+        // Another run than the witnessed one: started on purpose.
+        return Ok(());
+    }
+    let in_history = last.and_then(|l| l.iteration).unwrap_or(0);
+    let in_budget = budget.map_or(0, |b| b.iterations_used);
+    let budget_path = ctx.rel(ctx.paths.budget());
+    let history_path = ctx.rel(&ctx.paths.history());
+    let mut missing = Vec::new();
+    if budget.is_none() {
+        missing.push(format!("{budget_path} is missing"));
+    } else if in_budget < w.iteration {
+        missing.push(format!("{budget_path} says {in_budget} iteration(s) used"));
+    }
+    let history_behind = in_history < w.iteration;
+    if history_behind {
+        missing.push(match last {
+            None if !ctx.paths.history().exists() => format!("{history_path} is missing"),
+            None => format!("{history_path} holds no iteration"),
+            Some(_) => format!("{history_path} ends at iteration {in_history}"),
+        });
+    }
+    let behind = budget.is_none() || in_budget.max(in_history) < w.iteration;
+    if !behind || (budget.is_none() && ctx.cfg.resume && !history_behind) {
+        return Ok(());
+    }
+    let witness = crate::witness::path(&ctx.paths);
+    let resume = if history_behind {
+        String::new()
+    } else {
+        " or continue the recorded run from history with --resume,".to_owned()
+    };
+    Err(Failure::new(
+        crate::exit::DATA,
+        format!(
+            "the {skill} loop's state went backwards: {} — but the engine recorded iteration {} of this run (witness {}). Nothing was started: a loop is never restarted silently",
+            missing.join(" and "),
+            w.iteration,
+            ctx.rel(&witness),
+            skill = ctx.paths.skill,
+        ),
+        format!(
+            "restore the files from a backup,{resume} or start a new loop on purpose with --fresh (the loop prompt `/sdd:{skill} --loop --fresh`, or `sdd-loop {skill} begin --loop --fresh`); earlier history is kept",
+            skill = ctx.paths.skill,
+        ),
+    ))
+}
+
 /// Loads state for a tick that holds the lock.
 pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, Failure> {
     let Acquired {
@@ -76,6 +152,14 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
     } = acquired;
     let mut pending = Pending::default();
     let history_path = ctx.paths.history();
+    // Lines the engine did not write never count: moved aside before
+    // anything is read (a repair, like a torn line's).
+    let (witness, foreign) =
+        history::set_aside_foreign(&ctx.paths, &clock::format_compact(ctx.now()))?;
+    if let Some(foreign) = &foreign {
+        let note = foreign_note(ctx, &history_path, foreign);
+        ctx.note(note);
+    }
     // Enough of the end of history to hold the run's last two lines
     // written under the lock (drift and repeated failure look at two),
     // however many skipped ticks were appended after them.
@@ -97,6 +181,9 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
         .collect();
     let budget_on_disk = Budget::load(ctx.paths.budget())?;
     let last = authoritative.last();
+    if let Some(w) = &witness {
+        went_backwards(ctx, w, budget_on_disk.as_ref(), last)?;
+    }
     let recon = reconcile::reconcile(budget_on_disk, last, ctx.cfg.resume);
     if let Some(note) = recon.note(&ctx.rel(ctx.paths.budget())) {
         ctx.note(note);
@@ -175,7 +262,7 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
     }
     budget.rate_table_source = cost.rate_table_source();
 
-    let iteration = budget.iterations_used + 1;
+    let iteration = budget.iterations_used.saturating_add(1);
     ctx.answerer.set_iteration(iteration);
     held.set_iteration(iteration)?;
     // The time since the last tick (its end as the checkpoint recorded it,
@@ -265,7 +352,7 @@ fn stop_orphan(ctx: &Ctx<'_, '_>, journal: &Journal) -> Option<String> {
 /// under the lock, if any.
 fn lockless_stop(tail: &history::Tail, budget: &Budget) -> Option<RunStop> {
     let last_held = tail.lines.iter().rposition(|l| l.line.authoritative());
-    let after = last_held.map_or(0, |i| i + 1);
+    let after = last_held.map_or(0, |i| i.saturating_add(1));
     tail.lines[after..].iter().rev().find_map(|l| {
         let line = &l.line;
         let same_run = line
@@ -427,7 +514,11 @@ pub(crate) fn commit(
     }
     if let Some((line, exchange, note)) = pending.recovered.take() {
         let line = ctx.redacted(line);
-        let done = history::append(&history_path, &line, &stamp)?;
+        let (done, foreign) = history::append_witnessed(&ctx.paths, &line, &stamp)?;
+        if let Some(foreign) = &foreign {
+            let note = foreign_note(ctx, &history_path, foreign);
+            ctx.note(note);
+        }
         if let Some((torn, sidecar)) = &done.repaired {
             ctx.note(history::torn_note(
                 Path::new(&ctx.rel(&history_path)),

@@ -457,7 +457,7 @@ fn finish_open(
                 ctx.rel(ctx.paths.budget()),
                 journal.iteration
             ),
-            "restore it to end the iteration; a deleted budget starts a fresh run at the next begin",
+            "restore it to end the iteration; until then the next begin fails closed (it names the fix: restore, --resume from history, or --fresh for a new loop on purpose)",
         )
     })?;
     let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
@@ -604,6 +604,8 @@ fn run_once(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concl
         no_chain: ctx.cfg.no_chain,
         dry_run: ctx.cfg.dry_run,
     };
+    // On disk while the skill runs: redacted from the start, like history.
+    let request = ctx.redacted(request);
     exchange.prepare(&request)?;
     let spec = run_spec(ctx, None);
     let outcome = {

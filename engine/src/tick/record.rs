@@ -95,7 +95,18 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
     // Ticks without the lock append here too, and under the history's own
     // lock a torn tail is a dead writer's remnant: whoever appends first
     // moves it aside, so no tick's line is ever dropped for it.
-    let done = history::append(&path, &line, &clock::format_compact(ctx.now()))?;
+    let (done, foreign) =
+        history::append_witnessed(&ctx.paths, &line, &clock::format_compact(ctx.now()))?;
+    if let Some(foreign) = &foreign {
+        let note = history::foreign_note(
+            std::path::Path::new(&ctx.rel(&path)),
+            &history::Foreign {
+                lines: foreign.lines,
+                sidecar: std::path::PathBuf::from(ctx.rel(&foreign.sidecar)),
+            },
+        );
+        ctx.note(note);
+    }
     if let Some((torn, sidecar)) = &done.repaired {
         let note = history::torn_note(
             std::path::Path::new(&ctx.rel(&path)),
