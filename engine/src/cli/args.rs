@@ -370,6 +370,11 @@ The hooks of the sdd-loop plugin, run by Claude Code (hooks/hooks.json):
 Every decision is logged to .sdd/loop/{skill}.hooks.jsonl. The exit status is
 always 0: the answer is the JSON printed (or nothing).
 
+Claude Code runs these through the plugin's launcher, hooks/sdd-loop-hook,
+which finds this binary, checks `sdd-loop hook --protocol` (the plugin speaks
+hook protocol 1) and fails closed when it cannot: a loop prompt is blocked
+with what to install. `sdd-loop doctor` checks the whole setup.
+
 Example:
   echo '{\"session_id\":\"s\",\"transcript_path\":\"/tmp/t.jsonl\",\"cwd\":\".\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"hello\"}' | sdd-loop hook user-prompt-submit";
 
@@ -377,8 +382,13 @@ Example:
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The hook event.
-    #[arg(value_enum)]
-    pub event: crate::hook::HookEvent,
+    #[arg(value_enum, required_unless_present = "protocol")]
+    pub event: Option<crate::hook::HookEvent>,
+    /// Print the hook protocol this engine speaks and exit: one line,
+    /// `hook-protocol N sdd-loop VERSION` (N a comma-separated list). The
+    /// plugin's launcher (hooks/sdd-loop-hook) runs it before every hook.
+    #[arg(long, conflicts_with_all = ["holder_pid", "project"])]
+    pub protocol: bool,
     /// The session process that holds the loop's lock [default: the
     /// nearest ancestor that is not a shell or launcher: Claude Code]
     #[arg(long, value_name = "PID")]
