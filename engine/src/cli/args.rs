@@ -92,6 +92,12 @@ pub enum Command {
         #[arg(value_enum)]
         kind: SchemaKind,
     },
+    /// Check that everything a loop needs is usable here — this engine,
+    /// Claude Code, the sdd-loop plugin and the engine its hooks run, the
+    /// tracker credentials, each loop's state — and say what to do about
+    /// each part that is not. Changes nothing.
+    #[command(after_help = DOCTOR_HELP)]
+    Doctor(DoctorArgs),
     /// List the named crash points for SDD_LOOP_CRASH_AT.
     CrashPoints,
     /// Run one hook of the Claude Code plugin (hooks/hooks.json): reads the
@@ -377,6 +383,29 @@ with what to install. `sdd-loop doctor` checks the whole setup.
 
 Example:
   echo '{\"session_id\":\"s\",\"transcript_path\":\"/tmp/t.jsonl\",\"cwd\":\".\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"hello\"}' | sdd-loop hook user-prompt-submit";
+
+const DOCTOR_HELP: &str = "\
+Each line is one part: ok, note (usable, something to know) or FIX (not
+usable), and under it what to do. The tracker is asked once (its open pull
+requests, and who the token is); nothing is written.
+
+Examples:
+  sdd-loop doctor
+  sdd-loop doctor -C ../app --json
+
+Exit status: 0 when every part is usable, 1 when something needs a fix.";
+
+/// `doctor`: which project, and how to print.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The project directory [default: .]
+    #[arg(short = 'C', long = "project", value_name = "DIR", default_value = ".")]
+    pub project: PathBuf,
+    /// One JSON object (`usable`, `checks`: part, verdict, detail, fix)
+    /// instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// `hook`: which event, and for tests the session.
 #[derive(Debug, Args)]
