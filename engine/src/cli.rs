@@ -104,6 +104,20 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
     match cli.command {
         Command::Schema { kind } => write_or(env, &schema::render(kind)),
         Command::CrashPoints => write_or(env, &CrashPoints::listing()),
+        Command::Doctor(args) => {
+            let project = if args.project == std::path::Path::new(".") {
+                env.cwd.clone()
+            } else {
+                env.cwd.join(&args.project)
+            };
+            let inputs = crate::doctor::Inputs {
+                vars: &env.vars,
+                project: project.clone(),
+                exe: std::env::current_exe().ok(),
+            };
+            let checks = crate::doctor::checks(&inputs);
+            crate::doctor::report(&checks, &project, args.json, env.stdout)
+        }
         Command::Hook(args) => hook::hook_command(args, env),
         Command::Guard {
             parent,

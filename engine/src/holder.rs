@@ -14,10 +14,31 @@ use crate::liveness::{ProcessProbe, SignalZero};
 use crate::lock::Identity;
 
 /// Command names skipped on the way up: shells, and launchers that exit
-/// with the command they run (the kernel's 15-character `comm`).
-pub const TRANSIENT: [&str; 19] = [
-    "sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "busybox", "tcsh", "csh", "env",
-    "nohup", "timeout", "nice", "stdbuf", "setsid", "cargo", "sdd-loop",
+/// with the command they run (the kernel's 15-character `comm`) — among
+/// them the plugin's hook launcher (`hooks/sdd-loop-hook`, a script the
+/// kernel names after its file) and the npm package's `sdd-loop` shim
+/// (which names its node process `sdd-loop`).
+pub const TRANSIENT: [&str; 20] = [
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "fish",
+    "ksh",
+    "mksh",
+    "ash",
+    "busybox",
+    "tcsh",
+    "csh",
+    "env",
+    "nohup",
+    "timeout",
+    "nice",
+    "stdbuf",
+    "setsid",
+    "cargo",
+    "sdd-loop",
+    "sdd-loop-hook",
 ];
 
 /// How far up the process tree to look before giving up.

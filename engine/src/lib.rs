@@ -20,6 +20,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod crash;
+pub mod doctor;
 pub mod exchange;
 pub mod exit;
 pub mod files;

@@ -1,7 +1,8 @@
 //! The repository as a Claude Code plugin: `.claude-plugin/plugin.json`
 //! and `marketplace.json` name a plugin that does not clash with the
 //! upstream `sdd`, its skills exist, `hooks/hooks.json` wires each event
-//! to `sdd-loop hook EVENT` with the time limit the engine keeps, and the
+//! to the plugin's launcher (`hooks/sdd-loop-hook EVENT`, which runs
+//! `sdd-loop hook EVENT`) with the time limit the engine keeps, and the
 //! installed Claude Code's `claude plugin validate` passes it.
 //!
 //! The validation runs the real CLI: `$SDD_EVALS_CLAUDE`, else the one
@@ -62,8 +63,16 @@ fn each_hook_runs_sdd_loop_hook_with_the_engine_s_time_limit() {
         assert_eq!(groups.len(), 1);
         let hook = &groups[0]["hooks"][0];
         assert_eq!(hook["type"], "command");
-        assert_eq!(hook["command"], "sdd-loop");
-        assert_eq!(hook["args"], serde_json::json!(["hook", event.command()]));
+        // The launcher in the plugin, its path quoted for the shell
+        // Claude Code runs it with (a plugin root may hold spaces).
+        assert_eq!(
+            hook["command"],
+            format!(
+                "\"${{CLAUDE_PLUGIN_ROOT}}\"/hooks/sdd-loop-hook {}",
+                event.command()
+            )
+        );
+        assert!(hook["args"].is_null(), "{}", event.claude_name());
         assert_eq!(hook["timeout"], seconds, "{}", event.claude_name());
         let matcher = &groups[0]["matcher"];
         match event {
@@ -130,9 +139,9 @@ fn claude_plugin_validate_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     for part in [
-        "hooks: UserPromptSubmit command sdd-loop",
+        "hooks: UserPromptSubmit command \"\\\"${CLAUDE_PLUGIN_ROOT}\\\"/hooks/sdd-loop-hook user-prompt-submit\"",
         "hooks: PreToolUse",
-        "hooks: Stop command sdd-loop",
+        "hooks: Stop command \"\\\"${CLAUDE_PLUGIN_ROOT}\\\"/hooks/sdd-loop-hook stop\"",
         "skills: sdd-loop:work",
         "skills: sdd-loop:review",
     ] {

@@ -94,6 +94,12 @@ pub enum Command {
         #[arg(value_enum)]
         kind: SchemaKind,
     },
+    /// Check that everything a loop needs is usable here — this engine,
+    /// Claude Code, the sdd-loop plugin and the engine its hooks run, the
+    /// tracker credentials, each loop's state — and say what to do about
+    /// each part that is not. Changes nothing.
+    #[command(after_help = DOCTOR_HELP)]
+    Doctor(DoctorArgs),
     /// List the named crash points for SDD_LOOP_CRASH_AT.
     CrashPoints,
     /// Run one hook of the Claude Code plugin (hooks/hooks.json): reads the
@@ -372,15 +378,48 @@ The hooks of the sdd-loop plugin, run by Claude Code (hooks/hooks.json):
 Every decision is logged to .sdd/loop/{skill}.hooks.jsonl. The exit status is
 always 0: the answer is the JSON printed (or nothing).
 
+Claude Code runs these through the plugin's launcher, hooks/sdd-loop-hook,
+which finds this binary, checks `sdd-loop hook --protocol` (the plugin speaks
+hook protocol 1) and fails closed when it cannot: a loop prompt is blocked
+with what to install. `sdd-loop doctor` checks the whole setup.
+
 Example:
   echo '{\"session_id\":\"s\",\"transcript_path\":\"/tmp/t.jsonl\",\"cwd\":\".\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"hello\"}' | sdd-loop hook user-prompt-submit";
+
+const DOCTOR_HELP: &str = "\
+Each line is one part: ok, note (usable, something to know) or FIX (not
+usable), and under it what to do. The tracker is asked once (its open pull
+requests, and who the token is); nothing is written.
+
+Examples:
+  sdd-loop doctor
+  sdd-loop doctor -C ../app --json
+
+Exit status: 0 when every part is usable, 1 when something needs a fix.";
+
+/// `doctor`: which project, and how to print.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The project directory [default: .]
+    #[arg(short = 'C', long = "project", value_name = "DIR", default_value = ".")]
+    pub project: PathBuf,
+    /// One JSON object (`usable`, `checks`: part, verdict, detail, fix)
+    /// instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// `hook`: which event, and for tests the session.
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The hook event.
-    #[arg(value_enum)]
-    pub event: crate::hook::HookEvent,
+    #[arg(value_enum, required_unless_present = "protocol")]
+    pub event: Option<crate::hook::HookEvent>,
+    /// Print the hook protocol this engine speaks and exit: one line,
+    /// `hook-protocol N sdd-loop VERSION` (N a comma-separated list). The
+    /// plugin's launcher (hooks/sdd-loop-hook) runs it before every hook.
+    #[arg(long, conflicts_with_all = ["holder_pid", "project"])]
+    pub protocol: bool,
     /// The session process that holds the loop's lock [default: the
     /// nearest ancestor that is not a shell or launcher: Claude Code]
     #[arg(long, value_name = "PID")]

@@ -74,7 +74,12 @@ fn clock(vars: &BTreeMap<String, String>) -> Box<dyn Clock> {
 }
 
 pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
-    let event = args.event;
+    let Some(event) = args.event.filter(|_| !args.protocol) else {
+        return match writeln!(env.stdout, "{}", hook::handshake()) {
+            Ok(()) => exit::TICK_DONE,
+            Err(_) => exit::CANT_WRITE,
+        };
+    };
     let mut bytes = Vec::new();
     if let Some(stdin) = env.stdin.as_mut() {
         let _ = stdin.read_to_end(&mut bytes);

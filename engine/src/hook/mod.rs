@@ -57,6 +57,24 @@ pub const TIMEOUTS: [(HookEvent, u64); 3] = [
 /// How long before Claude Code's limit a hook gives its fallback answer.
 pub const MARGIN_SECS: u64 = 5;
 
+/// The hook protocols this engine speaks: the events and arguments of
+/// `sdd-loop hook`, the JSON it reads and the answers it prints. The
+/// plugin's launcher (`hooks/sdd-loop-hook`, its `PROTOCOL`) runs an
+/// engine only when its own protocol is among these; a change either side
+/// could misread is a new number, never a change to an old one.
+pub const PROTOCOLS: [u32; 1] = [1];
+
+/// What `sdd-loop hook --protocol` prints (one line, no newline):
+/// `hook-protocol 1 sdd-loop 0.1.0`.
+pub fn handshake() -> String {
+    let list: Vec<String> = PROTOCOLS.iter().map(u32::to_string).collect();
+    format!(
+        "hook-protocol {} sdd-loop {}",
+        list.join(","),
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 impl HookEvent {
     /// The time limit `hooks/hooks.json` gives this hook.
     pub fn timeout_secs(self) -> u64 {

@@ -191,7 +191,8 @@ fn shell_quote(text: &str) -> String {
 /// In a real session (`SDD_EVALS_TICK_DIR` set) it also keeps each run's
 /// arguments, output and exit status under `ticks/N/engine/` — what the
 /// case reads as the tick's report and exit, since the session's Bash
-/// calls are the only ones that see them.
+/// calls are the only ones that see them (not the plugin launcher's
+/// handshake, `sdd-loop hook --protocol`, run before every hook).
 fn engine_shim(engine: &Engine) -> String {
     let run = match engine {
         Engine::Binary(path) => shell_quote(&path.display().to_string()),
@@ -205,6 +206,8 @@ fn engine_shim(engine: &Engine) -> String {
          # Written by sdd-evals: the engine under test; in a real session it\n\
          # also keeps each run's arguments, output and exit status for the case.\n\
          if [ -z \"$SDD_EVALS_TICK_DIR\" ]; then exec {run} \"$@\"; fi\n\
+         # The plugin launcher's handshake is no run of the tick.\n\
+         if [ \"$1 $2\" = \"hook --protocol\" ]; then exec {run} \"$@\"; fi\n\
          d=\"$SDD_EVALS_TICK_DIR/engine\"\n\
          mkdir -p \"$d\"\n\
          n=$(($(cat \"$d/count\" 2>/dev/null || echo 0) + 1))\n\

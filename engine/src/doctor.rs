@@ -1,0 +1,489 @@
+//! `sdd-loop doctor`: whether everything a loop needs is usable on this
+//! machine and in this project — the engine, Claude Code, the `sdd-loop`
+//! plugin (and which engine its hooks would run), the tracker
+//! credentials, each loop's state — and what to do about each part that
+//! is not. It changes nothing. The plugin's launcher names it when it
+//! blocks a loop prompt.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::clock::SystemClock;
+use crate::config;
+use crate::git::{Git, GitCli};
+use crate::liveness::OsProbe;
+use crate::paths::Skill;
+use crate::tracker::{self, HttpTracker, Tracker, TrackerConfig};
+
+/// The npm command that installs the engine of this version.
+pub fn install_command() -> String {
+    format!("npm install -g sdd-loop@{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// One part's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Usable.
+    Ok,
+    /// Usable, with something to know.
+    Note,
+    /// Not usable: `fix` says what to do.
+    Fix,
+}
+
+impl Verdict {
+    fn word(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Note => "note",
+            Verdict::Fix => "FIX",
+        }
+    }
+}
+
+/// One part of the setup.
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub part: &'static str,
+    pub verdict: Verdict,
+    pub detail: String,
+    /// What to do (for a `Fix`, and for some notes).
+    pub fix: Option<String>,
+}
+
+fn check(part: &'static str, verdict: Verdict, detail: String, fix: Option<String>) -> Check {
+    Check {
+        part,
+        verdict,
+        detail,
+        fix,
+    }
+}
+
+/// What the checks read: the environment and the project.
+#[derive(Debug)]
+pub struct Inputs<'a> {
+    pub vars: &'a BTreeMap<String, String>,
+    pub project: PathBuf,
+    /// This binary.
+    pub exe: Option<PathBuf>,
+}
+
+/// `name` on `PATH`, the first executable file.
+fn on_path(vars: &BTreeMap<String, String>, name: &str) -> Option<PathBuf> {
+    let path = vars.get("PATH")?;
+    std::env::split_paths(path)
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(name))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Runs `program args` with the environment `vars`, at most `limit`;
+/// its exit success and stdout (stderr appended), or why it did not run.
+fn run(
+    program: &Path,
+    args: &[&str],
+    vars: &BTreeMap<String, String>,
+    limit: Duration,
+) -> Result<(bool, String), String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(vars)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() < limit => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{} did not finish within {} s",
+                    program.display(),
+                    limit.as_secs()
+                ));
+            }
+        }
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    Ok((out.status.success(), text.trim().to_owned()))
+}
+
+fn engine(inputs: &Inputs<'_>) -> Vec<Check> {
+    let here = inputs
+        .exe
+        .as_ref()
+        .map_or_else(|| "this binary".to_owned(), |p| p.display().to_string());
+    let mut checks = vec![check(
+        "engine",
+        Verdict::Ok,
+        format!(
+            "sdd-loop {} (hook protocol {}) at {here}",
+            env!("CARGO_PKG_VERSION"),
+            crate::hook::PROTOCOLS.map(|p| p.to_string()).join(",")
+        ),
+        None,
+    )];
+    if on_path(inputs.vars, "sdd-loop").is_none() {
+        checks.push(check(
+            "engine",
+            Verdict::Note,
+            "no `sdd-loop` on this shell's PATH (the plugin's hooks also look in the npm prefixes, ${CLAUDE_PLUGIN_DATA} and ~/.cargo/bin)".to_owned(),
+            Some(format!("to run it from a shell, put its directory on PATH, or install it: {}", install_command())),
+        ));
+    }
+    checks
+}
+
+fn claude(inputs: &Inputs<'_>) -> Check {
+    let Some(exe) = on_path(inputs.vars, "claude") else {
+        return check(
+            "claude",
+            Verdict::Fix,
+            "Claude Code (`claude`) is not on PATH".to_owned(),
+            Some("install it: npm install -g @anthropic-ai/claude-code (the plugin needs it; a loop from a shell or cron does not)".to_owned()),
+        );
+    };
+    match run(&exe, &["--version"], inputs.vars, Duration::from_secs(20)) {
+        Ok((true, version)) => check(
+            "claude",
+            Verdict::Ok,
+            format!(
+                "Claude Code {} at {}",
+                version.lines().next().unwrap_or(""),
+                exe.display()
+            ),
+            None,
+        ),
+        Ok((false, out)) => check(
+            "claude",
+            Verdict::Fix,
+            format!("{} --version failed: {out}", exe.display()),
+            Some("reinstall Claude Code: npm install -g @anthropic-ai/claude-code".to_owned()),
+        ),
+        Err(why) => check(
+            "claude",
+            Verdict::Fix,
+            why,
+            Some("reinstall Claude Code: npm install -g @anthropic-ai/claude-code".to_owned()),
+        ),
+    }
+}
+
+/// Claude Code's configuration directory.
+fn claude_config(vars: &BTreeMap<String, String>) -> Option<PathBuf> {
+    vars.get("CLAUDE_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| vars.get("HOME").map(|h| Path::new(h).join(".claude")))
+}
+
+fn read_json(path: &Path) -> Option<serde_json::Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+const INSTALL_PLUGIN: &str = "in Claude Code: /plugin marketplace add sdd-loop/sdd-loop, then /plugin install sdd-loop@sdd-loop (from a shell: claude plugin marketplace add sdd-loop/sdd-loop && claude plugin install sdd-loop@sdd-loop)";
+
+fn plugin(inputs: &Inputs<'_>) -> Vec<Check> {
+    let Some(config) = claude_config(inputs.vars) else {
+        return vec![check(
+            "plugin",
+            Verdict::Fix,
+            "neither CLAUDE_CONFIG_DIR nor HOME is set: Claude Code's plugins cannot be found"
+                .to_owned(),
+            Some("run it as the user who runs Claude Code".to_owned()),
+        )];
+    };
+    let installed = config.join("plugins").join("installed_plugins.json");
+    let entry = read_json(&installed).and_then(|json| {
+        let plugins = json.get("plugins")?.as_object()?.clone();
+        plugins.into_iter().find_map(|(key, list)| {
+            let path = list
+                .as_array()?
+                .first()?
+                .get("installPath")?
+                .as_str()?
+                .to_owned();
+            key.starts_with("sdd-loop@")
+                .then(|| (key, PathBuf::from(path)))
+        })
+    });
+    let Some((key, path)) = entry else {
+        return vec![check(
+            "plugin",
+            Verdict::Fix,
+            format!(
+                "the sdd-loop plugin is not installed for Claude Code (not in {})",
+                installed.display()
+            ),
+            Some(INSTALL_PLUGIN.to_owned()),
+        )];
+    };
+    let mut checks = Vec::new();
+    let enabled = read_json(&config.join("settings.json"))
+        .and_then(|s| s.get("enabledPlugins")?.get(&key)?.as_bool())
+        .unwrap_or(true);
+    if !enabled {
+        checks.push(check(
+            "plugin",
+            Verdict::Fix,
+            format!("{key} is installed but disabled"),
+            Some(format!("enable it: claude plugin enable {key}")),
+        ));
+    }
+    let launcher = path.join("hooks").join("sdd-loop-hook");
+    if !launcher.is_file() {
+        checks.push(check(
+            "plugin",
+            Verdict::Fix,
+            format!(
+                "{key} at {} has no hooks/sdd-loop-hook: an older plugin, whose hooks fail open without an engine",
+                path.display()
+            ),
+            Some(format!("update it: claude plugin update {key}")),
+        ));
+        return checks;
+    }
+    match run(
+        &launcher,
+        &["--locate"],
+        inputs.vars,
+        Duration::from_secs(30),
+    ) {
+        Ok((true, engine)) => checks.push(check(
+            "plugin",
+            Verdict::Ok,
+            format!(
+                "{key} at {}; with this environment its hooks run {engine}",
+                path.display()
+            ),
+            None,
+        )),
+        Ok((false, why)) | Err(why) => checks.push(check(
+            "plugin",
+            Verdict::Fix,
+            format!(
+                "{key} at {}: its hooks find no usable engine, so loop prompts are blocked: {}",
+                path.display(),
+                why.replace('\n', " ")
+            ),
+            Some(install_command()),
+        )),
+    }
+    checks
+}
+
+fn tracker_check(inputs: &Inputs<'_>) -> Vec<Check> {
+    let vars = inputs.vars;
+    let var = |k: &str| vars.get(k).filter(|v| !v.trim().is_empty()).cloned();
+    let git = GitCli {
+        dir: inputs.project.clone(),
+    };
+    let repo = var("SDD_LOOP_REPO").or_else(|| {
+        git.remote_url("origin")
+            .and_then(|u| tracker::repo_from_remote(&u))
+    });
+    let Some(repo) = repo else {
+        return vec![check(
+            "tracker",
+            Verdict::Fix,
+            "no tracker repository: SDD_LOOP_REPO is not set and this project's origin is not on the tracker".to_owned(),
+            Some("export SDD_LOOP_REPO=OWNER/NAME (or run in a clone whose origin is on GitHub)".to_owned()),
+        )];
+    };
+    let url = var("SDD_LOOP_TRACKER_URL").unwrap_or_else(|| config::DEFAULT_TRACKER_URL.to_owned());
+    let token = crate::cli::tracker_token(vars);
+    let mut checks = Vec::new();
+    if token.is_none() {
+        checks.push(check(
+            "tracker",
+            Verdict::Fix,
+            format!("no token for {url} (SDD_LOOP_TRACKER_TOKEN, else GITHUB_TOKEN): a loop cannot open PRs, and a private repository refuses to list its issues"),
+            Some("export GITHUB_TOKEN=… (a token that may read issues and open pull requests; `gh auth token` prints yours)".to_owned()),
+        ));
+    }
+    let client = HttpTracker::new(TrackerConfig {
+        base_url: url.clone(),
+        repo: repo.clone(),
+        token: token.clone(),
+        retries: 0,
+        timeout: Duration::from_secs(10),
+        retry_budget: Duration::from_secs(10),
+    });
+    match client.open_pulls() {
+        Ok(pulls) => checks.push(check(
+            "tracker",
+            Verdict::Ok,
+            format!(
+                "{repo} on {url} answers ({} open pull requests){}",
+                pulls.len(),
+                if token.is_some() {
+                    ", with a token"
+                } else {
+                    ""
+                }
+            ),
+            None,
+        )),
+        Err(e) => checks.push(check(
+            "tracker",
+            Verdict::Fix,
+            format!("{repo} on {url}: {e}"),
+            Some(e.help().to_owned()),
+        )),
+    }
+    if token.is_some()
+        && let Err(e) = client.login()
+    {
+        checks.push(check(
+            "tracker",
+            Verdict::Fix,
+            format!("the token is not accepted by {url}: {e}"),
+            Some("replace it: export GITHUB_TOKEN=… (or SDD_LOOP_TRACKER_TOKEN)".to_owned()),
+        ));
+    }
+    checks
+}
+
+fn state(inputs: &Inputs<'_>) -> Vec<Check> {
+    let dir = inputs.project.join(".sdd").join("loop");
+    if !dir.is_dir() {
+        return vec![check(
+            "state",
+            Verdict::Ok,
+            format!(
+                "no loop state in {} yet: the first tick creates .sdd/loop/",
+                inputs.project.display()
+            ),
+            None,
+        )];
+    }
+    let mut checks = Vec::new();
+    for skill in [Skill::Work, Skill::Review] {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = crate::status::run(
+            &inputs.project,
+            skill,
+            None,
+            true,
+            &SystemClock,
+            &OsProbe,
+            &mut out,
+            &mut err,
+        );
+        let name = skill.as_str();
+        if code != crate::exit::TICK_DONE {
+            let text = String::from_utf8_lossy(&err).replace('\n', " ");
+            checks.push(check(
+                "state",
+                Verdict::Fix,
+                format!("the {name} loop's state cannot be read: {}", text.trim()),
+                Some(format!(
+                    "see `sdd-loop status {name}`; the files are under {}",
+                    dir.display()
+                )),
+            ));
+            continue;
+        }
+        let json: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+        let mut detail = format!("the {name} loop's state is readable");
+        let mut verdict = Verdict::Ok;
+        let mut fix = None;
+        if !json["lock"].is_null() {
+            verdict = Verdict::Note;
+            detail.push_str(&format!("; its lock is held: {}", json["lock"]));
+            fix = Some(format!(
+                "a live holder is a tick in progress; a dead one is reaped by the next tick (`sdd-loop status {name}`)"
+            ));
+        }
+        if let Some(stopped) = json["stopped"].as_object() {
+            verdict = Verdict::Note;
+            detail.push_str(&format!(
+                "; the loop has ended ({})",
+                serde_json::Value::Object(stopped.clone())
+            ));
+            fix = Some(format!(
+                "a new run starts over with `/sdd:{name} --loop` after the cause is dealt with (`sdd-loop status {name}`)"
+            ));
+        }
+        if !json["torn_last_line_bytes"].is_null() {
+            verdict = Verdict::Note;
+            detail.push_str("; the history ends in a torn line (the next tick moves it aside)");
+        }
+        checks.push(check("state", verdict, detail, fix));
+    }
+    checks
+}
+
+/// Every check, in order.
+pub fn checks(inputs: &Inputs<'_>) -> Vec<Check> {
+    let mut all = engine(inputs);
+    all.push(claude(inputs));
+    all.extend(plugin(inputs));
+    all.extend(tracker_check(inputs));
+    all.extend(state(inputs));
+    all
+}
+
+/// Prints the checks (text or one JSON object); 0 when nothing needs
+/// fixing, else 1.
+pub fn report(checks: &[Check], project: &Path, json: bool, out: &mut dyn Write) -> u8 {
+    let usable = checks.iter().all(|c| c.verdict != Verdict::Fix);
+    let text = if json {
+        let list: Vec<serde_json::Value> = checks
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "part": c.part,
+                    "verdict": c.verdict.word().to_ascii_lowercase(),
+                    "detail": c.detail,
+                    "fix": c.fix,
+                })
+            })
+            .collect();
+        format!(
+            "{}\n",
+            serde_json::json!({"project": project, "usable": usable, "checks": list})
+        )
+    } else {
+        let mut text = format!("sdd-loop doctor: {}\n", project.display());
+        for c in checks {
+            text.push_str(&format!(
+                "{:<5} {:<8} {}\n",
+                c.verdict.word(),
+                c.part,
+                c.detail
+            ));
+            if let Some(fix) = &c.fix {
+                text.push_str(&format!("{:<14} → {fix}\n", ""));
+            }
+        }
+        text.push_str(if usable {
+            "Everything a loop needs is usable here.\n"
+        } else {
+            "Not usable yet: do what each FIX line says, then run `sdd-loop doctor` again.\n"
+        });
+        text
+    };
+    let _ = out.write_all(text.as_bytes());
+    if usable { 0 } else { 1 }
+}
