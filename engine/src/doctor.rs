@@ -311,14 +311,15 @@ fn tracker_check(inputs: &Inputs<'_>) -> Vec<Check> {
         )];
     };
     let url = var("SDD_LOOP_TRACKER_URL").unwrap_or_else(|| config::DEFAULT_TRACKER_URL.to_owned());
-    let token = crate::cli::tracker_token(vars);
+    let found = tracker::token::find(vars, &url);
+    let token = found.as_ref().ok().map(|t| t.value.clone());
     let mut checks = Vec::new();
-    if token.is_none() {
+    if let Err(why) = &found {
         checks.push(check(
             "tracker",
             Verdict::Fix,
-            format!("no token for {url} (SDD_LOOP_TRACKER_TOKEN, else GITHUB_TOKEN): a loop cannot open PRs, and a private repository refuses to list its issues"),
-            Some("export GITHUB_TOKEN=… (a token that may read issues and open pull requests; `gh auth token` prints yours)".to_owned()),
+            format!("no token for {url} ({why}): a loop cannot open PRs, and a private repository refuses to list its issues"),
+            Some("export GITHUB_TOKEN=… (a token that may read issues and open pull requests), or log in with `gh auth login`".to_owned()),
         ));
     }
     let client = HttpTracker::new(TrackerConfig {
@@ -328,6 +329,8 @@ fn tracker_check(inputs: &Inputs<'_>) -> Vec<Check> {
         retries: 0,
         timeout: Duration::from_secs(10),
         retry_budget: Duration::from_secs(10),
+        now: None,
+        token_source: found.as_ref().ok().map(|t| t.source.clone()),
     });
     match client.open_pulls() {
         Ok(pulls) => checks.push(check(
@@ -336,10 +339,10 @@ fn tracker_check(inputs: &Inputs<'_>) -> Vec<Check> {
             format!(
                 "{repo} on {url} answers ({} open pull requests){}",
                 pulls.len(),
-                if token.is_some() {
-                    ", with a token"
+                if let Ok(t) = &found {
+                    format!(", with the token from {}", t.source)
                 } else {
-                    ""
+                    String::new()
                 }
             ),
             None,
