@@ -67,6 +67,16 @@ pub fn fail_closed(bytes: &[u8], why: &str) -> Answer {
         Ok(v) => command::recognise(v["tool_name"].as_str().unwrap_or(""), &v["tool_input"]),
         Err(_) => Vec::new(),
     };
+    // The loop's files stay refused, by their name alone.
+    if let Some(a) = actions
+        .iter()
+        .find(|a| matches!(a, Action::Touch { path, .. } if path.contains(".sdd/loop")))
+    {
+        return refused(format!(
+            "{} — {why}; the loop's state under .sdd/loop/ is the sdd-loop engine's, which owns and writes it itself: do not write, move, truncate or delete it.",
+            a.describe()
+        ));
+    }
     deny_if_prs(&actions, why)
 }
 
@@ -571,6 +581,27 @@ fn in_tick(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn out_of_time_the_loops_files_stay_refused() {
+        let input = |command: &str| {
+            serde_json::json!({"tool_name": "Bash", "tool_input": {"command": command}}).to_string()
+        };
+        assert!(matches!(
+            fail_closed(
+                input("rm -f .sdd/loop/work.budget.json").as_bytes(),
+                "out of time"
+            ),
+            Answer::Deny(_)
+        ));
+        assert_eq!(
+            fail_closed(
+                input("cat .sdd/loop/work.budget.json").as_bytes(),
+                "out of time"
+            ),
+            Answer::Pass
+        );
+    }
 
     #[test]
     fn a_pr_is_mentioned_by_its_whole_number() {
