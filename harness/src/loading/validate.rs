@@ -134,7 +134,7 @@ impl Checker<'_> {
                 return Err(self.at(
                     at(turn.referenced),
                     "`model:` scripts the model a real CLI talks to, and this case runs none".to_owned(),
-                    format!("add `driver: real-claude`, `real-codex` or `real-session` to the case, or drop `model:` ({FORMAT_HELP})"),
+                    format!("add `driver: real-claude`, `real-codex`, `real-gemini`, `real-opencode` or `real-session` to the case, or drop `model:` ({FORMAT_HELP})"),
                 ));
             }
             if tick.session.is_some() {
@@ -546,7 +546,7 @@ impl Checker<'_> {
                         point.value
                     ),
                     format!(
-                        "use it with `driver: claude`, `codex`, `real-claude` or `real-codex`, or pick another crash point ({FORMAT_HELP})"
+                        "use it with `driver: claude`, `codex`, `real-claude`, `real-codex`, `real-gemini` or `real-opencode`, or pick another crash point ({FORMAT_HELP})"
                     ),
                 ));
             }
@@ -642,7 +642,7 @@ impl Checker<'_> {
                 Err(self.at(
                     self.ticks_at,
                     "a model check reads the scripted model's log, and this case runs no real CLI".to_owned(),
-                    format!("use it with `driver: real-claude`, `real-codex` or `real-session` ({FORMAT_HELP})"),
+                    format!("use it with `driver: real-claude`, `real-codex`, `real-gemini`, `real-opencode` or `real-session` ({FORMAT_HELP})"),
                 ))
             }
             Check::ModelRequest(c) => {
@@ -687,6 +687,8 @@ fn driver_name(driver: Driver) -> &'static str {
         Driver::Codex => "codex",
         Driver::RealClaude => "real-claude",
         Driver::RealCodex => "real-codex",
+        Driver::RealGemini => "real-gemini",
+        Driver::RealOpencode => "real-opencode",
         Driver::RealSession => "real-session",
     }
 }
