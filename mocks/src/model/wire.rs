@@ -19,7 +19,7 @@ use super::faults;
 use super::request::Api;
 use super::script::Usage;
 use super::turns::Answer;
-use super::{anthropic, openai};
+use super::{anthropic, gemini, openai};
 
 /// The HTTP response, and what the log keeps of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +45,14 @@ const JSON: &str = "application/json";
 fn sse<'a>(events: impl IntoIterator<Item = &'a (&'static str, Value)>) -> String {
     events
         .into_iter()
-        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .map(|(name, data)| {
+            if name.is_empty() {
+                // Gemini's stream: data lines only, CRLF-terminated.
+                format!("data: {data}\r\n\r\n")
+            } else {
+                format!("event: {name}\ndata: {data}\n\n")
+            }
+        })
         .collect()
 }
 
@@ -81,15 +88,17 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
             wire.response_id = Some(match api {
                 Api::Anthropic => anthropic::message_id(reply),
                 Api::Openai => openai::response_id(reply),
+                Api::Gemini => gemini::response_id(reply),
             });
             let usage = match api {
                 Api::Anthropic => reply.usage.for_anthropic(),
-                Api::Openai => reply.usage,
+                Api::Openai | Api::Gemini => reply.usage,
             };
             if stream {
                 let events = match api {
                     Api::Anthropic => anthropic::events(reply),
                     Api::Openai => openai::events(reply),
+                    Api::Gemini => gemini::events(reply),
                 };
                 wire.stream = true;
                 wire.content_type = SSE;
@@ -108,6 +117,7 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
                 let whole = match api {
                     Api::Anthropic => anthropic::message(reply),
                     Api::Openai => openai::response(reply),
+                    Api::Gemini => gemini::response(reply),
                 }
                 .to_string();
                 if let Some(after) = cut {
@@ -128,6 +138,7 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
             let (status, body) = match api {
                 Api::Anthropic => anthropic::error(*kind, message, request_id),
                 Api::Openai => openai::error(*kind, message),
+                Api::Gemini => gemini::error(*kind, message),
             };
             wire.status = status;
             wire.body = body.to_string();
@@ -137,7 +148,11 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
             }
         }
         Answer::CountTokens { input_tokens } => {
-            wire.body = anthropic::count_tokens(*input_tokens).to_string();
+            wire.body = match api {
+                Api::Gemini => gemini::count_tokens(*input_tokens),
+                _ => anthropic::count_tokens(*input_tokens),
+            }
+            .to_string();
         }
     }
     wire
