@@ -192,8 +192,15 @@ impl Checker<'_> {
             ));
         }
         let runs_barrier = tick.model.iter().any(|turn| {
-            turn.value.calls.iter().any(|c| {
-                matches!(c, sdd_mocks::model::Call::Bash { command, .. } if command.contains("sdd-evals-barrier"))
+            turn.value.calls.iter().any(|c| match c {
+                sdd_mocks::model::Call::Bash { command, .. } => {
+                    command.contains("sdd-evals-barrier")
+                }
+                // A shell tool called by name (OpenCode's `bash`).
+                sdd_mocks::model::Call::Tool { input, .. } => input
+                    .get("command")
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(|c| c.contains("sdd-evals-barrier")),
             })
         });
         if runs_barrier {
