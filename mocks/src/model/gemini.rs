@@ -120,6 +120,7 @@ pub fn error(kind: ErrorKind, message: &str) -> (u16, Value) {
         ErrorKind::RateLimited => (429, "RESOURCE_EXHAUSTED"),
         ErrorKind::Server => (500, "INTERNAL"),
         ErrorKind::Overloaded => (503, "UNAVAILABLE"),
+        ErrorKind::Timeout => (504, "DEADLINE_EXCEEDED"),
     };
     let body = json!({"error": {"code": code, "message": message, "status": status}});
     (code, body)

@@ -280,6 +280,11 @@ impl Respond for Responder {
         state.log.push(entry);
 
         let mut template = ResponseTemplate::new(wire.status);
+        if let Some(delay) = wire.delay {
+            // Served from wiremock's own tasks: a held-back answer keeps
+            // no other request waiting.
+            template = template.set_delay(delay);
+        }
         for (name, value) in &wire.headers {
             template = template.insert_header(*name, value.as_str());
         }

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::faults;
 use super::request::Api;
 use super::script::Usage;
-use super::turns::Answer;
+use super::turns::{Answer, ErrorKind};
 use super::{anthropic, gemini, openai};
 
 /// The HTTP response, and what the log keeps of it.
@@ -37,6 +37,8 @@ pub struct Wire {
     /// For a cut: how many events (or bytes) were sent.
     pub cut_at: Option<u32>,
     pub error: Option<String>,
+    /// How long the answer is held back (a hang).
+    pub delay: Option<std::time::Duration>,
 }
 
 const SSE: &str = "text/event-stream; charset=utf-8";
@@ -81,6 +83,7 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
         usage: None,
         cut_at: None,
         error: None,
+        delay: None,
     };
     match answer {
         Answer::Reply { reply, cut } => {
@@ -146,6 +149,38 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
             if let Some(seconds) = retry_after {
                 wire.headers.push(("retry-after", seconds.to_string()));
             }
+        }
+        Answer::Malformed => {
+            // The first event (or the start of the JSON) with its JSON
+            // broken off: what a proxy that mangles bodies would send.
+            wire.stream = stream;
+            wire.error = Some("mock-model: scripted malformed body".to_owned());
+            wire.body = match (api, stream) {
+                (Api::Gemini, true) => "data: {\"candidates\": [{\"content\": \r\n\r\n".to_owned(),
+                (Api::Anthropic, true) => {
+                    "event: message_start\ndata: {\"type\": \"message_start\", \"message\": \n\n"
+                        .to_owned()
+                }
+                (Api::Openai, true) => {
+                    "event: response.created\ndata: {\"type\": \"response.created\", \"response\": \n\n"
+                        .to_owned()
+                }
+                (_, false) => "{\"id\": \"".to_owned(),
+            };
+            if stream {
+                wire.content_type = SSE;
+            }
+        }
+        Answer::Hang { seconds, message } => {
+            let (status, body) = match api {
+                Api::Anthropic => anthropic::error(ErrorKind::Timeout, message, request_id),
+                Api::Openai => openai::error(ErrorKind::Timeout, message),
+                Api::Gemini => gemini::error(ErrorKind::Timeout, message),
+            };
+            wire.status = status;
+            wire.body = body.to_string();
+            wire.error = Some(message.clone());
+            wire.delay = Some(std::time::Duration::from_secs(*seconds));
         }
         Answer::CountTokens { input_tokens } => {
             wire.body = match api {
