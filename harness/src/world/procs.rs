@@ -133,11 +133,26 @@ impl Reaper {
         }
     }
 
-    /// SIGKILLs every process that carries this case's marker.
+    /// SIGKILLs every process that carries this case's marker, and waits
+    /// (up to 5 s) until they have ended: a SIGKILLed process takes a
+    /// while to exit (a large CLI under load, tens of milliseconds), and
+    /// the next tick's engine, probing the interrupted tick's process
+    /// group, must find it gone — else it stops it itself and says so,
+    /// and the tick's output differs from run to run.
     pub fn sweep(&self) {
+        let killed = self.kill_marked();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while killed.iter().any(|pid| running(*pid)) && std::time::Instant::now() < until {
+            std::thread::park_timeout(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// SIGKILLs every process that carries this case's marker; their pids.
+    fn kill_marked(&self) -> Vec<u32> {
+        let mut killed = Vec::new();
         let needle = format!("{MARKER}={}", self.marker);
         let Ok(entries) = std::fs::read_dir("/proc") else {
-            return;
+            return killed;
         };
         for entry in entries.flatten() {
             let Some(raw) = entry
@@ -155,9 +170,23 @@ impl Reaper {
                 .any(|var| var == needle.as_bytes())
             {
                 Self::kill(raw);
+                killed.push(raw);
             }
         }
+        killed
     }
+}
+
+/// Whether `pid` still runs: present in /proc and neither a zombie nor
+/// dead.
+fn running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, None | Some("Z") | Some("X"))
 }
 
 impl Drop for Reaper {
