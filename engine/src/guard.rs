@@ -38,6 +38,11 @@ pub const SUBCOMMAND: &str = "__guard";
 /// Exit status when the skill command cannot be started.
 const CANNOT_START: u8 = 127;
 
+/// How long the child may take to end once the engine has died and the
+/// guard has passed SIGTERM on; then it is killed (measured: the Gemini
+/// CLI, SIGTERMed while its shell tool ran, sometimes never exited).
+const ORPHAN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// What the guard runs: a skill command line (`sh -c`) or an agent's
 /// program and arguments, started as they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +117,7 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     // The engine may have died between starting us and the call above:
     // then no signal will come, so act as if it had.
-    let orphaned = || {
+    let orphaned = move || {
         parent.is_some_and(|p| {
             rustix::process::getppid().map(|pp| pp.as_raw_nonzero().get()) != i32::try_from(p).ok()
         })
@@ -138,6 +143,27 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
     };
     let handle = signals.handle();
     let me = std::process::id();
+    let child_pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Once the engine is gone nobody drains the child: after the grace
+    // period it is killed, so the guard can clean up below it and end.
+    let deadline = {
+        let done = std::sync::Arc::clone(&done);
+        move || {
+            let done = std::sync::Arc::clone(&done);
+            std::thread::spawn(move || {
+                std::thread::park_timeout(ORPHAN_GRACE);
+                if !done.load(std::sync::atomic::Ordering::SeqCst)
+                    && let Some(p) = i32::try_from(child_pid)
+                        .ok()
+                        .and_then(rustix::process::Pid::from_raw)
+                {
+                    let _ = rustix::process::kill_process(p, Signal::KILL);
+                }
+            });
+        }
+    };
+    let on_orphan = deadline.clone();
     let forwarder = std::thread::spawn(move || {
         let mut signals = signals;
         for origin in signals.forever() {
@@ -148,13 +174,18 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
                 .is_some_and(|p| u32::try_from(p.pid).ok() == Some(me));
             if !from_self {
                 forward(origin.signal);
+                if origin.signal == SIGTERM && orphaned() {
+                    on_orphan();
+                }
             }
         }
     });
     if orphaned() {
         forward(SIGTERM);
+        deadline();
     }
     let status = child.wait();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
     #[cfg(target_os = "linux")]
     stop_descendants();
     handle.close();
