@@ -14,6 +14,15 @@
 //! it: the skill gets the same chance to drain as on Ctrl-C. Where the
 //! platform has no parent-death signal, the next tick's reaping of a dead
 //! holder stops the recorded group instead ([`crate::journal`]).
+//!
+//! Some agents start their tools in process groups (even sessions) of
+//! their own — the Gemini CLI runs each shell command detached — so a
+//! signal to the guard's group misses them, and they outlived the tick
+//! (measured: a `tail -f` started by the Gemini CLI's shell tool survived
+//! the engine's death). On Linux the guard is therefore a child
+//! subreaper (`PR_SET_CHILD_SUBREAPER`): whatever its child leaves behind
+//! is re-parented to the guard, which, once its child has exited, kills
+//! every process still below it before passing the exit on.
 
 use std::io::Write;
 use std::process::Command;
@@ -28,6 +37,11 @@ pub const SUBCOMMAND: &str = "__guard";
 
 /// Exit status when the skill command cannot be started.
 const CANNOT_START: u8 = 127;
+
+/// How long the child may take to end once the engine has died and the
+/// guard has passed SIGTERM on; then it is killed (measured: the Gemini
+/// CLI, SIGTERMed while its shell tool ran, sometimes never exited).
+const ORPHAN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What the guard runs: a skill command line (`sh -c`) or an agent's
 /// program and arguments, started as they are.
@@ -99,9 +113,11 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
     }
     #[cfg(target_os = "linux")]
     let _ = rustix::process::set_parent_process_death_signal(Some(Signal::TERM));
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     // The engine may have died between starting us and the call above:
     // then no signal will come, so act as if it had.
-    let orphaned = || {
+    let orphaned = move || {
         parent.is_some_and(|p| {
             rustix::process::getppid().map(|pp| pp.as_raw_nonzero().get()) != i32::try_from(p).ok()
         })
@@ -127,6 +143,27 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
     };
     let handle = signals.handle();
     let me = std::process::id();
+    let child_pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Once the engine is gone nobody drains the child: after the grace
+    // period it is killed, so the guard can clean up below it and end.
+    let deadline = {
+        let done = std::sync::Arc::clone(&done);
+        move || {
+            let done = std::sync::Arc::clone(&done);
+            std::thread::spawn(move || {
+                std::thread::park_timeout(ORPHAN_GRACE);
+                if !done.load(std::sync::atomic::Ordering::SeqCst)
+                    && let Some(p) = i32::try_from(child_pid)
+                        .ok()
+                        .and_then(rustix::process::Pid::from_raw)
+                {
+                    let _ = rustix::process::kill_process(p, Signal::KILL);
+                }
+            });
+        }
+    };
+    let on_orphan = deadline.clone();
     let forwarder = std::thread::spawn(move || {
         let mut signals = signals;
         for origin in signals.forever() {
@@ -137,13 +174,20 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
                 .is_some_and(|p| u32::try_from(p.pid).ok() == Some(me));
             if !from_self {
                 forward(origin.signal);
+                if origin.signal == SIGTERM && orphaned() {
+                    on_orphan();
+                }
             }
         }
     });
     if orphaned() {
         forward(SIGTERM);
+        deadline();
     }
     let status = child.wait();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    #[cfg(target_os = "linux")]
+    stop_descendants();
     handle.close();
     let _ = forwarder.join();
     match status {
@@ -160,6 +204,51 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
             1
         }
         Err(_) => 1,
+    }
+}
+
+/// The processes whose parent is `parent`, from `/proc/*/stat`.
+#[cfg(target_os = "linux")]
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // `pid (comm) state ppid …`: comm may hold spaces and parens.
+            let after = &stat[stat.rfind(')')? + 1..];
+            let ppid = after.split_whitespace().nth(1)?.parse::<u32>().ok()?;
+            (ppid == parent).then_some(pid)
+        })
+        .collect()
+}
+
+/// Kills every process left below the guard once its child has exited:
+/// as a subreaper it inherits them, so each round kills its children and
+/// reaps them, and their own children come up to it for the next round.
+#[cfg(target_os = "linux")]
+fn stop_descendants() {
+    let me = std::process::id();
+    for _ in 0..100 {
+        let left = children_of(me);
+        if left.is_empty() {
+            return;
+        }
+        for pid in left {
+            if let Some(p) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process(p, Signal::KILL);
+            }
+        }
+        // Reap whatever has died (the killed ones, and zombies that were
+        // re-parented here): blocking for one, then without waiting.
+        let _ = rustix::process::wait(rustix::process::WaitOptions::empty());
+        while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::NOHANG) {}
     }
 }
 

@@ -34,7 +34,8 @@
 //! write, 1-hour writes × cache write 1h, and `tokens_out` × output.
 //!
 //! The built-in table is a point-in-time snapshot of public list prices
-//! (Anthropic and the OpenAI models Codex runs), announced once per run when
+//! (Anthropic, the OpenAI models Codex runs and Google's Gemini models),
+//! announced once per run when
 //! the cost ceiling is on: it is only as current as this file. It keeps the
 //! contract's three rows exactly (`claude-*-4-7`, input and output only, so
 //! their cache tokens cost the input rate) and adds family rows
@@ -150,8 +151,8 @@ impl Rate {
 
 /// The built-in table: public list prices, USD per million tokens, as of
 /// November 2026. Anthropic rows carry cache read (0.1× input), 5-minute
-/// write (1.25×) and 1-hour write (2×) rates; OpenAI rows a cached-input
-/// rate. The first three rows are the contract's, exactly.
+/// write (1.25×) and 1-hour write (2×) rates; OpenAI and Gemini rows a
+/// cached-input rate. The first three rows are the contract's, exactly.
 pub const BUILT_IN: &[(&str, Rate)] = &[
     ("claude-opus-4-7", Rate::new(15.0, 75.0)),
     ("claude-sonnet-4-7", Rate::new(3.0, 15.0)),
@@ -216,6 +217,21 @@ pub const BUILT_IN: &[(&str, Rate)] = &[
     ("o3", Rate::cached_input(2.0, 8.0, 0.5)),
     ("o4-mini", Rate::cached_input(1.1, 4.4, 0.275)),
     ("codex-mini-latest", Rate::cached_input(1.5, 6.0, 0.375)),
+    // Google's Gemini Developer API, paid tier, Standard, text input,
+    // prompts up to 200K tokens (ai.google.dev/gemini-api/docs/pricing, as
+    // published in March 2026): cached tokens (implicit or explicit
+    // caching) at the context-caching rate, a part of the prompt; thinking
+    // tokens are billed as output ("output price, including thinking
+    // tokens"), which is how the Gemini adapter counts them. Cache storage
+    // per hour and the dearer prompts over 200K tokens (2.5 Pro: $2.50 /
+    // $15.00; 3 Pro: $4.00 / $18.00) are not modelled.
+    ("gemini-3-pro", Rate::cached_input(2.0, 12.0, 0.2)),
+    ("gemini-3-flash", Rate::cached_input(0.5, 3.0, 0.05)),
+    ("gemini-2.5-pro", Rate::cached_input(1.25, 10.0, 0.125)),
+    ("gemini-2.5-flash", Rate::cached_input(0.3, 2.5, 0.03)),
+    ("gemini-2.5-flash-lite", Rate::cached_input(0.1, 0.4, 0.01)),
+    ("gemini-2.0-flash", Rate::cached_input(0.1, 0.4, 0.025)),
+    ("gemini-2.0-flash-lite", Rate::new(0.075, 0.3)),
 ];
 
 /// Printed once per run when the built-in table prices a run whose cost

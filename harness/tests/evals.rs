@@ -13,7 +13,7 @@
 //! `NEXTEST_WORKSPACE_ROOT`) locates the workspace when running from a
 //! nextest archive.
 //!
-//! A real-CLI case (`driver: real-claude|real-codex|real-session`) whose
+//! A real-CLI case (`driver: real-claude|real-codex|real-gemini|real-opencode|real-session`) whose
 //! pinned CLI is not installed (`sdd-evals agents install`; found through
 //! `SDD_EVALS_AGENTS_DIR`, `XDG_CACHE_HOME`, `HOME` and `PATH` as
 //! `sdd-evals` finds it) cannot run. nextest has no way for a test to

@@ -649,3 +649,119 @@ fn the_example_scripts_load() {
         }
     }
 }
+
+fn gemini_request(tool_output: Option<&str>) -> Value {
+    let mut contents = vec![json!({"role": "user", "parts": [{"text": "hello"}]})];
+    if let Some(output) = tool_output {
+        contents.push(json!({"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": {}}}]}));
+        contents.push(json!({"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command", "response": {"output": output}}}]}));
+    }
+    json!({
+        "contents": contents,
+        "systemInstruction": {"parts": [{"text": "You are a non-interactive CLI agent"}]},
+        "tools": [{"functionDeclarations": [{"name": "run_shell_command"}]}],
+    })
+}
+
+fn gemini(base: &str, action: &str, body: &Value) -> Answer {
+    let path = format!("/v1beta/models/gemini-2.5-flash:{action}");
+    post(base, &path, &[("x-goog-api-key", KEY)], body)
+}
+
+/// Gemini's stream: `data:` lines only, each event ended by a blank line.
+fn gemini_events(answer: &Answer) -> Vec<Value> {
+    answer
+        .text
+        .split("\r\n\r\n")
+        .filter_map(|chunk| chunk.trim().strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn gemini_api_streams_a_run_shell_command_call_then_the_usage_and_reads_its_response() {
+    let model = serve(TWO_TURNS);
+    let answer = gemini(
+        &model.uri(),
+        "streamGenerateContent?alt=sse",
+        &gemini_request(None),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert!(!answer.text.contains("event:"), "{}", answer.text);
+    let events = gemini_events(&answer);
+    let last = events.last().unwrap();
+    assert_eq!(last["candidates"][0]["finishReason"], "STOP");
+    assert_eq!(
+        last["usageMetadata"],
+        json!({"promptTokenCount": 200, "cachedContentTokenCount": 1000, "candidatesTokenCount": 50, "thoughtsTokenCount": 7, "totalTokenCount": 257})
+    );
+    assert_eq!(last["modelVersion"], "gemini-2.5-flash", "the path's model");
+    let call = events
+        .iter()
+        .find_map(|e| e["candidates"][0]["content"]["parts"][0].get("functionCall"))
+        .unwrap();
+    assert_eq!(
+        call,
+        &json!({"name": "run_shell_command", "args": {"command": "echo begin", "description": "Print begin"}})
+    );
+    let plain = gemini(
+        &model.uri(),
+        "generateContent",
+        &gemini_request(Some("Output: begin")),
+    );
+    assert_eq!(plain.status, 200);
+    assert_eq!(
+        plain.json()["candidates"][0]["content"]["parts"][0]["text"],
+        "Done."
+    );
+    let counted = gemini(&model.uri(), "countTokens", &gemini_request(None));
+    assert!(counted.json()["totalTokens"].as_u64().unwrap() > 0);
+    let log = model.log();
+    assert_eq!(log[0].credential.as_deref(), Some("x-goog-api-key"));
+    assert!(!serde_json::to_string(&log).unwrap().contains(KEY));
+    assert_eq!(model.totals().all.reasoning, 7);
+}
+
+#[test]
+fn gemini_faults_have_googles_shape_then_the_turn_is_served() {
+    let model = serve(
+        "turns:\n  - text: Done.\n    faults:\n      - { fault: rate_limited, retry_after: 2 }\n      - { fault: malformed }\n",
+    );
+    let limited = gemini(
+        &model.uri(),
+        "streamGenerateContent?alt=sse",
+        &gemini_request(None),
+    );
+    assert_eq!(limited.status, 429);
+    assert_eq!(limited.json()["error"]["status"], "RESOURCE_EXHAUSTED");
+    assert_eq!(limited.header("retry-after"), Some("2"));
+    let malformed = gemini(
+        &model.uri(),
+        "streamGenerateContent?alt=sse",
+        &gemini_request(None),
+    );
+    assert_eq!(malformed.status, 200);
+    let data = malformed.text.trim().strip_prefix("data: ").unwrap();
+    assert!(serde_json::from_str::<Value>(data).is_err(), "{data}");
+    let served = gemini(&model.uri(), "generateContent", &gemini_request(None));
+    assert_eq!(served.status, 200);
+    assert_eq!(model.turns_served(), 1);
+}
+
+#[test]
+fn a_hang_holds_its_answer_back_then_gives_a_504_and_the_turn_follows() {
+    let model =
+        serve("turns:\n  - text: Done.\n    faults:\n      - { fault: hang, seconds: 1 }\n");
+    let started = std::time::Instant::now();
+    let hung = messages(&model.uri(), &claude_request(false, None));
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1));
+    assert_eq!(hung.status, 504);
+    assert_eq!(hung.json()["error"]["type"], "timeout_error");
+    assert_eq!(model.log()[0].fault.as_ref().unwrap().seconds, Some(1));
+    let served = messages(&model.uri(), &claude_request(false, None));
+    assert_eq!(served.status, 200);
+    let malformed = serve("turns:\n  - text: Done.\n    faults: [{ fault: malformed }]\n");
+    let answer = responses(&malformed.uri(), &codex_request(false, None));
+    assert_eq!(answer.status, 200);
+    assert!(serde_json::from_str::<Value>(&answer.text).is_err());
+}

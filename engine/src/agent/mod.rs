@@ -1,6 +1,7 @@
 //! Real agents as the work of a wrapper tick (DESIGN §11): `--agent claude`
-//! runs Claude Code headless, `--agent codex` runs Codex headless, in place
-//! of a skill command. Agents never speak our protocol, so the adapter —
+//! runs Claude Code headless, `--agent codex` Codex, `--agent gemini` the
+//! Gemini CLI and `--agent opencode` OpenCode, in place of a skill
+//! command. Agents never speak our protocol, so the adapter —
 //! [`AgentRunner`], one more [`SkillRunner`] — learns everything from the
 //! agent's event stream and from the world, and writes the [`SkillResult`]
 //! the engine's `end` half already reads:
@@ -12,10 +13,12 @@
 //!    watchdog, interrupt drain, bounded stderr), with `CLAUDECODE` and
 //!    `CLAUDE_CODE_ENTRYPOINT` removed from its environment (Claude Code
 //!    refuses to start inside another session) and the prompt on stdin;
-//! 4. every stdout line is read as it arrives ([`claude`], [`codex`]):
-//!    usage is appended to the iteration's `events.jsonl` at once, one
-//!    count per API step, so a SIGKILL of the engine mid-agent loses no
-//!    spend — the next tick recovers it as it recovers a skill's events;
+//! 4. every stdout line is read as it arrives ([`claude`], [`codex`],
+//!    [`gemini`], [`opencode`]), and a reader whose usage is written
+//!    elsewhere (the Gemini CLI's session file) is polled on a timer as
+//!    well: usage is appended to the iteration's `events.jsonl` at once,
+//!    one count per API step, so a SIGKILL of the engine mid-agent loses
+//!    no spend — the next tick recovers it as it recovers a skill's events;
 //! 5. after the agent exits: the usage (the stream's final word), the
 //!    agent's own cost estimate, the PRs, comments and merges found by
 //!    comparing the world with the snapshot ([`world::discover`]), and the
@@ -24,6 +27,8 @@
 
 pub mod claude;
 pub mod codex;
+pub mod gemini;
+pub mod opencode;
 pub mod prompt;
 pub mod world;
 
@@ -31,6 +36,8 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::exchange::Exchange;
 use crate::files;
@@ -47,6 +54,10 @@ pub enum AgentKind {
     Claude,
     /// Codex: `codex exec --json`.
     Codex,
+    /// Gemini CLI: `gemini --output-format stream-json --approval-mode yolo`.
+    Gemini,
+    /// OpenCode: `opencode run --format json --auto`.
+    Opencode,
 }
 
 impl AgentKind {
@@ -55,6 +66,8 @@ impl AgentKind {
         match self {
             AgentKind::Claude => "claude",
             AgentKind::Codex => "codex",
+            AgentKind::Gemini => "gemini",
+            AgentKind::Opencode => "opencode",
         }
     }
 }
@@ -90,6 +103,14 @@ pub struct AgentSettings {
     /// `~/.codex/config.toml`), read for its `model` when `--agent-model`
     /// is not given.
     pub codex_config: Option<PathBuf>,
+    /// Where the Gemini CLI keeps its sessions (`$GEMINI_CLI_HOME`,
+    /// `$HOME/.gemini`), read for its per-response usage.
+    pub gemini_dirs: Vec<PathBuf>,
+    /// OpenCode's config files, first found first (`$OPENCODE_CONFIG`,
+    /// `$XDG_CONFIG_HOME/opencode/opencode.json`,
+    /// `~/.config/opencode/opencode.json`), read for its `model` when
+    /// `--agent-model` is not given.
+    pub opencode_configs: Vec<PathBuf>,
 }
 
 impl AgentSettings {
@@ -101,6 +122,8 @@ impl AgentSettings {
             model: None,
             prompt: None,
             codex_config: None,
+            gemini_dirs: Vec::new(),
+            opencode_configs: Vec::new(),
         }
     }
 }
@@ -131,12 +154,20 @@ pub struct Verdict {
 }
 
 /// Reads one agent's stream.
-pub trait StreamReader: std::fmt::Debug {
+pub trait StreamReader: std::fmt::Debug + Send {
     /// One stdout line, as it arrives.
     fn line(&mut self, line: &str) -> LineRead;
+    /// Usage written somewhere other than stdout, read on a timer while
+    /// the agent runs and once after it exits; journaled at once.
+    fn poll(&mut self) -> Vec<SkillEvent> {
+        Vec::new()
+    }
     /// Everything read, once the agent has exited.
     fn finish(&mut self, run: &RunOutcome) -> Verdict;
 }
+
+/// How often [`StreamReader::poll`] runs while the agent runs.
+pub const POLL_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The first non-empty line of `text`, trimmed and bounded.
 pub(crate) fn first_line(text: &str) -> Option<String> {
@@ -191,6 +222,10 @@ pub struct AgentRunner<'a> {
     pub remote: String,
 }
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn failed(cause: String) -> RunOutcome {
     RunOutcome {
         cause: Some(cause),
@@ -221,6 +256,31 @@ impl AgentRunner<'_> {
                     program,
                     codex::argv(s.model.as_deref(), &s.args),
                     Box::new(codex::CodexStream::new(model)),
+                )
+            }
+            AgentKind::Gemini => (
+                program,
+                gemini::argv(s.model.as_deref(), &s.args),
+                Box::new(gemini::GeminiStream::new(
+                    s.gemini_dirs.clone(),
+                    s.model.clone(),
+                )),
+            ),
+            AgentKind::Opencode => {
+                let model = s
+                    .model
+                    .clone()
+                    .or_else(|| {
+                        s.opencode_configs
+                            .iter()
+                            .find(|p| p.is_file())
+                            .and_then(|p| opencode::config_model(p))
+                    })
+                    .unwrap_or_else(|| opencode::UNKNOWN_MODEL.to_owned());
+                (
+                    program,
+                    opencode::argv(s.model.as_deref(), &s.args),
+                    Box::new(opencode::OpencodeStream::new(&model)),
                 )
             }
         }
@@ -259,7 +319,7 @@ impl SkillRunner for AgentRunner<'_> {
         if let Err(e) = before.save(exchange) {
             return failed(format!("{kind}: not started — {e}"));
         }
-        let (program, args, mut stream) = self.command(spec);
+        let (program, args, stream) = self.command(spec);
         let mut command = match &spec.guard {
             // Under the guard, as a skill: the kernel tells the agent when
             // the engine dies (crate::guard).
@@ -308,24 +368,52 @@ impl SkillRunner for AgentRunner<'_> {
             });
         }
         let events = exchange.events_path();
-        let mut journal_error: Option<String> = None;
-        let mut outcome = self
-            .process
-            .supervise(child, spec, exchange, echo, &mut |line, echo| {
-                let read = stream.line(line);
-                for event in &read.events {
-                    let text = serde_json::to_string(event).expect("events serialise");
-                    match files::append_line(&events, &text, false) {
-                        Ok(_) => spec.crash.hit("after-agent-usage"),
-                        Err(e) => {
-                            journal_error.get_or_insert_with(|| e.to_string());
-                        }
+        let journal_error: Mutex<Option<String>> = Mutex::new(None);
+        // One lock for the reader and the journal: the timer's polls and
+        // the stdout lines append in turn, never interleaved.
+        let stream = Mutex::new(stream);
+        let journal = |read_events: &[SkillEvent]| {
+            for event in read_events {
+                let text = serde_json::to_string(event).expect("events serialise");
+                match files::append_line(&events, &text, false) {
+                    Ok(_) => spec.crash.hit("after-agent-usage"),
+                    Err(e) => {
+                        lock(&journal_error).get_or_insert_with(|| e.to_string());
                     }
                 }
-                for l in read.echo {
-                    let _ = writeln!(echo, "{l}");
+            }
+        };
+        let done = AtomicBool::new(false);
+        let mut outcome = std::thread::scope(|scope| {
+            let poller = scope.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::park_timeout(POLL_EVERY);
+                    let mut s = lock(&stream);
+                    let polled = s.poll();
+                    journal(&polled);
                 }
             });
+            let outcome = self
+                .process
+                .supervise(child, spec, exchange, echo, &mut |line, echo| {
+                    let mut s = lock(&stream);
+                    let read = s.line(line);
+                    journal(&read.events);
+                    drop(s);
+                    for l in read.echo {
+                        let _ = writeln!(echo, "{l}");
+                    }
+                });
+            done.store(true, Ordering::Relaxed);
+            poller.thread().unpark();
+            outcome
+        });
+        let mut stream = stream.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let last = stream.poll();
+        journal(&last);
+        let journal_error = journal_error
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
         let verdict = stream.finish(&outcome);
         for n in &verdict.notes {
             let _ = writeln!(echo, "note: {kind}: {n}");

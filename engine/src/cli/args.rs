@@ -167,20 +167,25 @@ pub struct TickArgs {
     #[arg(long, value_name = "CMD")]
     pub skill_cmd: Option<String>,
     /// Drive a real agent headless as the work, instead of a skill command:
-    /// Claude Code (`claude -p --output-format stream-json --verbose`) or
-    /// Codex (`codex exec --json`); see "Driving a real agent" in the
-    /// README [env: SDD_LOOP_AGENT]
+    /// Claude Code (`claude -p --output-format stream-json --verbose`),
+    /// Codex (`codex exec --json`), the Gemini CLI (`gemini --output-format
+    /// stream-json --approval-mode yolo`) or OpenCode (`opencode run
+    /// --format json --auto`); see "Driving a real agent" in the README
+    /// [env: SDD_LOOP_AGENT]
     #[arg(long, value_enum, value_name = "AGENT", conflicts_with = "skill_cmd")]
     pub agent: Option<crate::agent::AgentKind>,
-    /// The agent's program [default: `claude` or `codex` from PATH]
+    /// The agent's program [default: `claude`, `codex`, `gemini` or
+    /// `opencode` from PATH]
     #[arg(long, value_name = "PATH")]
     pub agent_cmd: Option<PathBuf>,
     /// An extra argument for the agent, after the engine's own (repeatable),
     /// e.g. `--agent-arg=--permission-mode --agent-arg=acceptEdits`
     #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
     pub agent_arg: Vec<String>,
-    /// The agent's model (`--model` for Claude Code, `-m` for Codex); Codex
-    /// is priced by it, else by `model` in its config.toml
+    /// The agent's model (`--model` for Claude Code and OpenCode, which
+    /// takes PROVIDER/MODEL; `-m` for Codex and Gemini); Codex is priced by
+    /// it, else by `model` in its config.toml, OpenCode by it, else by
+    /// `model` in its opencode.json
     #[arg(long, value_name = "MODEL")]
     pub agent_model: Option<String>,
     /// Replace the built-in prompt with this template; placeholders:

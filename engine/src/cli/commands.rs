@@ -79,7 +79,7 @@ fn agent_settings(
                 return Err(usage(
                     env,
                     &format!("SDD_LOOP_AGENT={v:?} is not an agent this engine drives"),
-                    "set it to claude or codex, or unset it",
+                    "set it to claude, codex, gemini or opencode, or unset it",
                 ));
             }
         },
@@ -153,6 +153,18 @@ fn agent_settings(
         model: args.agent_model.clone(),
         prompt,
         codex_config: codex_home.map(|h| h.join("config.toml")),
+        gemini_dirs: crate::agent::gemini::dirs(
+            var("GEMINI_CLI_HOME").as_deref().map(std::path::Path::new),
+            var("HOME").as_deref().map(std::path::Path::new),
+        ),
+        opencode_configs: [
+            var("OPENCODE_CONFIG").map(PathBuf::from),
+            var("XDG_CONFIG_HOME").map(|x| PathBuf::from(x).join("opencode/opencode.json")),
+            var("HOME").map(|h| PathBuf::from(h).join(".config/opencode/opencode.json")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     }))
 }
 
@@ -188,7 +200,7 @@ fn setup(
                 missing.push((
                     "no skill command: the engine wraps a skill and needs to know how to run it".to_owned(),
                     format!(
-                        "pass --skill-cmd 'CMD' or set SDD_LOOP_SKILL_CMD, or drive an agent with --agent claude|codex — or, inside an agent session, bracket the work with `sdd-loop {skill} begin --loop` and `sdd-loop {skill} end`"
+                        "pass --skill-cmd 'CMD' or set SDD_LOOP_SKILL_CMD, or drive an agent with --agent claude|codex|gemini|opencode — or, inside an agent session, bracket the work with `sdd-loop {skill} begin --loop` and `sdd-loop {skill} end`"
                     ),
                 ));
                 String::new()

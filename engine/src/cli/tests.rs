@@ -209,8 +209,8 @@ fn agent_flags_are_checked_before_anything_runs() {
         (&["work", "--agent", "claude"], &[], "--agent needs --loop"),
         (
             &["work", "--loop"],
-            &[("SDD_LOOP_AGENT", "gemini")],
-            "SDD_LOOP_AGENT=\"gemini\"",
+            &[("SDD_LOOP_AGENT", "aider")],
+            "SDD_LOOP_AGENT=\"aider\"",
         ),
         (
             &["work", "--loop"],

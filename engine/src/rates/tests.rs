@@ -474,3 +474,36 @@ fn built_in_ids_are_unique_and_lowercase() {
     ids.dedup();
     assert_eq!(ids.len(), BUILT_IN.len());
 }
+
+#[test]
+fn gemini_models_are_priced_with_cached_and_thinking_tokens_as_google_bills() {
+    let t = RateTable::built_in();
+    for (model, row) in [
+        ("gemini-2.5-flash", "gemini-2.5-flash"),
+        ("gemini-2.5-flash-lite", "gemini-2.5-flash-lite"),
+        ("gemini-2.5-flash-preview-09-2025", "gemini-2.5-flash"),
+        ("gemini-2.5-pro", "gemini-2.5-pro"),
+        ("gemini-3-pro-preview", "gemini-3-pro"),
+        ("gemini-2.0-flash-001", "gemini-2.0-flash"),
+    ] {
+        assert_eq!(row_of(&t, model).as_deref(), Some(row), "{model}");
+    }
+    // gemini-2.5-flash: input 0.30, cached 0.03, output 2.50 per Mtok. The
+    // adapter counts the prompt (cached included) as tokens_in and the
+    // candidates plus the thoughts as tokens_out.
+    let tokens = ModelTokens {
+        tokens_in: 2_200_000,
+        tokens_out: 100_000,
+        cache_read_tokens: 400_000,
+        ..ModelTokens::default()
+    };
+    // uncached 1,800,000 × 0.30 = 0.54; cached 400,000 × 0.03 = 0.012;
+    // output (70,000 candidates + 30,000 thoughts) × 2.50 = 0.25.
+    let cost = t.cost(&BTreeMap::from([("gemini-2.5-flash".to_owned(), tokens)]));
+    assert_eq!(cost.dollars, 0.802);
+    assert!(cost.unknown_models.is_empty());
+    // An unknown Gemini id is never free.
+    let cost = t.cost(&usage(&[("gemini-9-ultra", 1_000_000, 0)]));
+    assert!(cost.dollars >= 2.0, "{}", cost.dollars);
+    assert_eq!(cost.unknown_models.len(), 1);
+}

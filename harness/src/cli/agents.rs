@@ -57,7 +57,7 @@ fn list(env: &mut Env<'_>, places: &Places) -> u8 {
                 format!("missing: its cases are skipped; install it with `{INSTALL_HINT}`")
             }
         };
-        let _ = writeln!(env.stdout, "{:<7}{:<36}{line}", cli.name, cli.spec());
+        let _ = writeln!(env.stdout, "{:<9}{:<36}{line}", cli.name, cli.spec());
     }
     let _ = writeln!(
         env.stdout,

@@ -1,8 +1,9 @@
-//! `driver: real-claude` and `driver: real-codex`: the engine drives the
-//! pinned real CLI as the tick's work — `sdd-loop <skill> --loop --agent
-//! claude|codex --agent-cmd <installed binary>` — against the case's
-//! scripted model (`crate::world::model`), as a user would run it with
-//! their own model provider.
+//! `driver: real-claude`, `real-codex`, `real-gemini` and `real-opencode`:
+//! the engine drives the pinned real CLI as the tick's work — `sdd-loop
+//! <skill> --loop --agent claude|codex|gemini|opencode --agent-cmd
+//! <installed binary>` — against the case's scripted model
+//! (`crate::world::model`), as a user would run it with their own model
+//! provider.
 //!
 //! The tick's `model:` turns are what the model answers; their Bash
 //! calls run for real in the project (`git`, `gh` → fake-gh, the engine as
@@ -10,7 +11,9 @@
 //! inside the sandbox, the model's base URL and key, telemetry off, no
 //! network but loopback. Claude Code finds the model through
 //! `ANTHROPIC_BASE_URL`; Codex through a provider added with `-c`, passed
-//! as `--agent-arg`s the way README's users pass flags. Every tick runs the
+//! as `--agent-arg`s the way README's users pass flags; the Gemini CLI
+//! through `GOOGLE_GEMINI_BASE_URL`; OpenCode through the `anthropic`
+//! provider of the sandbox's `opencode.json`. Every tick runs the
 //! engine with `CLAUDECODE` and `CLAUDE_CODE_ENTRYPOINT` set, as inside a
 //! Claude Code session, so every case proves the engine removes them.
 //!

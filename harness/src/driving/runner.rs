@@ -114,7 +114,10 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         let (record, abort) = match (case.driver, case.driver.agent()) {
             (Driver::Session, _) => session.run_tick(&t, &mut reaper)?,
             (Driver::RealSession, _) => real_session.run_tick(&t, &mut reaper)?,
-            (Driver::RealClaude | Driver::RealCodex, _) => real::run(&t, &mut reaper)?,
+            (
+                Driver::RealClaude | Driver::RealCodex | Driver::RealGemini | Driver::RealOpencode,
+                _,
+            ) => real::run(&t, &mut reaper)?,
             (_, Some(kind)) => agent::run(&t, kind, &mut reaper)?,
             (_, None) => wrapper::run(&t, &mut reaper)?,
         };

@@ -348,6 +348,10 @@ pub fn loop_command(
     (args, engine_env(t, &prepared.script, reaper))
 }
 
+/// How long a real agent's processes may take to end once its engine was
+/// killed at a crash point (its guard stops them at once).
+const STRAYS_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Runs the engine with `args` and `env` as this tick and records how it
 /// ended, what it printed and the history lines it wrote.
 pub fn run_engine(
@@ -362,7 +366,13 @@ pub fn run_engine(
     let before = history_len(t);
     let ran = spawn::run(&invocation, control(t, prepared.fifo), t.deadline, reaper)
         .map_err(io("run the engine"))?;
+    let mut strays = Vec::new();
     if matches!(kill, Some(Kill::CrashPoint(_))) {
+        if t.case.driver.real_cli().is_some() && t.case.driver.engine_drives_agent() {
+            // A real agent must not outlive the engine that drove it: its
+            // guard stops it. Whatever is left after a while is named.
+            strays = reaper.wait_for_strays(STRAYS_WITHIN);
+        }
         // The aborted engine's skill may still be running: nothing of this
         // tick may outlive it.
         reaper.sweep();
@@ -372,7 +382,23 @@ pub fn run_engine(
     let _ = std::fs::write(prepared.dir.join("stdout.txt"), &ran.stdout);
     let _ = std::fs::write(prepared.dir.join("stderr.txt"), &ran.stderr);
     let end = tick_end(&ran.ended, kill);
-    let abort = verdict(t, &end, &ran.stderr, ran.barrier_missed);
+    let mut abort = verdict(t, &end, &ran.stderr, ran.barrier_missed);
+    if !strays.is_empty() {
+        let list: Vec<String> = strays
+            .iter()
+            .map(|(pid, cmd)| format!("  pid {pid}: {cmd}"))
+            .collect();
+        let text = format!(
+            "{} process(es) of the agent outlived the killed engine by {} s:\n{}",
+            strays.len(),
+            STRAYS_WITHIN.as_secs(),
+            list.join("\n")
+        );
+        abort = Some(match abort {
+            Some(a) => format!("{a}\n  and {text}"),
+            None => text,
+        });
+    }
     Ok((
         TickRecord {
             number: t.n,

@@ -438,18 +438,21 @@ fn model_entries(run: &RunRecord, tick: Option<usize>) -> &[LogEntry] {
 
 /// The usage `entries` returned as the engine counts it: `tokens_in` with
 /// the cache reads and writes (on the Messages API they are apart from
-/// `input_tokens`; on the Responses API cached tokens are a part of
-/// `input_tokens` already), and `tokens_out`.
+/// `input_tokens`; on the Responses and Gemini APIs cached tokens are a
+/// part of the input already), and `tokens_out` (on the Gemini API with
+/// the thoughts, which are apart from the candidates and billed as
+/// output).
 fn engine_tokens(entries: &[LogEntry]) -> (u64, u64) {
     entries
         .iter()
         .filter_map(|e| e.usage.map(|u| (e.api, u)))
         .fold((0, 0), |(i, o), (api, u)| {
-            let input = match api {
-                Some(Api::Openai) => u.input,
-                _ => u.input + u.cache_read + u.cache_creation,
+            let (input, output) = match api {
+                Some(Api::Openai) => (u.input, u.output),
+                Some(Api::Gemini) => (u.input, u.output + u.reasoning),
+                _ => (u.input + u.cache_read + u.cache_creation, u.output),
             };
-            (i + input, o + u.output)
+            (i + input, o + output)
         })
 }
 

@@ -142,6 +142,16 @@ pub enum Driver {
     /// Codex>`: the real CLI against the case's scripted model.
     #[serde(rename = "real-codex")]
     RealCodex,
+    /// `sdd-loop <skill> --loop --agent gemini --agent-cmd <the pinned
+    /// Gemini CLI>`: the real CLI against the case's scripted model (the
+    /// Gemini API).
+    #[serde(rename = "real-gemini")]
+    RealGemini,
+    /// `sdd-loop <skill> --loop --agent opencode --agent-cmd <the pinned
+    /// OpenCode>`: the real CLI against the case's scripted model (the
+    /// Anthropic Messages API, OpenCode's `anthropic` provider).
+    #[serde(rename = "real-opencode")]
+    RealOpencode,
     /// A real Claude Code session per tick (`claude -p PROMPT
     /// --output-format stream-json --verbose --allowedTools Bash`, later
     /// ticks `--continue`), whose scripted model runs `sdd-loop <skill>
@@ -166,6 +176,8 @@ impl Driver {
         match self {
             Driver::RealClaude | Driver::RealSession => Some("claude"),
             Driver::RealCodex => Some("codex"),
+            Driver::RealGemini => Some("gemini"),
+            Driver::RealOpencode => Some("opencode"),
             _ => None,
         }
     }
@@ -174,7 +186,12 @@ impl Driver {
     pub fn engine_drives_agent(self) -> bool {
         matches!(
             self,
-            Driver::Claude | Driver::Codex | Driver::RealClaude | Driver::RealCodex
+            Driver::Claude
+                | Driver::Codex
+                | Driver::RealClaude
+                | Driver::RealCodex
+                | Driver::RealGemini
+                | Driver::RealOpencode
         )
     }
 

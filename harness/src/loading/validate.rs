@@ -136,7 +136,7 @@ impl Checker<'_> {
                 return Err(self.at(
                     at(turn.referenced),
                     "`model:` scripts the model a real CLI talks to, and this case runs none".to_owned(),
-                    format!("add `driver: real-claude`, `real-codex` or `real-session` to the case, or drop `model:` ({FORMAT_HELP})"),
+                    format!("add `driver: real-claude`, `real-codex`, `real-gemini`, `real-opencode` or `real-session` to the case, or drop `model:` ({FORMAT_HELP})"),
                 ));
             }
             if tick.session.is_some() {
@@ -194,8 +194,15 @@ impl Checker<'_> {
             ));
         }
         let runs_barrier = tick.model.iter().any(|turn| {
-            turn.value.calls.iter().any(|c| {
-                matches!(c, sdd_mocks::model::Call::Bash { command, .. } if command.contains("sdd-evals-barrier"))
+            turn.value.calls.iter().any(|c| match c {
+                sdd_mocks::model::Call::Bash { command, .. } => {
+                    command.contains("sdd-evals-barrier")
+                }
+                // A shell tool called by name (OpenCode's `bash`).
+                sdd_mocks::model::Call::Tool { input, .. } => input
+                    .get("command")
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(|c| c.contains("sdd-evals-barrier")),
             })
         });
         if runs_barrier {
@@ -561,7 +568,7 @@ impl Checker<'_> {
                         point.value
                     ),
                     format!(
-                        "use it with `driver: claude`, `codex`, `real-claude` or `real-codex`, or pick another crash point ({FORMAT_HELP})"
+                        "use it with `driver: claude`, `codex`, `real-claude`, `real-codex`, `real-gemini` or `real-opencode`, or pick another crash point ({FORMAT_HELP})"
                     ),
                 ));
             }
@@ -658,7 +665,7 @@ impl Checker<'_> {
                 Err(self.at(
                     self.ticks_at,
                     "a model check reads the scripted model's log, and this case runs no real CLI".to_owned(),
-                    format!("use it with `driver: real-claude`, `real-codex` or `real-session` ({FORMAT_HELP})"),
+                    format!("use it with `driver: real-claude`, `real-codex`, `real-gemini`, `real-opencode` or `real-session` ({FORMAT_HELP})"),
                 ))
             }
             Check::ModelRequest(c) => {
@@ -703,6 +710,8 @@ fn driver_name(driver: Driver) -> &'static str {
         Driver::Codex => "codex",
         Driver::RealClaude => "real-claude",
         Driver::RealCodex => "real-codex",
+        Driver::RealGemini => "real-gemini",
+        Driver::RealOpencode => "real-opencode",
         Driver::RealSession => "real-session",
     }
 }

@@ -1,5 +1,5 @@
-//! The real agent CLIs the real-agent cases run: Claude Code and Codex,
-//! pinned to one version each ([`PINNED`], the only place a version is
+//! The real agent CLIs the real-agent cases run: Claude Code, Codex, the
+//! Gemini CLI and OpenCode, pinned to one version each ([`PINNED`], the only place a version is
 //! named), installed from npm into a cache outside `target/` and found
 //! there, else on `PATH`.
 //!
@@ -47,8 +47,24 @@ pub const CODEX: Pinned = Pinned {
     bin: "codex",
 };
 
+/// The Gemini CLI, as measured in `real-agents.md`.
+pub const GEMINI: Pinned = Pinned {
+    name: "gemini",
+    package: "@google/gemini-cli",
+    version: "0.61.0",
+    bin: "gemini",
+};
+
+/// OpenCode, as measured in `real-agents.md`.
+pub const OPENCODE: Pinned = Pinned {
+    name: "opencode",
+    package: "opencode-ai",
+    version: "1.18.33",
+    bin: "opencode",
+};
+
 /// Every pinned CLI. Changing a version is a one-line change here.
-pub const PINNED: [Pinned; 2] = [CLAUDE, CODEX];
+pub const PINNED: [Pinned; 4] = [CLAUDE, CODEX, GEMINI, OPENCODE];
 
 impl Pinned {
     /// `package@version`, as npm takes it.

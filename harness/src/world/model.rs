@@ -9,9 +9,10 @@
 //! a CLI that asks for more, or fewer, is named with the tick.
 //!
 //! [`Confinement`] is what a real CLI runs with: its configuration inside
-//! the sandbox (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`), the base URL of the
-//! case's model and a key only it accepts, telemetry and non-essential
-//! traffic off, and nothing but loopback reachable — every proxy variable
+//! the sandbox (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`; the Gemini CLI's and
+//! OpenCode's in the sandbox `HOME`, [`config_files`]), the base URL of the
+//! case's model and a key only it accepts, telemetry, updates and
+//! non-essential traffic off, and nothing but loopback reachable — every proxy variable
 //! points at a closed loopback port and only `127.0.0.1` and `localhost`
 //! bypass it. Both pinned CLIs honour the proxy variables (measured: a
 //! base URL at a non-loopback address was requested through the proxy,
@@ -203,6 +204,19 @@ impl Confinement {
             var("DISABLE_TELEMETRY", &"1"),
             var("DISABLE_AUTOUPDATER", &"1"),
             var("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", &"1"),
+            // The Gemini CLI (real-agents.md): the key, the model's base
+            // URL (it adds `/v1beta/models/…`), the project trusted
+            // (else exit 55); its auth method is in settings.json.
+            var("GEMINI_API_KEY", &MODEL_KEY),
+            var("GOOGLE_GEMINI_BASE_URL", &uri),
+            var("GEMINI_CLI_TRUST_WORKSPACE", &"true"),
+            var("GEMINI_TELEMETRY_ENABLED", &"false"),
+            // OpenCode: the provider is in its config; no update, no
+            // models.dev fetch, no LSP download, no sharing.
+            var("OPENCODE_DISABLE_AUTOUPDATE", &"1"),
+            var("OPENCODE_DISABLE_MODELS_FETCH", &"1"),
+            var("OPENCODE_DISABLE_LSP_DOWNLOAD", &"1"),
+            var("OPENCODE_DISABLE_SHARE", &"1"),
         ];
         for name in ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"] {
             env.push(var(name, &proxy));
@@ -218,6 +232,31 @@ impl Confinement {
         ];
         Self { env, codex_config }
     }
+}
+
+/// The configuration files the Gemini CLI and OpenCode read from `HOME`,
+/// relative to it, for the model at `uri`: the Gemini CLI's auth method
+/// (else exit 41, "Invalid auth method selected.") with update checks
+/// off, and OpenCode's `anthropic` provider at the model with its key,
+/// updates and sharing off.
+pub fn config_files(uri: &str) -> Vec<(&'static str, String)> {
+    let gemini = serde_json::json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+        "telemetry": {"enabled": false},
+        "privacy": {"usageStatisticsEnabled": false},
+    });
+    let opencode = serde_json::json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"anthropic": {"options": {"baseURL": format!("{uri}/v1"), "apiKey": MODEL_KEY}}},
+        "autoupdate": false,
+        "share": "disabled",
+    });
+    let text = |v: serde_json::Value| format!("{v:#}\n");
+    vec![
+        (".gemini/settings.json", text(gemini)),
+        (".config/opencode/opencode.json", text(opencode)),
+    ]
 }
 
 #[cfg(test)]

@@ -92,11 +92,67 @@ impl Reaper {
         let _ = rustix::process::kill_process_group(group, Signal::KILL);
     }
 
-    /// SIGKILLs every process that carries this case's marker.
+    /// The processes that carry this case's marker and are not the
+    /// reaper's own children (a live lock holder): `(pid, command line)`.
+    /// A zombie has no environment left, so it is not one.
+    pub fn strays(&self) -> Vec<(u32, String)> {
+        let needle = format!("{MARKER}={}", self.marker);
+        let own: Vec<u32> = self.children.iter().map(Child::id).collect();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let raw = entry.file_name().to_str()?.parse::<u32>().ok()?;
+                let environ = std::fs::read(entry.path().join("environ")).ok()?;
+                let marked = environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == needle.as_bytes());
+                (marked && !own.contains(&raw)).then(|| {
+                    let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                    (raw, cmdline.trim().to_owned())
+                })
+            })
+            .collect()
+    }
+
+    /// Waits until no process of the case but the reaper's own children is
+    /// left, up to `within`; the ones still there then.
+    pub fn wait_for_strays(&self, within: std::time::Duration) -> Vec<(u32, String)> {
+        let until = std::time::Instant::now() + within;
+        loop {
+            let strays = self.strays();
+            if strays.is_empty() || std::time::Instant::now() >= until {
+                return strays;
+            }
+            // The processes end on their own (a guard's SIGTERM, then its
+            // SIGKILL): /proc is read again until they are gone.
+            std::thread::park_timeout(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILLs every process that carries this case's marker, and waits
+    /// (up to 5 s) until they have ended: a SIGKILLed process takes a
+    /// while to exit (a large CLI under load, tens of milliseconds), and
+    /// the next tick's engine, probing the interrupted tick's process
+    /// group, must find it gone — else it stops it itself and says so,
+    /// and the tick's output differs from run to run.
     pub fn sweep(&self) {
+        let killed = self.kill_marked();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while killed.iter().any(|pid| running(*pid)) && std::time::Instant::now() < until {
+            std::thread::park_timeout(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// SIGKILLs every process that carries this case's marker; their pids.
+    fn kill_marked(&self) -> Vec<u32> {
+        let mut killed = Vec::new();
         let needle = format!("{MARKER}={}", self.marker);
         let Ok(entries) = std::fs::read_dir("/proc") else {
-            return;
+            return killed;
         };
         for entry in entries.flatten() {
             let Some(raw) = entry
@@ -114,9 +170,23 @@ impl Reaper {
                 .any(|var| var == needle.as_bytes())
             {
                 Self::kill(raw);
+                killed.push(raw);
             }
         }
+        killed
     }
+}
+
+/// Whether `pid` still runs: present in /proc and neither a zombie nor
+/// dead.
+fn running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, None | Some("Z") | Some("X"))
 }
 
 impl Drop for Reaper {

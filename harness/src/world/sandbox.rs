@@ -18,7 +18,8 @@
 //! fake agents; instead `bin/gh` → fake-gh, `bin/sdd-loop` → the engine
 //! and `bin/sdd-evals-barrier` (what a scripted command runs where the
 //! case kills), `[ROOT]/claude-config/` and `[ROOT]/codex-home/` for the
-//! CLIs' own configuration and transcripts, and the case's scripted model
+//! CLIs' own configuration and transcripts (the Gemini CLI's and
+//! OpenCode's in `[ROOT]/home/.gemini/` and `[ROOT]/home/.config/opencode/`), and the case's scripted model
 //! on 127.0.0.1 with its log in `[ROOT]/model.log` ([`CaseModel`]).
 //!
 //! plus the mock tracker on 127.0.0.1, bound to the origin so pull
@@ -316,6 +317,16 @@ impl Sandbox {
                 std::fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
             }
             let model = CaseModel::start(case, &root)?;
+            if let Some(m) = &model {
+                for (path, text) in model::config_files(&m.uri()) {
+                    let path = home.join(path);
+                    if let Some(dir) = path.parent() {
+                        std::fs::create_dir_all(dir)
+                            .map_err(io(format!("create {}", dir.display())))?;
+                    }
+                    std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+                }
+            }
             let confinement = model.as_ref().map(|m| {
                 model::closed_port()
                     .map(|port| Confinement::new(&m.uri(), &claude_config, &codex_home, port))

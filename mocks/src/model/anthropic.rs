@@ -188,6 +188,7 @@ pub fn error(kind: ErrorKind, message: &str, request_id: &str) -> (u16, Value) {
         ErrorKind::RateLimited => (429, "rate_limit_error"),
         ErrorKind::Server => (500, "api_error"),
         ErrorKind::Overloaded => (529, "overloaded_error"),
+        ErrorKind::Timeout => (504, "timeout_error"),
     };
     let body = json!({
         "type": "error",

@@ -1,6 +1,7 @@
 //! Faults served before a turn (the mock model's side of issue 18): a 429
-//! with `retry-after`, a 500, a 529 `overloaded_error`, and a stream cut
-//! mid-message — each for `times` attempts, after which the turn is served
+//! with `retry-after`, a 500, a 529 `overloaded_error` (Gemini: 503
+//! `UNAVAILABLE`), a stream cut mid-message, a body that is not JSON, and
+//! a hang — each for `times` attempts, after which the turn is served
 //! normally.
 //!
 //! A turn's faults run in the order listed; [`FaultCounter`] remembers how
@@ -25,6 +26,12 @@ pub enum FaultKind {
     Overloaded,
     /// The answer's stream ends after `after_events` events.
     Cut,
+    /// A 200 whose body is not valid JSON (streamed: one event whose data
+    /// is cut inside its JSON).
+    Malformed,
+    /// No answer for `seconds` (default 300), then a 504: a model that
+    /// hangs, for a CLI's own timeout or the engine's stall watchdog.
+    Hang,
 }
 
 impl FaultKind {
@@ -34,6 +41,8 @@ impl FaultKind {
             FaultKind::ServerError => "server_error",
             FaultKind::Overloaded => "overloaded",
             FaultKind::Cut => "cut",
+            FaultKind::Malformed => "malformed",
+            FaultKind::Hang => "hang",
         }
     }
 }
@@ -52,6 +61,9 @@ pub struct FaultSpec {
     /// `cut` only: how many events are sent before the cut [default: half].
     #[serde(default)]
     pub after_events: Option<u32>,
+    /// `hang` only: how long no answer comes, in seconds [default: 300].
+    #[serde(default)]
+    pub seconds: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -72,6 +84,12 @@ impl FaultSpec {
             return Err((
                 format!("`retry_after` applies to `rate_limited`, not to `{name}`"),
                 "remove `retry_after`, or make the fault `rate_limited`".to_owned(),
+            ));
+        }
+        if self.seconds.is_some() && self.fault != FaultKind::Hang {
+            return Err((
+                format!("`seconds` applies to `hang`, not to `{name}`"),
+                "remove `seconds`, or make the fault `hang`".to_owned(),
             ));
         }
         if self.after_events.is_some() && self.fault != FaultKind::Cut {
@@ -97,6 +115,9 @@ pub struct ServedFault {
     /// For a cut: the events sent (or, unstreamed, the bytes sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_events: Option<u32>,
+    /// For a hang: how long the answer was held back, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<u64>,
 }
 
 /// How many faults the turn in hand has served.
@@ -127,6 +148,10 @@ impl FaultCounter {
                         _ => None,
                     },
                     after_events: spec.after_events,
+                    seconds: match spec.fault {
+                        FaultKind::Hang => Some(spec.seconds.unwrap_or(HANG_SECONDS)),
+                        _ => None,
+                    },
                 });
             }
             before += spec.times;
@@ -134,6 +159,9 @@ impl FaultCounter {
         None
     }
 }
+
+/// How long a `hang` holds its answer back unless the script says.
+pub const HANG_SECONDS: u64 = 300;
 
 /// Where a cut falls in `total` parts: `after` if given, else half, and
 /// always at least one part short of the whole.
@@ -154,6 +182,7 @@ mod tests {
                 times,
                 retry_after: None,
                 after_events: None,
+                seconds: None,
             },
             at,
             at,

@@ -143,6 +143,7 @@ pub fn error(kind: ErrorKind, message: &str) -> (u16, Value) {
         ErrorKind::RateLimited => (429, "requests", json!("rate_limit_exceeded")),
         ErrorKind::Server => (500, "server_error", Value::Null),
         ErrorKind::Overloaded => (529, "server_error", json!("overloaded")),
+        ErrorKind::Timeout => (504, "server_error", json!("timeout")),
     };
     let body = json!({
         "error": {"message": message, "type": kind, "param": null, "code": code},

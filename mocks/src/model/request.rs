@@ -22,6 +22,8 @@ pub enum Api {
     Anthropic,
     /// The OpenAI Responses API (Codex).
     Openai,
+    /// The Gemini API (the Gemini CLI).
+    Gemini,
 }
 
 /// Where a request goes.
@@ -33,6 +35,12 @@ pub enum Route {
     CountTokens,
     /// `POST /v1/responses`.
     Responses,
+    /// `POST /v1beta/models/{model}:generateContent`.
+    GenerateContent,
+    /// `POST /v1beta/models/{model}:streamGenerateContent` (`?alt=sse`).
+    StreamGenerateContent,
+    /// `POST /v1beta/models/{model}:countTokens`.
+    GeminiCountTokens,
     /// `GET /__log`: the request log as JSON lines.
     Log,
     /// `GET /__totals`: the log's token totals.
@@ -49,8 +57,20 @@ impl Route {
             ("POST", "/v1/responses") => Route::Responses,
             ("GET", "/__log") => Route::Log,
             ("GET", "/__totals") => Route::Totals,
+            ("POST", _) => match gemini_action(path) {
+                Some((_, "generateContent")) => Route::GenerateContent,
+                Some((_, "streamGenerateContent")) => Route::StreamGenerateContent,
+                Some((_, "countTokens")) => Route::GeminiCountTokens,
+                _ => Route::Unknown,
+            },
             _ => Route::Unknown,
         }
+    }
+
+    /// Whether the route itself asks for a stream (Gemini's do; the
+    /// others say so in the body).
+    pub fn streams(self) -> bool {
+        self == Route::StreamGenerateContent
     }
 
     /// The API a route belongs to; for an unknown route, guessed from the
@@ -59,12 +79,25 @@ impl Route {
         match self {
             Route::Messages | Route::CountTokens => Some(Api::Anthropic),
             Route::Responses => Some(Api::Openai),
+            Route::GenerateContent | Route::StreamGenerateContent | Route::GeminiCountTokens => {
+                Some(Api::Gemini)
+            }
             Route::Log | Route::Totals => None,
+            Route::Unknown if gemini_action(path).is_some() => Some(Api::Gemini),
             Route::Unknown if path.contains("/messages") => Some(Api::Anthropic),
             Route::Unknown if path.starts_with("/v1/") => Some(Api::Openai),
             Route::Unknown => None,
         }
     }
+}
+
+/// `/v1beta/models/{model}:{action}` (or `/v1/…`) as `(model, action)`.
+pub fn gemini_action(path: &str) -> Option<(&str, &str)> {
+    let rest = path
+        .strip_prefix("/v1beta/models/")
+        .or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (model, action) = rest.rsplit_once(':')?;
+    (!model.is_empty() && !model.contains('/')).then_some((model, action))
 }
 
 /// The request offers at least one tool (else it is answered without a turn).
@@ -80,15 +113,17 @@ pub fn streams(body: &Value) -> bool {
 }
 
 /// Header names whose values are credentials: never logged.
-pub const CREDENTIAL_HEADERS: [&str; 4] = [
+pub const CREDENTIAL_HEADERS: [&str; 5] = [
     "x-api-key",
+    "x-goog-api-key",
     "authorization",
     "proxy-authorization",
     "cookie",
 ];
 
-/// The API key a request presents: `x-api-key`, else `Authorization:
-/// Bearer …`; with the header's name.
+/// The API key a request presents: `x-api-key` (Anthropic),
+/// `x-goog-api-key` (Gemini), else `Authorization: Bearer …`; with the
+/// header's name.
 pub fn credential(headers: &[(String, String)]) -> Option<(String, String)> {
     let find = |name: &str| {
         headers
@@ -96,8 +131,10 @@ pub fn credential(headers: &[(String, String)]) -> Option<(String, String)> {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.trim().to_owned())
     };
-    if let Some(key) = find("x-api-key") {
-        return Some(("x-api-key".to_owned(), key));
+    for name in ["x-api-key", "x-goog-api-key"] {
+        if let Some(key) = find(name) {
+            return Some((name.to_owned(), key));
+        }
     }
     let auth = find("authorization")?;
     let token = match auth.split_once(' ') {
@@ -123,8 +160,57 @@ impl Conversation {
         match api {
             Api::Anthropic => anthropic(body),
             Api::Openai => openai(body),
+            Api::Gemini => gemini(body),
         }
     }
+}
+
+/// A Gemini body: `systemInstruction.parts[].text`, and `contents[]` with
+/// `role` `user` (text parts, and `functionResponse` parts whose
+/// `response` — its `output`, else the whole object — is the tool result)
+/// or `model`.
+fn gemini(body: &Value) -> Conversation {
+    let part_texts = |parts: Option<&Value>| {
+        parts
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut conversation = Conversation {
+        system: part_texts(body.pointer("/systemInstruction/parts")),
+        ..Conversation::default()
+    };
+    for content in body
+        .get("contents")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if content.get("role").and_then(Value::as_str) == Some("model") {
+            continue;
+        }
+        let text = part_texts(content.get("parts"));
+        if !text.is_empty() {
+            conversation.user.push(text);
+        }
+        for part in content
+            .get("parts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(response) = part.pointer("/functionResponse/response") {
+                conversation.last_tool_result = Some(match response.get("output") {
+                    Some(Value::String(s)) => s.clone(),
+                    _ => response.to_string(),
+                });
+            }
+        }
+    }
+    conversation
 }
 
 fn texts(value: &Value, kinds: &[&str]) -> String {
@@ -252,6 +338,40 @@ mod tests {
     }
 
     #[test]
+    fn gemini_bodies_and_routes_are_read() {
+        let body = json!({
+            "systemInstruction": {"parts": [{"text": "You are a non-interactive CLI agent"}]},
+            "contents": [
+                {"role": "user", "parts": [{"text": "<session_context>"}, {"text": "hello"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command", "response": {"output": "Output: begin"}}}]},
+            ],
+        });
+        let c = Conversation::of(Api::Gemini, &body);
+        assert_eq!(c.system, "You are a non-interactive CLI agent");
+        assert_eq!(c.user, ["<session_context>\nhello"]);
+        assert_eq!(c.last_tool_result.as_deref(), Some("Output: begin"));
+        let stream = "/v1beta/models/gemini-2.5-flash:streamGenerateContent";
+        assert_eq!(Route::of("POST", stream), Route::StreamGenerateContent);
+        assert!(Route::of("POST", stream).streams());
+        assert_eq!(
+            Route::of("POST", "/v1beta/models/gemini-2.5-pro:generateContent"),
+            Route::GenerateContent
+        );
+        assert_eq!(
+            Route::of("POST", "/v1beta/models/m:countTokens"),
+            Route::GeminiCountTokens
+        );
+        assert_eq!(
+            gemini_action(stream),
+            Some(("gemini-2.5-flash", "streamGenerateContent"))
+        );
+        let unknown = "/v1beta/models/m:embedContent";
+        assert_eq!(Route::of("POST", unknown), Route::Unknown);
+        assert_eq!(Route::Unknown.api(unknown), Some(Api::Gemini));
+    }
+
+    #[test]
     fn the_credential_is_the_api_key_or_the_bearer_token() {
         let h = |n: &str, v: &str| vec![(n.to_owned(), v.to_owned())];
         assert_eq!(
@@ -261,6 +381,10 @@ mod tests {
         assert_eq!(
             credential(&h("authorization", "Bearer k2")),
             Some(("authorization".to_owned(), "k2".to_owned()))
+        );
+        assert_eq!(
+            credential(&h("x-goog-api-key", "k3")),
+            Some(("x-goog-api-key".to_owned(), "k3".to_owned()))
         );
         assert_eq!(credential(&h("accept", "*/*")), None);
     }

@@ -1,6 +1,6 @@
 //! The mock model server: [`MockModel`], a wiremock server on `127.0.0.1`
-//! that answers the Messages and Responses APIs from a [`Script`] and
-//! logs every request.
+//! that answers the Messages, Responses and Gemini APIs from a [`Script`]
+//! and logs every request.
 //!
 //! Started like the mock tracker — `MockServer::builder()` on a listener
 //! bound here, never the pooled `MockServer::start()` whose recycled ports
@@ -221,11 +221,21 @@ impl Respond for Responder {
                         Answer::error(ErrorKind::InvalidRequest, message),
                     )
                 }
-                Some(_) if route == Route::CountTokens => Turns::count_tokens(&request.body),
+                Some(_) if matches!(route, Route::CountTokens | Route::GeminiCountTokens) => {
+                    Turns::count_tokens(&request.body)
+                }
+                Some(body) if api == Api::Gemini && body.get("model").is_none() => {
+                    // Gemini names the model in the path, not the body.
+                    let mut body = body.clone();
+                    if let Some((model, _)) = request::gemini_action(&path) {
+                        body["model"] = Value::String(model.to_owned());
+                    }
+                    state.turns.answer(api, &body, &serial)
+                }
                 Some(body) => state.turns.answer(api, body, &serial),
             },
         };
-        let streamed = body.as_ref().is_some_and(request::streams);
+        let streamed = route.streams() || body.as_ref().is_some_and(request::streams);
         let wire = wire::render(
             api.unwrap_or(Api::Anthropic),
             &decision.answer,
@@ -270,6 +280,11 @@ impl Respond for Responder {
         state.log.push(entry);
 
         let mut template = ResponseTemplate::new(wire.status);
+        if let Some(delay) = wire.delay {
+            // Served from wiremock's own tasks: a held-back answer keeps
+            // no other request waiting.
+            template = template.set_delay(delay);
+        }
         for (name, value) in &wire.headers {
             template = template.insert_header(*name, value.as_str());
         }
@@ -295,7 +310,9 @@ impl MockModel {
     }
 
     /// The base URL, e.g. `http://127.0.0.1:4567` (no trailing slash):
-    /// Claude Code's `ANTHROPIC_BASE_URL`; Codex's `base_url` is it + `/v1`.
+    /// Claude Code's `ANTHROPIC_BASE_URL` and the Gemini CLI's
+    /// `GOOGLE_GEMINI_BASE_URL`; Codex's and OpenCode's base URL is it +
+    /// `/v1`.
     pub fn uri(&self) -> String {
         self.server.uri()
     }

@@ -37,6 +37,8 @@ pub enum ErrorKind {
     RateLimited,
     Server,
     Overloaded,
+    /// A hang's answer once it gives up: 504.
+    Timeout,
 }
 
 /// What a request gets.
@@ -54,6 +56,13 @@ pub enum Answer {
     },
     CountTokens {
         input_tokens: u64,
+    },
+    /// A 200 whose body is not valid JSON.
+    Malformed,
+    /// Nothing for `seconds`, then a 504 with `message`.
+    Hang {
+        seconds: u64,
+        message: String,
     },
 }
 
@@ -184,6 +193,14 @@ impl Turns {
                 FaultKind::Cut => Answer::Reply {
                     reply: self.reply(&turn, body, serial),
                     cut: Some(fault.after_events),
+                },
+                FaultKind::Malformed => Answer::Malformed,
+                FaultKind::Hang => Answer::Hang {
+                    seconds: fault.seconds.unwrap_or(super::faults::HANG_SECONDS),
+                    message: format!(
+                        "mock-model: scripted hang (attempt {} of {}) before turn {number} of {source}",
+                        fault.attempt, fault.of
+                    ),
                 },
                 kind => Answer::Error {
                     kind: match kind {

@@ -18,8 +18,8 @@ use serde_json::Value;
 use super::faults;
 use super::request::Api;
 use super::script::Usage;
-use super::turns::Answer;
-use super::{anthropic, openai};
+use super::turns::{Answer, ErrorKind};
+use super::{anthropic, gemini, openai};
 
 /// The HTTP response, and what the log keeps of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +37,8 @@ pub struct Wire {
     /// For a cut: how many events (or bytes) were sent.
     pub cut_at: Option<u32>,
     pub error: Option<String>,
+    /// How long the answer is held back (a hang).
+    pub delay: Option<std::time::Duration>,
 }
 
 const SSE: &str = "text/event-stream; charset=utf-8";
@@ -45,7 +47,14 @@ const JSON: &str = "application/json";
 fn sse<'a>(events: impl IntoIterator<Item = &'a (&'static str, Value)>) -> String {
     events
         .into_iter()
-        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .map(|(name, data)| {
+            if name.is_empty() {
+                // Gemini's stream: data lines only, CRLF-terminated.
+                format!("data: {data}\r\n\r\n")
+            } else {
+                format!("event: {name}\ndata: {data}\n\n")
+            }
+        })
         .collect()
 }
 
@@ -74,6 +83,7 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
         usage: None,
         cut_at: None,
         error: None,
+        delay: None,
     };
     match answer {
         Answer::Reply { reply, cut } => {
@@ -81,15 +91,17 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
             wire.response_id = Some(match api {
                 Api::Anthropic => anthropic::message_id(reply),
                 Api::Openai => openai::response_id(reply),
+                Api::Gemini => gemini::response_id(reply),
             });
             let usage = match api {
                 Api::Anthropic => reply.usage.for_anthropic(),
-                Api::Openai => reply.usage,
+                Api::Openai | Api::Gemini => reply.usage,
             };
             if stream {
                 let events = match api {
                     Api::Anthropic => anthropic::events(reply),
                     Api::Openai => openai::events(reply),
+                    Api::Gemini => gemini::events(reply),
                 };
                 wire.stream = true;
                 wire.content_type = SSE;
@@ -108,6 +120,7 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
                 let whole = match api {
                     Api::Anthropic => anthropic::message(reply),
                     Api::Openai => openai::response(reply),
+                    Api::Gemini => gemini::response(reply),
                 }
                 .to_string();
                 if let Some(after) = cut {
@@ -128,6 +141,7 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
             let (status, body) = match api {
                 Api::Anthropic => anthropic::error(*kind, message, request_id),
                 Api::Openai => openai::error(*kind, message),
+                Api::Gemini => gemini::error(*kind, message),
             };
             wire.status = status;
             wire.body = body.to_string();
@@ -136,8 +150,44 @@ pub fn render(api: Api, answer: &Answer, stream: bool, request_id: &str) -> Wire
                 wire.headers.push(("retry-after", seconds.to_string()));
             }
         }
+        Answer::Malformed => {
+            // The first event (or the start of the JSON) with its JSON
+            // broken off: what a proxy that mangles bodies would send.
+            wire.stream = stream;
+            wire.error = Some("mock-model: scripted malformed body".to_owned());
+            wire.body = match (api, stream) {
+                (Api::Gemini, true) => "data: {\"candidates\": [{\"content\": \r\n\r\n".to_owned(),
+                (Api::Anthropic, true) => {
+                    "event: message_start\ndata: {\"type\": \"message_start\", \"message\": \n\n"
+                        .to_owned()
+                }
+                (Api::Openai, true) => {
+                    "event: response.created\ndata: {\"type\": \"response.created\", \"response\": \n\n"
+                        .to_owned()
+                }
+                (_, false) => "{\"id\": \"".to_owned(),
+            };
+            if stream {
+                wire.content_type = SSE;
+            }
+        }
+        Answer::Hang { seconds, message } => {
+            let (status, body) = match api {
+                Api::Anthropic => anthropic::error(ErrorKind::Timeout, message, request_id),
+                Api::Openai => openai::error(ErrorKind::Timeout, message),
+                Api::Gemini => gemini::error(ErrorKind::Timeout, message),
+            };
+            wire.status = status;
+            wire.body = body.to_string();
+            wire.error = Some(message.clone());
+            wire.delay = Some(std::time::Duration::from_secs(*seconds));
+        }
         Answer::CountTokens { input_tokens } => {
-            wire.body = anthropic::count_tokens(*input_tokens).to_string();
+            wire.body = match api {
+                Api::Gemini => gemini::count_tokens(*input_tokens),
+                _ => anthropic::count_tokens(*input_tokens),
+            }
+            .to_string();
         }
     }
     wire
