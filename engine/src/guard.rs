@@ -43,6 +43,23 @@ const CANNOT_START: u8 = 127;
 /// CLI, SIGTERMed while its shell tool ran, sometimes never exited).
 const ORPHAN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// Whether the guard has passed a signal on to its group, and which.
+static FORWARDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static FORWARDED_TERM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static FORWARDED_INT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// [`forward`]s `sig` unless it was passed on before.
+fn forward_once(sig: i32) {
+    let flag = if sig == SIGTERM {
+        &FORWARDED_TERM
+    } else {
+        &FORWARDED_INT
+    };
+    if !flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        forward(sig);
+    }
+}
+
 /// What the guard runs: a skill command line (`sh -c`) or an agent's
 /// program and arguments, started as they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,7 +190,13 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
                 .process
                 .is_some_and(|p| u32::try_from(p.pid).ok() == Some(me));
             if !from_self {
-                forward(origin.signal);
+                // Passed on once: a signal the engine sent its guard's
+                // whole group has reached the skill already, and a dying
+                // engine's death signal comes once per thread that exits.
+                // Twice, a skill's handler would be interrupted and run
+                // again; the engine and the orphan deadline escalate with
+                // SIGKILL, never with a second SIGTERM.
+                forward_once(origin.signal);
                 if origin.signal == SIGTERM && orphaned() {
                     on_orphan();
                 }
@@ -181,13 +204,13 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
         }
     });
     if orphaned() {
-        forward(SIGTERM);
+        forward_once(SIGTERM);
         deadline();
     }
     let status = child.wait();
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     #[cfg(target_os = "linux")]
-    stop_descendants();
+    stop_descendants(FORWARDED.load(std::sync::atomic::Ordering::SeqCst));
     handle.close();
     let _ = forwarder.join();
     match status {
@@ -226,29 +249,59 @@ fn children_of(parent: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Kills every process left below the guard once its child has exited:
-/// as a subreaper it inherits them, so each round kills its children and
-/// reaps them, and their own children come up to it for the next round.
+/// Stops every process left below the guard once its child has exited.
+/// As a subreaper it inherits them. They are asked first (SIGTERM) and
+/// given [`ORPHAN_GRACE`] to drain — a skill run as `sh -c CMD` whose
+/// shell died of the signal leaves the command itself below the guard,
+/// still finishing its SIGTERM handler; one of the guard's group is not
+/// asked twice when a signal was passed on to the group — and what is
+/// left then is
+/// killed: each round kills the guard's children and reaps them, and
+/// their own children come up to it for the next round.
 #[cfg(target_os = "linux")]
-fn stop_descendants() {
+fn stop_descendants(group_signalled: bool) {
     let me = std::process::id();
-    for _ in 0..100 {
+    let group = rustix::process::getpgrp();
+    let signal_all = |sig: Signal, skip_group: bool| {
         let left = children_of(me);
-        if left.is_empty() {
-            return;
-        }
-        for pid in left {
-            if let Some(p) = i32::try_from(pid)
+        for pid in &left {
+            let Some(p) = i32::try_from(*pid)
                 .ok()
                 .and_then(rustix::process::Pid::from_raw)
-            {
-                let _ = rustix::process::kill_process(p, Signal::KILL);
+            else {
+                continue;
+            };
+            // Asked once already: a second SIGTERM would interrupt the
+            // handler it is running (and run it again).
+            if skip_group && rustix::process::getpgid(Some(p)).ok() == Some(group) {
+                continue;
             }
+            let _ = rustix::process::kill_process(p, sig);
+        }
+        !left.is_empty()
+    };
+    let reap =
+        || while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::NOHANG) {};
+    reap();
+    if !signal_all(Signal::TERM, group_signalled) {
+        return;
+    }
+    let asked = std::time::Instant::now();
+    while asked.elapsed() < ORPHAN_GRACE {
+        reap();
+        if children_of(me).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for _ in 0..100 {
+        if !signal_all(Signal::KILL, false) {
+            return;
         }
         // Reap whatever has died (the killed ones, and zombies that were
         // re-parented here): blocking for one, then without waiting.
         let _ = rustix::process::wait(rustix::process::WaitOptions::empty());
-        while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::NOHANG) {}
+        reap();
     }
 }
 
@@ -256,6 +309,7 @@ fn stop_descendants() {
 /// children); the guard itself has a handler, so it lives on to pass the
 /// skill's exit on.
 fn forward(sig: i32) {
+    FORWARDED.store(true, std::sync::atomic::Ordering::SeqCst);
     let signal = if sig == SIGTERM {
         Signal::TERM
     } else {
