@@ -30,7 +30,7 @@ use std::ffi::OsString;
 
 use serde_json::Value;
 
-use super::{LineRead, StreamReader, Verdict, first_line, how_it_ended};
+use super::{LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended};
 use crate::protocol::{ModelUsage, SkillEvent};
 use crate::runner::RunOutcome;
 use crate::transcript::{RawUsage, TokenTotals};
@@ -231,11 +231,7 @@ impl ClaudeStream {
 impl StreamReader for ClaudeStream {
     fn line(&mut self, line: &str) -> LineRead {
         let mut read = LineRead::default();
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            if !line.trim().is_empty() {
-                self.noise += 1;
-                read.echo.push(line.to_owned());
-            }
+        let Some(event) = event_or_noise(line, &mut self.noise, &mut read) else {
             return read;
         };
         match event.get("type").and_then(Value::as_str) {
@@ -318,13 +314,7 @@ impl StreamReader for ClaudeStream {
                 "usage counted from {} streamed step(s); spend after the last one is missing",
                 self.steps.len()
             ));
-            verdict.failure = Some(format!(
-                "claude: {}{}",
-                why.join("; "),
-                run.last_stderr()
-                    .map(|l| format!(": {l}"))
-                    .unwrap_or_default()
-            ));
+            verdict.failure = failure("claude", &why, "; ", run.last_stderr());
             return verdict;
         };
         verdict.agent_cost = result.get("total_cost_usd").and_then(Value::as_f64);
@@ -372,11 +362,7 @@ impl StreamReader for ClaudeStream {
         } else {
             run.last_stderr().map(str::to_owned)
         };
-        verdict.failure = Some(format!(
-            "claude: {}{}",
-            why.join(", "),
-            quote.map(|q| format!(": {q}")).unwrap_or_default()
-        ));
+        verdict.failure = failure("claude", &why, ", ", quote.as_deref());
         verdict
     }
 }

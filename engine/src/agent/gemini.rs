@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{LineRead, StreamReader, Verdict, first_line, how_it_ended};
+use super::{LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended};
 use crate::protocol::{ModelUsage, SkillEvent};
 use crate::runner::RunOutcome;
 
@@ -280,11 +280,7 @@ impl GeminiStream {
 impl StreamReader for GeminiStream {
     fn line(&mut self, line: &str) -> LineRead {
         let mut read = LineRead::default();
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            if !line.trim().is_empty() {
-                self.noise += 1;
-                read.echo.push(line.to_owned());
-            }
+        let Some(event) = event_or_noise(line, &mut self.noise, &mut read) else {
             return read;
         };
         match event.get("type").and_then(Value::as_str) {
@@ -407,15 +403,8 @@ impl StreamReader for GeminiStream {
             }
         }
         why.extend(how_it_ended(run));
-        if why.is_empty() {
-            return verdict;
-        }
-        let quote = quote.or_else(|| run.last_stderr().map(str::to_owned));
-        verdict.failure = Some(format!(
-            "gemini: {}{}",
-            why.join(", "),
-            quote.map(|q| format!(": {q}")).unwrap_or_default()
-        ));
+        let quote = quote.as_deref().or_else(|| run.last_stderr());
+        verdict.failure = failure("gemini", &why, ", ", quote);
         verdict
     }
 }

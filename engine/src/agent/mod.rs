@@ -179,6 +179,39 @@ fn bounded(text: &str, max: usize) -> String {
     crate::redact::cut(text, max)
 }
 
+/// One line of an agent's JSON stream as an event; a line that is not
+/// JSON is `None`, counted in `noise` and echoed (unless blank).
+pub(crate) fn event_or_noise(
+    line: &str,
+    noise: &mut u64,
+    read: &mut LineRead,
+) -> Option<serde_json::Value> {
+    let event = serde_json::from_str(line).ok();
+    if event.is_none() && !line.trim().is_empty() {
+        *noise += 1;
+        read.echo.push(line.to_owned());
+    }
+    event
+}
+
+/// An agent tick's root cause, `AGENT: WHY…[: QUOTE]`, or `None` when
+/// nothing in `why` went wrong.
+pub(crate) fn failure(
+    agent: &str,
+    why: &[String],
+    sep: &str,
+    quote: Option<&str>,
+) -> Option<String> {
+    if why.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{agent}: {}{}",
+        why.join(sep),
+        quote.map(|q| format!(": {q}")).unwrap_or_default()
+    ))
+}
+
 /// How the process ended, when that alone is a failure.
 pub(crate) fn how_it_ended(run: &RunOutcome) -> Option<String> {
     if run.stalled {

@@ -30,7 +30,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{LineRead, StreamReader, Verdict, first_line, how_it_ended};
+use super::{LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended};
 use crate::protocol::{ModelUsage, SkillEvent};
 use crate::runner::RunOutcome;
 
@@ -113,11 +113,7 @@ fn count(v: &Value, pointer: &str) -> u64 {
 impl StreamReader for OpencodeStream {
     fn line(&mut self, line: &str) -> LineRead {
         let mut read = LineRead::default();
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            if !line.trim().is_empty() {
-                self.noise += 1;
-                read.echo.push(line.to_owned());
-            }
+        let Some(event) = event_or_noise(line, &mut self.noise, &mut read) else {
             return read;
         };
         if self.session.is_none()
@@ -228,16 +224,12 @@ impl StreamReader for OpencodeStream {
             why.push("the stream ended without a step_finish".to_owned());
         }
         why.extend(how_it_ended(run));
-        if !why.is_empty() {
-            let quote = if self.failures.is_empty() {
-                run.last_stderr()
-                    .map(|l| format!(": {l}"))
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            };
-            verdict.failure = Some(format!("opencode: {}{quote}", why.join("; ")));
-        }
+        let quote = if self.failures.is_empty() {
+            run.last_stderr()
+        } else {
+            None
+        };
+        verdict.failure = failure("opencode", &why, "; ", quote);
         verdict
     }
 }

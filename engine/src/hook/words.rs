@@ -98,6 +98,49 @@ struct Splitter {
     writes: Vec<(usize, String)>,
 }
 
+/// The command being split: its words so far, the word being read, and
+/// what it writes to and runs inside substitutions.
+#[derive(Debug, Default)]
+struct Pending {
+    words: Vec<String>,
+    word: Option<String>,
+    /// `Some(output)`: the next word is a redirection's target.
+    redirect_target: Option<bool>,
+    /// Files written by redirections, with the index of their command.
+    writes: Vec<(usize, String)>,
+    /// `$(…)` and backquoted commands, split when this one ends.
+    nested: Vec<String>,
+}
+
+impl Pending {
+    /// Ends the word being read: a word of the command, or a
+    /// redirection's target (kept when it is written to).
+    fn end_word(&mut self, at: usize) {
+        if let Some(w) = self.word.take() {
+            match self.redirect_target.take() {
+                Some(true) => self.writes.push((at, w)),
+                Some(false) => {}
+                None => self.words.push(w),
+            }
+        }
+    }
+
+    /// Ends the command: it goes to `out`, then the commands of its
+    /// substitutions (their writes with their own indexes).
+    fn end_command(&mut self, out: &mut Vec<Vec<String>>) {
+        if !self.words.is_empty() {
+            out.push(std::mem::take(&mut self.words));
+        }
+        for inner in self.nested.drain(..) {
+            let line = parse(&inner);
+            let base = out.len();
+            out.extend(line.commands);
+            self.writes
+                .extend(line.writes.into_iter().map(|(i, w)| (base + i, w)));
+        }
+    }
+}
+
 impl Splitter {
     fn new(text: &str) -> Self {
         Self {
@@ -117,44 +160,12 @@ impl Splitter {
     }
 
     fn run(&mut self, out: &mut Vec<Vec<String>>) {
-        let mut nested: Vec<String> = Vec::new();
-        let mut words: Vec<String> = Vec::new();
-        let mut word: Option<String> = None;
-        // `Some(output)`: the next word is a redirection's target.
-        let mut redirect_target: Option<bool> = None;
-        let mut writes: Vec<(usize, String)> = Vec::new();
-        let finish_word = |word: &mut Option<String>,
-                           words: &mut Vec<String>,
-                           redirect_target: &mut Option<bool>,
-                           writes: &mut Vec<(usize, String)>,
-                           at: usize| {
-            if let Some(w) = word.take() {
-                match redirect_target.take() {
-                    Some(true) => writes.push((at, w)),
-                    Some(false) => {}
-                    None => words.push(w),
-                }
-            }
-        };
-        let finish_command = |words: &mut Vec<String>,
-                              nested: &mut Vec<String>,
-                              out: &mut Vec<Vec<String>>,
-                              writes: &mut Vec<(usize, String)>| {
-            if !words.is_empty() {
-                out.push(std::mem::take(words));
-            }
-            for inner in nested.drain(..) {
-                let line = parse(&inner);
-                let base = out.len();
-                out.extend(line.commands);
-                writes.extend(line.writes.into_iter().map(|(i, w)| (base + i, w)));
-            }
-        };
+        let mut p = Pending::default();
         while let Some(c) = self.peek() {
             match c {
                 '\'' => {
                     self.at += 1;
-                    let w = word.get_or_insert_with(String::new);
+                    let w = p.word.get_or_insert_with(String::new);
                     while let Some(c) = self.peek() {
                         self.at += 1;
                         if c == '\'' {
@@ -165,7 +176,7 @@ impl Splitter {
                 }
                 '"' => {
                     self.at += 1;
-                    let w = word.get_or_insert_with(String::new);
+                    let w = p.word.get_or_insert_with(String::new);
                     while let Some(c) = self.peek() {
                         self.at += 1;
                         match c {
@@ -186,12 +197,12 @@ impl Splitter {
                                 w.push_str("$(");
                                 w.push_str(&inner);
                                 w.push(')');
-                                nested.push(inner);
+                                p.nested.push(inner);
                             }
                             '`' => {
                                 let inner = self.backquoted();
                                 w.push_str(&inner);
-                                nested.push(inner);
+                                p.nested.push(inner);
                             }
                             other => w.push(other),
                         }
@@ -202,26 +213,26 @@ impl Splitter {
                     if let Some(n) = self.peek() {
                         self.at += 1;
                         if n != '\n' {
-                            word.get_or_insert_with(String::new).push(n);
+                            p.word.get_or_insert_with(String::new).push(n);
                         }
                     }
                 }
                 '$' if self.peek_at(1) == Some('(') => {
                     self.at += 1;
                     let inner = self.substitution();
-                    let w = word.get_or_insert_with(String::new);
+                    let w = p.word.get_or_insert_with(String::new);
                     w.push_str("$(");
                     w.push_str(&inner);
                     w.push(')');
-                    nested.push(inner);
+                    p.nested.push(inner);
                 }
                 '`' => {
                     self.at += 1;
                     let inner = self.backquoted();
-                    word.get_or_insert_with(String::new).push_str(&inner);
-                    nested.push(inner);
+                    p.word.get_or_insert_with(String::new).push_str(&inner);
+                    p.nested.push(inner);
                 }
-                '#' if word.is_none() => {
+                '#' if p.word.is_none() => {
                     while let Some(c) = self.peek() {
                         if c == '\n' {
                             break;
@@ -231,42 +242,24 @@ impl Splitter {
                 }
                 '\n' => {
                     self.at += 1;
-                    finish_word(
-                        &mut word,
-                        &mut words,
-                        &mut redirect_target,
-                        &mut writes,
-                        out.len(),
-                    );
-                    finish_command(&mut words, &mut nested, out, &mut writes);
+                    p.end_word(out.len());
+                    p.end_command(out);
                     self.skip_heredocs();
                 }
                 ';' | '&' | '|' | '(' | ')' => {
                     self.at += 1;
-                    finish_word(
-                        &mut word,
-                        &mut words,
-                        &mut redirect_target,
-                        &mut writes,
-                        out.len(),
-                    );
-                    finish_command(&mut words, &mut nested, out, &mut writes);
+                    p.end_word(out.len());
+                    p.end_command(out);
                 }
                 '<' | '>' => {
                     // A redirection: `N>` / `&>` glue to it; its target is
                     // the next word, dropped with it.
-                    if word.as_deref().is_some_and(|w| {
+                    if p.word.as_deref().is_some_and(|w| {
                         !w.is_empty() && w.chars().all(|c| c.is_ascii_digit() || c == '&')
                     }) {
-                        word = None;
+                        p.word = None;
                     } else {
-                        finish_word(
-                            &mut word,
-                            &mut words,
-                            &mut redirect_target,
-                            &mut writes,
-                            out.len(),
-                        );
+                        p.end_word(out.len());
                     }
                     self.at += 1;
                     let output = c == '>' || self.peek() == Some('>');
@@ -291,34 +284,22 @@ impl Splitter {
                             self.at += 1;
                         }
                     } else {
-                        redirect_target = Some(output);
+                        p.redirect_target = Some(output);
                     }
                 }
                 c if c.is_whitespace() => {
                     self.at += 1;
-                    finish_word(
-                        &mut word,
-                        &mut words,
-                        &mut redirect_target,
-                        &mut writes,
-                        out.len(),
-                    );
+                    p.end_word(out.len());
                 }
                 other => {
                     self.at += 1;
-                    word.get_or_insert_with(String::new).push(other);
+                    p.word.get_or_insert_with(String::new).push(other);
                 }
             }
         }
-        finish_word(
-            &mut word,
-            &mut words,
-            &mut redirect_target,
-            &mut writes,
-            out.len(),
-        );
-        finish_command(&mut words, &mut nested, out, &mut writes);
-        self.writes.extend(writes);
+        p.end_word(out.len());
+        p.end_command(out);
+        self.writes.extend(p.writes);
     }
 
     /// A here-document delimiter, its quotes removed.
