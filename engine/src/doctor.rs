@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+
+use std::time::Duration;
 
 use crate::clock::SystemClock;
 use crate::config;
@@ -72,19 +72,6 @@ pub struct Inputs<'a> {
     pub exe: Option<PathBuf>,
 }
 
-/// `name` on `PATH`, the first executable file.
-fn on_path(vars: &BTreeMap<String, String>, name: &str) -> Option<PathBuf> {
-    let path = vars.get("PATH")?;
-    std::env::split_paths(path)
-        .filter(|d| !d.as_os_str().is_empty())
-        .map(|d| d.join(name))
-        .find(|p| {
-            use std::os::unix::fs::PermissionsExt;
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-}
-
 /// Runs `program args` with the environment `vars`, at most `limit`;
 /// its exit success and stdout (stderr appended), or why it did not run.
 fn run(
@@ -93,35 +80,7 @@ fn run(
     vars: &BTreeMap<String, String>,
     limit: Duration,
 ) -> Result<(bool, String), String> {
-    let mut child = Command::new(program)
-        .args(args)
-        .env_clear()
-        .envs(vars)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() < limit => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{} did not finish within {} s",
-                    program.display(),
-                    limit.as_secs()
-                ));
-            }
-        }
-    }
-    let out = child
-        .wait_with_output()
+    let out = crate::program::run_within(program, args, vars, limit)
         .map_err(|e| format!("{}: {e}", program.display()))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
@@ -143,7 +102,7 @@ fn engine(inputs: &Inputs<'_>) -> Vec<Check> {
         ),
         None,
     )];
-    if on_path(inputs.vars, "sdd-loop").is_none() {
+    if crate::program::on_path(inputs.vars, "sdd-loop").is_none() {
         checks.push(check(
             "engine",
             Verdict::Note,
@@ -155,7 +114,7 @@ fn engine(inputs: &Inputs<'_>) -> Vec<Check> {
 }
 
 fn claude(inputs: &Inputs<'_>) -> Check {
-    let Some(exe) = on_path(inputs.vars, "claude") else {
+    let Some(exe) = crate::program::on_path(inputs.vars, "claude") else {
         return check(
             "claude",
             Verdict::Fix,

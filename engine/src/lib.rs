@@ -34,6 +34,7 @@ pub mod journal;
 pub mod liveness;
 pub mod lock;
 pub mod paths;
+pub mod program;
 pub mod protocol;
 pub mod rates;
 pub mod reconcile;

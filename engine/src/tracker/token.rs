@@ -12,10 +12,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::path::Path;
+
 use std::time::Duration;
 
 /// Longest `gh auth token` may take before it is killed and ignored.
@@ -127,28 +125,13 @@ pub fn find(vars: &BTreeMap<String, String>, tracker_url: &str) -> Result<Token,
             source: TokenSource::Var(name),
         });
     }
-    let gh = on_path(vars, "gh").ok_or(NoToken::GhAbsent)?;
+    let gh = crate::program::on_path(vars, "gh").ok_or(NoToken::GhAbsent)?;
     let host = gh_host(tracker_url).ok_or(NoToken::NoHost)?;
     let value = gh_token(&gh, &host, vars, GH_TIMEOUT)?;
     Ok(Token {
         value,
         source: TokenSource::Gh { host },
     })
-}
-
-/// `name` in the directories of `vars["PATH"]`, if one holds an
-/// executable file of that name.
-fn on_path(vars: &BTreeMap<String, String>, name: &str) -> Option<PathBuf> {
-    let path = vars.get("PATH")?;
-    std::env::split_paths(path)
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Runs `gh auth token --hostname HOST` with the engine's environment,
@@ -163,35 +146,15 @@ fn gh_token(
         host: host.to_owned(),
         detail,
     };
-    let mut child = Command::new(gh)
-        .args(["auth", "token", "--hostname", host])
-        .env_clear()
-        .envs(vars)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| failed(format!("cannot run {}: {e}", gh.display())))?;
-    let mut stdout = child.stdout.take().expect("stdout is piped");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut out = Vec::new();
-        // At most 64 KiB: a token is far shorter.
-        let read = (&mut stdout).take(64 * 1024).read_to_end(&mut out);
-        let _ = tx.send(read.map(|_| out));
-    });
-    let output = match rx.recv_timeout(timeout) {
-        Ok(read) => read,
-        Err(_) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(failed(format!("no answer within {} s", timeout.as_secs())));
-        }
-    };
-    let status = child
-        .wait()
-        .map_err(|e| failed(format!("cannot wait for gh: {e}")))?;
-    let out = output.map_err(|e| failed(format!("cannot read its output: {e}")))?;
+    let ended =
+        crate::program::run_within(gh, &["auth", "token", "--hostname", host], vars, timeout)
+            .map_err(|e| match e {
+                crate::program::NoAnswer::Run(e) => {
+                    failed(format!("cannot run {}: {e}", gh.display()))
+                }
+                timed_out => failed(timed_out.to_string()),
+            })?;
+    let (status, out) = (ended.status, ended.stdout);
     let token = String::from_utf8_lossy(&out).trim().to_owned();
     if !status.success() || token.is_empty() {
         return Err(NoToken::GhLoggedOut {
