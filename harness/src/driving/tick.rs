@@ -180,6 +180,9 @@ pub fn control(t: &TickRun<'_>, fifo: Option<std::fs::File>) -> spawn::Control {
         barrier: fifo,
         at_barrier: match t.spec.kill.as_ref().map(|k| &k.value) {
             Some(Kill::Interrupt) => spawn::AtBarrier::Interrupt,
+            // A real agent is not the harness's to stop: the engine dies
+            // alone, and its guard must stop the agent (checked below).
+            _ if guards_real_agent(t) => spawn::AtBarrier::KillOnly,
             _ => spawn::AtBarrier::Kill,
         },
         release: t
@@ -348,8 +351,13 @@ pub fn loop_command(
     (args, engine_env(t, &prepared.script, reaper))
 }
 
+/// Whether the engine runs a real agent CLI under its guard this tick.
+fn guards_real_agent(t: &TickRun<'_>) -> bool {
+    t.case.driver.real_cli().is_some() && t.case.driver.engine_drives_agent()
+}
+
 /// How long a real agent's processes may take to end once its engine was
-/// killed at a crash point (its guard stops them at once).
+/// killed (its guard stops them at once, SIGKILLs them 3 s later).
 const STRAYS_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Runs the engine with `args` and `env` as this tick and records how it
@@ -367,9 +375,10 @@ pub fn run_engine(
     let ran = spawn::run(&invocation, control(t, prepared.fifo), t.deadline, reaper)
         .map_err(io("run the engine"))?;
     let mut strays = Vec::new();
-    if matches!(kill, Some(Kill::CrashPoint(_))) {
-        if t.case.driver.real_cli().is_some() && t.case.driver.engine_drives_agent() {
-            // A real agent must not outlive the engine that drove it: its
+    if matches!(kill, Some(Kill::CrashPoint(_) | Kill::Barrier)) {
+        if guards_real_agent(t) {
+            // A real agent must not outlive the engine that drove it,
+            // aborted at a crash point or SIGKILLed at the barrier: its
             // guard stops it. Whatever is left after a while is named.
             strays = reaper.wait_for_strays(STRAYS_WITHIN);
         }

@@ -71,6 +71,10 @@ pub enum AtBarrier {
     /// SIGINT the process, as Ctrl-C would, and let it and the skill go on
     /// (the engine forwards the interrupt; the skill drains).
     Interrupt,
+    /// SIGKILL the process only: what it started must end by itself (a
+    /// real agent's guard stops it when its engine dies), and the caller
+    /// checks that nothing is left ([`Reaper::wait_for_strays`]).
+    KillOnly,
 }
 
 /// How a run is steered while it goes.
@@ -213,6 +217,10 @@ pub fn run(
                         reaper.sweep();
                     }
                     AtBarrier::Interrupt => Reaper::interrupt(pid),
+                    AtBarrier::KillOnly => {
+                        at_barrier = true;
+                        Reaper::kill(pid);
+                    }
                 }
             }
             Some(Msg::Barrier(_)) => {}
