@@ -141,6 +141,68 @@ fn a_tracker_outage_blocks_the_stop_once_and_the_next_prompt_ends_the_tick() {
     assert_eq!(w.history("work").len(), 1, "iteration 1 recorded once");
 }
 
+// `claude -p --continue` runs each prompt in a new process under the same
+// session id: an iteration the session's earlier process left open (its
+// stops could not end it) is ended by the session's next loop prompt with
+// the transcript's spend — not reaped as a dead holder's and recorded
+// interrupted with none.
+#[test]
+fn an_iteration_the_session_s_earlier_process_left_open_is_ended_by_its_next_prompt() {
+    let w = World::new(TWO_STORIES);
+    let earlier = OtherSession::start();
+    let flags = "/sdd:work --loop --max-prs 5";
+    let began = w.hook_as("user-prompt-submit", &w.prompt(flags, "p-1"), earlier.pid());
+    assert!(began.context().is_some(), "{:?}", began.json);
+    let outage = w.tracker.inject(Fault::status("GET", "**/pulls", 503));
+    let first = w.hook_as("stop", &w.stop(false, "Done.", "p-1"), earlier.pid());
+    assert!(first.blocked(), "{:?}", first.json);
+    let second = w.hook_as("stop", &w.stop(true, "Done.", "p-1"), earlier.pid());
+    assert!(second.passed(), "never blocks twice: {:?}", second.json);
+    w.tracker.remove_fault(outage);
+    drop(earlier);
+
+    let next = w.hook("user-prompt-submit", &w.prompt(flags, "p-2"));
+    let context = next.context().unwrap_or_else(|| panic!("{:?}", next.json));
+    assert!(context.contains("iteration 2"), "{context}");
+    let history = w.history("work");
+    assert_eq!(history.len(), 1, "iteration 1 recorded once");
+    assert_eq!(history[0]["outcome"], "ok", "{}", history[0]);
+    assert!(history[0].get("error").is_none(), "{}", history[0]);
+    assert!(
+        history[0]["tokens_in_this_iter"].as_u64().unwrap() > 0,
+        "spend from the transcript: {}",
+        history[0]
+    );
+    let log = w.log("work");
+    let saw = log.last().unwrap()["saw"].to_string();
+    assert!(
+        saw.contains("iteration 1 was still open in this session"),
+        "{saw}"
+    );
+}
+
+// The same, but the next prompt is another session's: the dead process's
+// iteration is not that session's to end, so `begin` reaps the lock and
+// recovers it (interrupted), as for any dead holder.
+#[test]
+fn a_dead_process_s_iteration_is_recovered_not_ended_by_another_session() {
+    let w = World::new(TWO_STORIES);
+    let earlier = OtherSession::start();
+    let flags = "/sdd:work --loop --max-prs 5";
+    let began = w.hook_as("user-prompt-submit", &w.prompt(flags, "p-1"), earlier.pid());
+    assert!(began.context().is_some(), "{:?}", began.json);
+    drop(earlier);
+
+    let mut other = w.prompt(flags, "o-1");
+    other["session_id"] = serde_json::json!("99999999-8888-7777-6666-555555555555");
+    let next = w.hook("user-prompt-submit", &other);
+    let context = next.context().unwrap_or_else(|| panic!("{:?}", next.json));
+    assert!(context.contains("iteration 2"), "{context}");
+    let history = w.history("work");
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["error"], "interrupted", "{}", history[0]);
+}
+
 #[test]
 fn another_session_s_iteration_is_left_to_it() {
     let w = World::new(TWO_STORIES);

@@ -1831,7 +1831,7 @@ mod transcripts {
             iteration,
             began_at: format!("tick {iteration}"),
         };
-        let c = count_spend(path, &ends.ledger, &tick).unwrap();
+        let c = count_spend(path, &ends.ledger, &tick, None).unwrap();
         sum(&mut ends.got, &c.spend.by_model);
         for key in &c.ledger.ticks.last().unwrap().counted {
             prop_assert!(ends.counted.insert(key.clone()), "{:?} counted twice", key);
@@ -1904,7 +1904,7 @@ mod transcripts {
             for bytes in [bytes, lines.join("\n").into_bytes()] {
                 std::fs::write(&path, &bytes).unwrap();
                 let tick = TickId { iteration: 1, began_at: FROM.into() };
-                let spend = count_spend(&path, &Ledger::default(), &tick).unwrap().spend;
+                let spend = count_spend(&path, &Ledger::default(), &tick, None).unwrap().spend;
                 let s = spend.skipped;
                 prop_assert_eq!(
                     spend.responses + s.malformed + s.foreign + s.other_entries + s.incomplete
@@ -1938,8 +1938,13 @@ mod transcripts {
             iteration: 1,
             began_at: FROM.into(),
         };
-        let err =
-            count_spend(Path::new("/nonexistent/s.jsonl"), &Ledger::default(), &tick).unwrap_err();
+        let err = count_spend(
+            Path::new("/nonexistent/s.jsonl"),
+            &Ledger::default(),
+            &tick,
+            None,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("/nonexistent/s.jsonl"), "{err}");
     }
 }
@@ -3353,6 +3358,7 @@ fn deeply_nested_input_is_an_error() {
         &transcript,
         &sdd_loop::transcript::Ledger::default(),
         &tick,
+        None,
     )
     .unwrap()
     .spend;

@@ -401,6 +401,7 @@ fn from_transcript(s: &Sandbox, caller: u32) -> EndInput {
             session_id: None,
         },
         settle: None,
+        prompt_id: None,
     });
     input
 }
@@ -663,6 +664,7 @@ fn a_missing_transcript_leaves_the_iteration_open_with_a_help_line() {
             session_id: None,
         },
         settle: None,
+        prompt_id: None,
     });
     let r = s.end(&cfg, &input);
     assert_eq!(r.code, exit::DATA, "{}", r.err);

@@ -48,7 +48,7 @@ fn tick(iteration: u64) -> TickId {
 }
 
 fn end(chosen: &Path, ledger: &Ledger, iteration: u64) -> Counted {
-    count_spend(chosen, ledger, &tick(iteration)).unwrap()
+    count_spend(chosen, ledger, &tick(iteration), None).unwrap()
 }
 
 fn lines(path: &Path) -> Vec<String> {
@@ -191,6 +191,51 @@ fn three_real_ticks_count_every_response_but_the_last_closing_one_and_a_fourth_c
     assert_eq!(counted.spend.responses, 1);
     let again = end(&forked, &counted.ledger, 6);
     assert_eq!(again.spend.responses, 0, "nothing twice");
+}
+
+// An iteration a session left open (its stop could not end it) is ended
+// at the session's next loop prompt, whose entry may already be in the
+// file. The hooks pass the tick's own `promptId` (`end --prompt-id`): its
+// responses count as the tick's; taking the last prompt would charge
+// them to no tick.
+#[test]
+fn a_tick_ended_after_the_next_prompt_was_written_counts_its_own_prompt_s_responses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = lines(&fixtures().join(REAL).join(REAL_FIRST));
+    let prompt_of = |line: &str| -> Option<String> {
+        let v: Value = serde_json::from_str(line).unwrap();
+        (v["type"] == "user" && v["message"]["content"] == "/sdd:work --loop --max-prs 50")
+            .then(|| v["promptId"].as_str().unwrap().to_owned())
+    };
+    let prompts: Vec<(usize, String)> = first
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| prompt_of(l).map(|p| (i, p)))
+        .collect();
+    let (next_prompt, _) = prompts[1];
+    let session = tmp.path().join(REAL_FIRST);
+    write_lines(&session, &first[..=next_prompt]);
+
+    let own = count_spend(&session, &Ledger::default(), &tick(1), Some(&prompts[0].1)).unwrap();
+    assert_eq!(own.spend.by_model, sum(2..=5), "tick 1's four responses");
+    assert_eq!((own.spend.responses, own.spend.this_tick), (4, 4));
+    assert_eq!(own.ledger.ticks[0].prompt, own.spend.prompt);
+
+    let last = end(&session, &Ledger::default(), 1);
+    assert_eq!(last.spend.responses, 0, "the last prompt has no answer yet");
+    assert_eq!(last.spend.skipped.not_loop, own.spend.skipped.not_loop + 6);
+
+    let unknown = count_spend(
+        &session,
+        &Ledger::default(),
+        &tick(1),
+        Some("no-such-prompt"),
+    )
+    .unwrap();
+    assert_eq!(
+        unknown.spend, last.spend,
+        "an id no prompt carries: the last prompt"
+    );
 }
 
 // Recorded by another route: the real Claude Code against `mock-model`
@@ -773,7 +818,7 @@ fn a_project_without_transcripts_names_the_folder_and_the_fix() {
 fn an_unreadable_transcript_is_an_error_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("gone.jsonl");
-    let err = count_spend(&path, &Ledger::default(), &tick(1)).unwrap_err();
+    let err = count_spend(&path, &Ledger::default(), &tick(1), None).unwrap_err();
     assert!(matches!(err, TranscriptError::Read { .. }), "{err}");
     assert!(
         err.to_string().starts_with(&format!(
@@ -785,7 +830,7 @@ fn an_unreadable_transcript_is_an_error_naming_it() {
     // A directory where a transcript should be cannot be read either.
     let dir = tmp.path().join("dir.jsonl");
     std::fs::create_dir(&dir).unwrap();
-    let err = count_spend(&dir, &Ledger::default(), &tick(1)).unwrap_err();
+    let err = count_spend(&dir, &Ledger::default(), &tick(1), None).unwrap_err();
     assert!(err.to_string().contains("dir.jsonl"), "{err}");
 }
 

@@ -487,6 +487,13 @@ pub struct EndArgs {
     /// replaces other usage.
     #[arg(long, value_name = "PATH|auto")]
     pub transcript: Option<String>,
+    /// With --transcript: the tick's own prompt, by the `promptId` Claude
+    /// Code writes on it (a hook's `prompt_id`). Without it the tick's
+    /// prompt is the transcript's last; the plugin's hooks pass it, so an
+    /// iteration ended at the session's next loop prompt counts its own
+    /// responses, not the new prompt's.
+    #[arg(long, value_name = "ID", requires = "transcript")]
+    pub prompt_id: Option<String>,
     #[command(flatten)]
     pub holder: HolderArgs,
     #[command(flatten)]

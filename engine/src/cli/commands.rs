@@ -657,6 +657,7 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
                 .get("CLAUDECODE")
                 .is_some_and(|v| !v.is_empty())
                 .then_some(Settle::CLAUDE_CODE),
+            prompt_id: args.prompt_id.clone().filter(|p| !p.is_empty()),
         }),
     })
 }

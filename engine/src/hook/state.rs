@@ -94,6 +94,16 @@ impl Session {
     pub fn save(&self, paths: &StatePaths, redactor: &Redactor) -> Result<(), FileError> {
         save(&Self::path(paths), self, redactor)
     }
+
+    /// The `prompt_id` of the loop prompt with which session `session_id`
+    /// began `iteration`, when this skill's record still holds it.
+    pub fn prompt_of(paths: &StatePaths, session_id: &str, iteration: u64) -> Option<String> {
+        Self::load(paths)
+            .ok()
+            .flatten()
+            .filter(|s| s.session_id == session_id && s.iteration == Some(iteration))
+            .and_then(|s| s.prompt_id)
+    }
 }
 
 /// What the `PreToolUse` hook let through in one iteration.

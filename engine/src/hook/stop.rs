@@ -20,6 +20,7 @@ use std::path::Path;
 use super::answer::Answer;
 use super::input::StopInput;
 use super::log::{self, Entry};
+use super::state::Session;
 use super::{Hook, Ran, both};
 use crate::clock;
 use crate::exit;
@@ -32,16 +33,28 @@ fn summary(message: Option<&str>) -> Option<String> {
     message.and_then(crate::agent::first_line)
 }
 
-/// Runs `sdd-loop SKILL end` for `iteration`, held by `pid`.
+/// The iteration `end` ends: its number, its holder and the `prompt_id`
+/// of the loop prompt that began it, when the hooks recorded it.
+pub(crate) struct Held {
+    pub iteration: u64,
+    pub pid: u32,
+    pub prompt_id: Option<String>,
+}
+
+/// Runs `sdd-loop SKILL end` for `held`.
 pub(crate) fn end(
     hook: &mut Hook<'_>,
     project: &Path,
     skill: Skill,
-    iteration: u64,
-    pid: u32,
+    held: &Held,
     transcript: Option<&Path>,
     summary: Option<String>,
 ) -> Ran {
+    let Held {
+        iteration,
+        pid,
+        prompt_id,
+    } = held;
     let mut args: Vec<String> = vec![
         skill.to_string(),
         "end".into(),
@@ -54,6 +67,10 @@ pub(crate) fn end(
     if let Some(t) = transcript {
         args.push("--transcript".into());
         args.push(t.display().to_string());
+        if let Some(p) = prompt_id {
+            args.push("--prompt-id".into());
+            args.push(p.clone());
+        }
     }
     if let Some(s) = summary {
         args.push("--summary".into());
@@ -87,12 +104,16 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
         };
         let skill = paths.skill;
         let summary = summary(input.last_assistant_message.as_deref());
+        let held = Held {
+            iteration: journal.iteration,
+            pid,
+            prompt_id: Session::prompt_of(&paths, &input.common.session_id, journal.iteration),
+        };
         let ran = end(
             hook,
             &project,
             skill,
-            journal.iteration,
-            pid,
+            &held,
             input.common.transcript_path.as_deref(),
             summary.clone(),
         );

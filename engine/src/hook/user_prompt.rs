@@ -22,12 +22,13 @@ use super::input::PromptInput;
 use super::log::{self, Entry};
 use super::prompt::{self, LoopPrompt};
 use super::state::{Pending, Session};
-use super::{Hook, both};
+use super::{Hook, both, stop};
 use crate::agent::prompt::Template;
 use crate::clock;
 use crate::exit;
 use crate::files;
 use crate::journal::Journal;
+use crate::liveness::{self, OsProbe};
 use crate::paths::{Skill, StatePaths};
 use crate::protocol::SkillRequest;
 use crate::redact::Redactor;
@@ -176,15 +177,37 @@ fn decide(
             ));
         }
     };
-    // An iteration this session still holds: its stop did not end it.
-    match Journal::load(&paths.inflight()) {
-        Ok(Some(j)) if j.pid == pid => {
-            let ran = super::stop::end(
+    // An iteration this session still holds: its stop did not end it. The
+    // session is this process, or this session's earlier process (`claude
+    // -p --continue` runs each prompt in a new one, under the same session
+    // id), gone now.
+    let journal = Journal::load(&paths.inflight());
+    let began = |j: &Journal| Session::prompt_of(paths, &input.common.session_id, j.iteration);
+    let held = match &journal {
+        Ok(Some(j)) if j.pid == pid => Some(stop::Held {
+            iteration: j.iteration,
+            pid,
+            prompt_id: began(j),
+        }),
+        Ok(Some(j))
+            if began(j).is_some()
+                && liveness::check(&OsProbe, j.pid, j.process_start).is_dead() =>
+        {
+            Some(stop::Held {
+                iteration: j.iteration,
+                pid: j.pid,
+                prompt_id: began(j),
+            })
+        }
+        _ => None,
+    };
+    match (journal, held) {
+        (Ok(Some(j)), Some(held)) => {
+            let ran = stop::end(
                 hook,
                 &project,
                 skill,
-                j.iteration,
-                pid,
+                &held,
                 input.common.transcript_path.as_deref(),
                 Some("Ended at the next loop prompt: the stop did not end it".into()),
             );
@@ -203,8 +226,8 @@ fn decide(
                 ));
             }
         }
-        Ok(_) => {}
-        Err(e) => {
+        (Ok(_), _) => {}
+        (Err(e), _) => {
             return Answer::BlockPrompt(format!(
                 "sdd-loop cannot read the {skill} loop's state: {e}. The prompt was not sent to the model."
             ));

@@ -97,6 +97,9 @@ pub struct TranscriptSource {
     /// Wait for Claude Code to write what it has queued first: set when
     /// `end` runs inside Claude Code (`$CLAUDECODE`).
     pub settle: Option<Settle>,
+    /// `--prompt-id`: the tick's own prompt (its `promptId`); else the
+    /// transcript's last prompt is taken for it.
+    pub prompt_id: Option<String>,
 }
 
 /// The tick configuration for `end`: the open iteration's budget file,
@@ -280,7 +283,7 @@ fn spend_from_transcript(
         iteration: journal.iteration,
         began_at: journal.started_at.clone(),
     };
-    let counted = transcript::count_spend(&path, &ledger, &tick)
+    let counted = transcript::count_spend(&path, &ledger, &tick, source.prompt_id.as_deref())
         .map_err(|e| transcript_failure(&e, e.help()))?;
     if replaced > 0 {
         ctx.note(format!(

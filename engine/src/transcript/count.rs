@@ -1,9 +1,13 @@
 //! The rule: which responses an `end` counts ([`count_spend`]).
 //!
-//! The tick's prompt is the last prompt in the chosen transcript when
-//! `end` reads it: `end` runs inside the tick's own turn (a command of one
-//! of its responses, or the hook at its stop), and no later prompt is
-//! written while a turn runs. A response counts when it answers the
+//! The tick's prompt is the one whose `promptId` the hooks recorded when
+//! they began the tick (`end --prompt-id`), else the last prompt in the
+//! chosen transcript when `end` reads it: `end` runs inside the tick's own
+//! turn (a command of one of its responses, or the hook at its stop), and
+//! no later prompt is written while a turn runs. An iteration a session
+//! left open is ended by its next loop prompt, whose entry may be in the
+//! file by then: there the recorded id is what finds the tick's own
+//! prompt. A response counts when it answers the
 //! tick's prompt or the prompt of an earlier tick in the [`Ledger`], and
 //! no tick in the ledger counted it — so a response written after its
 //! tick's `end` (the closing message) is counted by the next `end` of the
@@ -154,11 +158,15 @@ fn scan_if_present(path: &Path) -> Result<Option<FileScan>, TranscriptError> {
 
 /// Counts what `tick`'s `end` owes, reading `chosen`, the transcripts the
 /// ledger names, and their subagents' transcripts; returns the spend and
-/// the ledger with this tick's line.
+/// the ledger with this tick's line. `own` is the tick's prompt's
+/// `promptId` when known: the last prompt of `chosen` carrying it is the
+/// tick's prompt (a prompt entry without it, or none carrying it: the
+/// last prompt of `chosen`).
 pub fn count_spend(
     chosen: &Path,
     ledger: &Ledger,
     tick: &TickId,
+    own: Option<&str>,
 ) -> Result<Counted, TranscriptError> {
     let earlier: Vec<&LedgerTick> = ledger.earlier(tick).collect();
 
@@ -222,7 +230,15 @@ pub fn count_spend(
         }
     }
 
-    let current: Option<String> = reads[0].scan.prompts.last().map(|p| p.id.clone());
+    let prompts = &reads[0].scan.prompts;
+    let current: Option<String> = own
+        .and_then(|own| {
+            prompts
+                .iter()
+                .rfind(|p| p.prompt_id.as_deref() == Some(own))
+        })
+        .or_else(|| prompts.last())
+        .map(|p| p.id.clone());
     let mut loop_prompts: HashSet<&str> =
         earlier.iter().filter_map(|t| t.prompt.as_deref()).collect();
     if let Some(id) = &current {

@@ -42,10 +42,12 @@ pub struct ResponseKey {
 }
 
 /// A prompt: its identity (`uuid`, else `promptId`, else the file's name
-/// and line) and when it was written.
+/// and line), Claude Code's `promptId` (what hooks are told as
+/// `prompt_id`) and when it was written.
 #[derive(Debug, Clone)]
 pub(super) struct Prompt {
     pub id: String,
+    pub prompt_id: Option<String>,
     pub at: Option<Timestamp>,
 }
 
@@ -282,11 +284,15 @@ pub(super) fn scan_file(path: &Path) -> Result<FileScan, TranscriptError> {
             Some("assistant") => {}
             Some("user") => {
                 out.skipped.other_entries += 1;
-                let prompt = serde_json::from_slice::<UserEntry>(text)
-                    .ok()
-                    .and_then(|u| u.prompt_id(path, number));
-                if let Some(id) = prompt {
-                    out.prompts.push(Prompt { id, at });
+                let entry = serde_json::from_slice::<UserEntry>(text).ok();
+                if let Some(entry) = entry
+                    && let Some(id) = entry.prompt_id(path, number)
+                {
+                    out.prompts.push(Prompt {
+                        id,
+                        prompt_id: text_owned(&entry.prompt_id),
+                        at,
+                    });
                 }
                 continue;
             }

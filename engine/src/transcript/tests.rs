@@ -27,7 +27,7 @@ fn spend_of(lines: &[u8]) -> Spend {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.jsonl");
     std::fs::write(&path, lines).unwrap();
-    count_spend(&path, &Ledger::default(), &tick(1))
+    count_spend(&path, &Ledger::default(), &tick(1), None)
         .unwrap()
         .spend
 }
@@ -375,14 +375,14 @@ fn settle_waits_for_a_file_claude_code_has_not_created_yet() {
 fn a_missing_transcript_names_session_persistence_and_the_way_round_it() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("never-written.jsonl");
-    let err = count_spend(&missing, &Ledger::default(), &tick(1)).unwrap_err();
+    let err = count_spend(&missing, &Ledger::default(), &tick(1), None).unwrap_err();
     assert!(err.to_string().contains("never-written.jsonl"), "{err}");
     let help = err.help();
     assert!(help.contains("--no-session-persistence"), "{help}");
     assert!(help.contains("--usage MODEL:IN:OUT"), "{help}");
     // Any other read failure keeps its own help.
     std::fs::create_dir(&missing).unwrap();
-    let other = count_spend(&missing, &Ledger::default(), &tick(1)).unwrap_err();
+    let other = count_spend(&missing, &Ledger::default(), &tick(1), None).unwrap_err();
     assert!(
         !other.help().contains("--no-session-persistence"),
         "{}",
