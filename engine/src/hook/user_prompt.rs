@@ -15,6 +15,11 @@
 //!
 //! Before `begin`, an iteration this session still holds (its stop hook
 //! could not end it) is ended, and the prompt is blocked if that fails.
+//! The session holds it from this process, or from an earlier one that is
+//! gone (`claude -p --continue` runs each prompt in a new process under
+//! the same `session_id`): then its last loop prompt, recorded with the
+//! session id in `{skill}.hook.json`, began that iteration. `end` counts
+//! the responses of that prompt (`--prompt-id`).
 //! Any other prompt passes untouched: nothing is printed or written.
 
 use super::answer::Answer;
@@ -181,55 +186,45 @@ fn decide(
     // session is this process, or this session's earlier process (`claude
     // -p --continue` runs each prompt in a new one, under the same session
     // id), gone now.
-    let journal = Journal::load(&paths.inflight());
-    let began = |j: &Journal| Session::prompt_of(paths, &input.common.session_id, j.iteration);
-    let held = match &journal {
-        Ok(Some(j)) if j.pid == pid => Some(stop::Held {
-            iteration: j.iteration,
-            pid,
-            prompt_id: began(j),
-        }),
-        Ok(Some(j))
-            if began(j).is_some()
-                && liveness::check(&OsProbe, j.pid, j.process_start).is_dead() =>
-        {
-            Some(stop::Held {
+    let held = match Journal::load(&paths.inflight()) {
+        Ok(Some(j)) => {
+            let began = Session::prompt_of(paths, &input.common.session_id, j.iteration);
+            let ours = j.pid == pid
+                || (began.is_some() && liveness::check(&OsProbe, j.pid, j.process_start).is_dead());
+            ours.then_some(stop::Held {
                 iteration: j.iteration,
                 pid: j.pid,
-                prompt_id: began(j),
+                prompt_id: began,
             })
         }
-        _ => None,
-    };
-    match (journal, held) {
-        (Ok(Some(j)), Some(held)) => {
-            let ran = stop::end(
-                hook,
-                &project,
-                skill,
-                &held,
-                input.common.transcript_path.as_deref(),
-                Some("Ended at the next loop prompt: the stop did not end it".into()),
-            );
-            saw.push(format!(
-                "iteration {} was still open in this session: sdd-loop {skill} end exited {}",
-                j.iteration, ran.code
-            ));
-            if !matches!(
-                ran.code,
-                exit::TICK_DONE | exit::LOOP_ENDED | exit::NOT_OPEN
-            ) {
-                return Answer::BlockPrompt(format!(
-                    "sdd-loop could not end iteration {} of the {skill} loop, which this session left open: {} The prompt was not sent to the model; send it again once that is fixed.",
-                    j.iteration,
-                    ran.error_text()
-                ));
-            }
-        }
-        (Ok(_), _) => {}
-        (Err(e), _) => {
+        Ok(None) => None,
+        Err(e) => {
             return Answer::BlockPrompt(format!(
                 "sdd-loop cannot read the {skill} loop's state: {e}. The prompt was not sent to the model."
+            ));
+        }
+    };
+    if let Some(held) = held {
+        let n = held.iteration;
+        let ran = stop::end(
+            hook,
+            &project,
+            skill,
+            &held,
+            input.common.transcript_path.as_deref(),
+            Some("Ended at the next loop prompt: the stop did not end it".into()),
+        );
+        saw.push(format!(
+            "iteration {n} was still open in this session: sdd-loop {skill} end exited {}",
+            ran.code
+        ));
+        if !matches!(
+            ran.code,
+            exit::TICK_DONE | exit::LOOP_ENDED | exit::NOT_OPEN
+        ) {
+            return Answer::BlockPrompt(format!(
+                "sdd-loop could not end iteration {n} of the {skill} loop, which this session left open: {} The prompt was not sent to the model; send it again once that is fixed.",
+                ran.error_text()
             ));
         }
     }
