@@ -14,7 +14,8 @@
 //!   `DEBUG_KEY=1` does not blank every `1`;
 //! - well-known credential shapes ([`SHAPES`]): GitHub tokens (`ghp_`,
 //!   `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), Anthropic and OpenAI
-//!   keys, AWS access key ids, Slack tokens, PEM private-key blocks;
+//!   keys, AWS access key ids, Slack tokens, Google API keys (`AIza…`, what
+//!   the Gemini CLI takes as `GEMINI_API_KEY`), PEM private-key blocks;
 //! - `Authorization:` header values, also as a JSON/YAML field.
 //!
 //! Each is replaced by a marker naming its kind — `[REDACTED:github-token]`,
@@ -102,6 +103,10 @@ pub const SHAPES: &[Shape] = &[
     Shape {
         kind: "slack-token",
         pattern: r"xox[abprs]-[A-Za-z0-9-]{10,}",
+    },
+    Shape {
+        kind: "google-api-key",
+        pattern: r"AIza[0-9A-Za-z_-]{35,}",
     },
     Shape {
         kind: "openai-key",

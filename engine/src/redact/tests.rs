@@ -180,6 +180,23 @@ fn aws_and_slack() {
     }
 }
 
+#[test]
+fn google_api_keys() {
+    let key = format!("AIzaSy{}", "A1b2C3d4_e-".repeat(3));
+    assert_eq!(key.len(), 39);
+    assert_eq!(
+        r().apply(&format!("GEMINI_API_KEY={key} gemini -p hi")),
+        "GEMINI_API_KEY=[REDACTED:google-api-key] gemini -p hi"
+    );
+    for near in [
+        &key[..38],
+        "AIzaSy-short",
+        "aiza0123456789012345678901234567890123456",
+    ] {
+        assert_eq!(r().apply(near), near);
+    }
+}
+
 const KEY_BLOCK: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nAAAAMwAAAAtzc2gtZWQyNTUxOQAAACB\n-----END OPENSSH PRIVATE KEY-----";
 
 #[test]
