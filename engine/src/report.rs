@@ -57,7 +57,7 @@ pub struct StatusView<'a> {
 
 /// One tick's spend as the engine prices it (tokens × rates, what the
 /// cost stop uses) and as the agent reports it (Claude Code's
-/// `total_cost_usd`).
+/// `total_cost_usd`, the sum of OpenCode's step costs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TickCost {
     pub engine: f64,
@@ -87,7 +87,7 @@ impl TickCost {
             return Vec::new();
         }
         let mut out = vec![format!(
-            "Cost this tick: ${:.4} engine estimate (tokens × rates; the cost stop uses it) · ${:.4} agent's own (total_cost_usd)",
+            "Cost this tick: ${:.4} engine estimate (tokens × rates; the cost stop uses it) · ${:.4} agent's own (as it reported)",
             self.engine, self.agent
         )];
         let drift = self.drift();
@@ -369,7 +369,7 @@ mod tests {
             engine: 0.42,
             agent: 0.40,
         })));
-        assert!(close.contains("\nBudget remaining: 2 iterations, 16 PRs, 42 minutes, $10.08\nCost this tick: $0.4200 engine estimate (tokens × rates; the cost stop uses it) · $0.4000 agent's own (total_cost_usd)\n\nStop conditions"), "{close}");
+        assert!(close.contains("\nBudget remaining: 2 iterations, 16 PRs, 42 minutes, $10.08\nCost this tick: $0.4200 engine estimate (tokens × rates; the cost stop uses it) · $0.4000 agent's own (as it reported)\n\nStop conditions"), "{close}");
         assert!(!close.contains("warning:"));
         let far = status_block(&view(Some(TickCost {
             engine: 0.50,
