@@ -70,7 +70,7 @@ impl From<BudgetError> for Failure {
             other => Failure::new(
                 exit::DATA,
                 other.to_string(),
-                "the file was left exactly as it was",
+                "the file was left exactly as it was; once it is deleted, start the fresh run on purpose with --fresh (a loop under way is never restarted silently; earlier history is kept)",
             ),
         }
     }

@@ -195,8 +195,15 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
             if ctx.cfg.fresh && recon.budget.is_some() {
                 ctx.note("Starting a fresh run (--fresh): budgets reset; earlier history is kept");
             }
+            let start = new_run_start(ctx.started, &authoritative);
+            if start != ctx.started {
+                ctx.note(format!(
+                    "The new run's start is recorded as {}, a second after the latest run in history began: runs are told apart by their start",
+                    clock::format(start)
+                ));
+            }
             let mut started = Budget::start(
-                &clock::format(ctx.started),
+                &clock::format(start),
                 ctx.cfg.ceilings.resolve(),
                 ctx.inputs.rates.source.label(),
             );
@@ -380,6 +387,24 @@ fn lockless_stop(tail: &history::Tail, budget: &Budget) -> Option<RunStop> {
                 .flatten(),
         })
     })
+}
+
+/// When a new run starts at `now`: now, unless a run in `lines` began at
+/// or after it (a clock that stands still, as in the scenario harness, or a
+/// `--fresh` within the second its run began) — then a second after the
+/// latest such start. A run's lines and its open iteration are known by the
+/// run's start, and the two runs' first iterations would otherwise match
+/// the same history line, the new one taken for already recorded.
+fn new_run_start(now: jiff::Timestamp, lines: &[HistoryLine]) -> jiff::Timestamp {
+    let now_s = clock::parse(&clock::format(now)).unwrap_or(now);
+    lines
+        .iter()
+        .filter_map(|l| l.budget_snapshot.as_ref()?.run_started_at.as_deref())
+        .filter_map(|t| clock::parse(t).ok())
+        .filter(|t| *t >= now_s)
+        .max()
+        .and_then(|latest| latest.checked_add(jiff::SignedDuration::from_secs(1)).ok())
+        .unwrap_or(now)
 }
 
 /// Turns a dead tick's journal into its history line and counters.
