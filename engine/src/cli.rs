@@ -82,19 +82,12 @@ pub(crate) fn usage(env: &mut Env<'_>, message: &str, help: &str) -> u8 {
     exit::USAGE
 }
 
-/// The tracker token (`SDD_LOOP_TRACKER_TOKEN`, else `GITHUB_TOKEN`).
-pub(crate) fn tracker_token(vars: &BTreeMap<String, String>) -> Option<String> {
-    ["SDD_LOOP_TRACKER_TOKEN", "GITHUB_TOKEN"]
-        .iter()
-        .find_map(|k| vars.get(*k).filter(|v| !v.is_empty()).cloned())
-}
-
 /// The redactor for what is printed before a tick has read CLAUDE.md:
 /// credential shapes, the tracker token and secret-named variables.
 pub(crate) fn env_redactor(vars: &BTreeMap<String, String>) -> crate::redact::Redactor {
     let mut builder = crate::redact::Redactor::builder().env(vars);
-    if let Some(token) = tracker_token(vars) {
-        builder = builder.secret("tracker-token", &token);
+    if let Some(token) = crate::tracker::token::from_vars(vars) {
+        builder = builder.secret("tracker-token", &token.value);
     }
     builder.build()
 }

@@ -278,12 +278,7 @@ fn setup(
     let found = if repository.is_some() {
         tracker::token::find(&vars, &tracker_url)
     } else {
-        super::tracker_token(&vars)
-            .map(|value| tracker::token::Token {
-                value,
-                source: tracker::token::TokenSource::Var("SDD_LOOP_TRACKER_TOKEN"),
-            })
-            .ok_or(tracker::token::NoToken::GhAbsent)
+        tracker::token::from_vars(&vars).ok_or(tracker::token::NoToken::GhAbsent)
     };
     let token = found.as_ref().ok().map(|t| t.value.clone());
     if loop_tick && repository.is_none() {

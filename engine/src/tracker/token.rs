@@ -116,14 +116,8 @@ pub fn gh_host(tracker_url: &str) -> Option<String> {
 
 /// The token for `tracker_url`: the first set variable, else `gh`'s.
 pub fn find(vars: &BTreeMap<String, String>, tracker_url: &str) -> Result<Token, NoToken> {
-    if let Some((name, value)) = TOKEN_VARS
-        .iter()
-        .find_map(|k| vars.get(*k).filter(|v| !v.is_empty()).map(|v| (*k, v)))
-    {
-        return Ok(Token {
-            value: value.clone(),
-            source: TokenSource::Var(name),
-        });
+    if let Some(token) = from_vars(vars) {
+        return Ok(token);
     }
     let gh = crate::program::on_path(vars, "gh").ok_or(NoToken::GhAbsent)?;
     let host = gh_host(tracker_url).ok_or(NoToken::NoHost)?;
@@ -131,6 +125,17 @@ pub fn find(vars: &BTreeMap<String, String>, tracker_url: &str) -> Result<Token,
     Ok(Token {
         value,
         source: TokenSource::Gh { host },
+    })
+}
+
+/// The token of the first variable set of [`TOKEN_VARS`], named by it;
+/// `gh` is not asked.
+pub fn from_vars(vars: &BTreeMap<String, String>) -> Option<Token> {
+    TOKEN_VARS.iter().find_map(|k| {
+        vars.get(*k).filter(|v| !v.is_empty()).map(|v| Token {
+            value: v.clone(),
+            source: TokenSource::Var(k),
+        })
     })
 }
 
@@ -209,6 +214,21 @@ mod tests {
             ("a", &TokenSource::Var("SDD_LOOP_TRACKER_TOKEN"))
         );
         assert!(!format!("{t:?}").contains("\"a\""), "{t:?}");
+    }
+
+    // Regression: with no repository configured the CLI took the token
+    // from the variables alone and named it SDD_LOOP_TRACKER_TOKEN even
+    // when it came from GITHUB_TOKEN.
+    #[test]
+    fn a_variable_s_token_is_named_by_its_variable() {
+        let vars = BTreeMap::from([("GITHUB_TOKEN".to_owned(), "b".to_owned())]);
+        let t = from_vars(&vars).unwrap();
+        assert_eq!(
+            (t.value.as_str(), &t.source),
+            ("b", &TokenSource::Var("GITHUB_TOKEN"))
+        );
+        let empty = BTreeMap::from([("SDD_LOOP_TRACKER_TOKEN".to_owned(), String::new())]);
+        assert!(from_vars(&empty).is_none(), "an empty variable is no token");
     }
 
     fn stub_gh(script: &str) -> (tempfile::TempDir, BTreeMap<String, String>) {
