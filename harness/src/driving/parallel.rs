@@ -120,12 +120,16 @@ mod tests {
     use super::*;
 
     /// Item 0 is held until items 1–3 have all finished, yet the results
-    /// come out in item order.
+    /// come out in item order. The four meet at a barrier first, so all
+    /// four have started before any finishes, however the threads are
+    /// scheduled (under load one worker could otherwise run 1, 2 and 3
+    /// before item 0's start was even sent).
     #[test]
     fn results_come_out_in_item_order_whatever_order_they_finish_in() {
         let (release, held) = mpsc::channel::<()>();
         let held = Mutex::new(held);
         let mut release = Some(release);
+        let all_started = std::sync::Barrier::new(4);
         let mut ready = Vec::new();
         let mut peak = 0;
         let results = run_in_order(
@@ -133,6 +137,7 @@ mod tests {
             4,
             &[],
             |&i| {
+                all_started.wait();
                 if i == 0 {
                     held.lock().unwrap().recv().unwrap();
                 }
@@ -151,7 +156,7 @@ mod tests {
         );
         assert_eq!(results, [0, 10, 20, 30]);
         assert_eq!(ready, [(0, 0), (1, 10), (2, 20), (3, 30)]);
-        assert!(peak >= 2, "items ran at once");
+        assert_eq!(peak, 4, "the four items ran at once");
     }
 
     #[test]
