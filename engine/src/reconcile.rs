@@ -30,10 +30,24 @@ pub enum State {
         iteration: Option<u64>,
         fields: Vec<&'static str>,
     },
+
     /// No checkpoint: rebuilt entirely from the last history line (resume).
     Rebuilt { iteration: Option<u64> },
     /// No checkpoint while history exists, not resuming: a fresh run.
     FreshAfterDeletedCheckpoint,
+}
+
+/// A ceiling `budget.json` holds stricter than history's last line: a
+/// tick writes its ceilings to `budget.json` before its history line, so
+/// only a hand edit makes the checkpoint's stricter — and a stricter
+/// ceiling can only end the loop sooner, so it stands. A looser one is a
+/// widening, and history's value is restored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lowered {
+    pub field: &'static str,
+    /// The value kept, from `budget.json`, and history's.
+    pub kept: String,
+    pub history: String,
 }
 
 /// The decided budget and its one-line report.
@@ -42,12 +56,32 @@ pub struct Reconciliation {
     /// `None` for a fresh run: the caller creates the first write.
     pub budget: Option<Budget>,
     pub state: State,
+    /// Ceilings `budget.json` holds stricter than history, kept.
+    pub lowered: Vec<Lowered>,
 }
 
 impl Reconciliation {
     /// One line describing the reconciliation (`None` when nothing notable
     /// happened).
     pub fn note(&self, budget_path: &str) -> Option<String> {
+        let state = self.state_note(budget_path);
+        let lowered = (!self.lowered.is_empty()).then(|| {
+            format!(
+                "{budget_path} holds a stricter ceiling than history, set by hand: {} — kept (it can only end the loop sooner; a looser one is restored from history)",
+                self.lowered
+                    .iter()
+                    .map(|l| format!("{} {} (history: {})", l.field, l.kept, l.history))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
+        match (state, lowered) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn state_note(&self, budget_path: &str) -> Option<String> {
         match &self.state {
             State::Fresh | State::InSync => None,
             State::Restored { iteration, fields } => Some(format!(
@@ -77,11 +111,39 @@ fn same_run(budget: &Budget, line: &HistoryLine) -> bool {
     }
 }
 
-/// Overwrites `budget` with every value the line records; returns the
-/// names of the fields that changed.
-fn apply_line(budget: &mut Budget, line: &HistoryLine) -> Vec<&'static str> {
+/// Overwrites `budget` with every value the line records, but a ceiling
+/// `budget.json` holds stricter ([`Lowered`]); returns the names of the
+/// fields that changed, and the stricter ceilings kept.
+fn apply_line(budget: &mut Budget, line: &HistoryLine) -> (Vec<&'static str>, Vec<Lowered>) {
     let mut changed = Vec::new();
+    let mut lowered = Vec::new();
     let snap = line.snapshot();
+    // 0 iterations, PRs or minutes ends the loop at once; $0 disables the
+    // cost ceiling.
+    macro_rules! ceiling {
+        ($field:ident, $value:expr, $stricter:expr) => {
+            if let Some(v) = $value {
+                if budget.$field != v {
+                    if $stricter(budget.$field, v) {
+                        lowered.push(Lowered {
+                            field: stringify!($field),
+                            kept: budget.$field.to_string(),
+                            history: v.to_string(),
+                        });
+                    } else {
+                        budget.$field = v;
+                        changed.push(stringify!($field));
+                    }
+                }
+            }
+        };
+    }
+    let fewer = |mine: u64, theirs: u64| mine < theirs;
+    let cheaper = |mine: f64, theirs: f64| mine > 0.0 && (theirs == 0.0 || mine < theirs);
+    ceiling!(max_iterations, snap.max_iterations, fewer);
+    ceiling!(max_prs, snap.max_prs, fewer);
+    ceiling!(max_minutes, snap.max_minutes, fewer);
+    ceiling!(max_dollars, snap.max_dollars, cheaper);
     macro_rules! take {
         ($field:ident, $value:expr) => {
             if let Some(v) = $value {
@@ -107,10 +169,6 @@ fn apply_line(budget: &mut Budget, line: &HistoryLine) -> Vec<&'static str> {
     take!(dollars_estimate, snap.dollars_estimate.map(round_dollars));
     take!(qmd_failures_consecutive, snap.qmd_failures_consecutive);
     take!(tokens_by_model, snap.tokens_by_model.clone());
-    take!(max_iterations, snap.max_iterations);
-    take!(max_prs, snap.max_prs);
-    take!(max_minutes, snap.max_minutes);
-    take!(max_dollars, snap.max_dollars);
     take!(rate_table_source, snap.rate_table_source.clone());
     if let Some(prs) = &snap.prs_touched {
         let set: PrSet = prs.iter().cloned().collect();
@@ -140,7 +198,7 @@ fn apply_line(budget: &mut Budget, line: &HistoryLine) -> Vec<&'static str> {
         snap.last_tick_ended_at.clone().map(Some)
     );
     take!(deferred, snap.deferred.clone());
-    changed
+    (changed, lowered)
 }
 
 /// Decides the run's budget from the checkpoint and the last history line.
@@ -155,6 +213,7 @@ pub fn reconcile(
         (None, None) => Reconciliation {
             budget: None,
             state: State::Fresh,
+            lowered: Vec::new(),
         },
         (None, Some(line)) if resuming => {
             let snap = line.snapshot();
@@ -175,6 +234,7 @@ pub fn reconcile(
                 .clone()
                 .unwrap_or_else(|| "built-in default".to_owned());
             let mut rebuilt = Budget::start(&started, ceilings, &source);
+            // Its ceilings are the line's already: none is lowered.
             apply_line(&mut rebuilt, line);
             if snap.prs_touched.is_none() {
                 // Older shapes: at least the PRs this line touched.
@@ -187,24 +247,28 @@ pub fn reconcile(
                 state: State::Rebuilt {
                     iteration: line.iteration,
                 },
+                lowered: Vec::new(),
             }
         }
         (None, Some(_)) => Reconciliation {
             budget: None,
             state: State::FreshAfterDeletedCheckpoint,
+            lowered: Vec::new(),
         },
         (Some(budget), None) => Reconciliation {
             budget: Some(budget),
             state: State::InSync,
+            lowered: Vec::new(),
         },
         (Some(mut budget), Some(line)) => {
             if !same_run(&budget, line) {
                 return Reconciliation {
                     budget: Some(budget),
                     state: State::InSync,
+                    lowered: Vec::new(),
                 };
             }
-            let fields = apply_line(&mut budget, line);
+            let (fields, lowered) = apply_line(&mut budget, line);
             let state = if fields.is_empty() {
                 State::InSync
             } else {
@@ -216,6 +280,7 @@ pub fn reconcile(
             Reconciliation {
                 budget: Some(budget),
                 state,
+                lowered,
             }
         }
     }
@@ -332,6 +397,55 @@ mod tests {
         assert_eq!(
             reconcile(Some(budget()), Some(&skipped), false).state,
             State::InSync
+        );
+    }
+    // A ceiling lowered by hand in budget.json stands (it can only end the
+    // loop sooner); one raised by hand is restored from history. $0 turns
+    // the cost ceiling off: lowering dollars to 0 is a widening.
+    #[test]
+    fn a_stricter_ceiling_set_by_hand_stands_and_a_looser_one_is_restored() {
+        let recorded = budget();
+        let line = line_for(&recorded, 2);
+
+        let mut lowered = recorded.clone();
+        lowered.max_iterations = 3;
+        lowered.max_dollars = 10.0;
+        let r = reconcile(Some(lowered.clone()), Some(&line), false);
+        assert_eq!(r.state, State::InSync);
+        assert_eq!(r.budget.as_ref().unwrap(), &lowered);
+        let note = r.note("work.budget.json").unwrap();
+        assert!(
+            note.contains("stricter ceiling than history, set by hand: max_iterations 3 (history: 5), max_dollars 10 (history: 25) — kept"),
+            "{note}"
+        );
+
+        let mut raised = recorded.clone();
+        raised.max_prs = 99;
+        raised.max_dollars = 0.0;
+        let r = reconcile(Some(raised), Some(&line), false);
+        let State::Restored { fields, .. } = &r.state else {
+            panic!("{:?}", r.state)
+        };
+        assert_eq!(fields, &["max_prs", "max_dollars"]);
+        assert_eq!(r.budget.as_ref().unwrap(), &recorded);
+        assert!(r.lowered.is_empty());
+
+        // With the cost ceiling off in history, any dollar ceiling is
+        // stricter; both notes come out when both happen.
+        let mut off = recorded.clone();
+        off.max_dollars = 0.0;
+        let line = line_for(&off, 2);
+        let mut both = off.clone();
+        both.max_dollars = 5.0;
+        both.iterations_used = 1;
+        let r = reconcile(Some(both), Some(&line), false);
+        assert_eq!(r.budget.as_ref().unwrap().max_dollars, 5.0);
+        assert_eq!(r.budget.as_ref().unwrap().iterations_used, 2);
+        let note = r.note("b").unwrap();
+        assert!(
+            note.contains("iterations_used restored")
+                && note.contains("max_dollars 5 (history: 0) — kept"),
+            "{note}"
         );
     }
 }
