@@ -5,9 +5,11 @@
 //! it, and it must appear nowhere in the engine's output or under `.sdd/`.
 //! With `gh` absent or logged out, the "no token" note says which.
 
-use std::collections::BTreeMap;
+#[path = "tree/mod.rs"]
+mod tree;
+
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use sdd_mocks::fixture::Backlog;
@@ -94,20 +96,6 @@ impl World {
     }
 }
 
-fn files(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            files(&path, out);
-        } else if let Ok(bytes) = std::fs::read(&path) {
-            out.insert(path, bytes);
-        }
-    }
-}
-
 fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
@@ -135,8 +123,7 @@ fn a_logged_in_gh_supplies_the_bearer_token_and_it_leaks_nowhere() {
     );
     assert!(!contains(&out.stdout, GH_TOKEN) && !contains(&out.stderr, GH_TOKEN));
     assert!(!stderr.contains("no tracker token"), "{stderr}");
-    let mut seen = BTreeMap::new();
-    files(&w.root().join(".sdd"), &mut seen);
+    let seen = tree::files_under(&w.root().join(".sdd"));
     assert!(!seen.is_empty(), "the tick wrote its state");
     for (path, bytes) in &seen {
         assert!(

@@ -16,7 +16,9 @@
 //! produce, so a row whose secret never reached its channel fails instead
 //! of passing unseen.
 
-use std::collections::BTreeMap;
+#[path = "tree/mod.rs"]
+mod tree;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -195,7 +197,7 @@ impl World {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        for (path, bytes) in files(&self.root().join(".sdd")) {
+        for (path, bytes) in tree::files_under(&self.root().join(".sdd")) {
             self.seen.push((label.clone(), path, bytes));
         }
         self.ran.push(Ran {
@@ -227,26 +229,6 @@ impl World {
         }
         out
     }
-}
-
-/// Every file under `dir`, recursively, with its bytes.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                walk(&path, out);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                out.insert(path, bytes);
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, &mut out);
-    out
 }
 
 fn count(haystack: &[u8], needle: &[u8]) -> usize {

@@ -2,6 +2,9 @@
 //! and a sandbox that runs ticks in-process against them, shared by the
 //! tick and in-session tests.
 
+#[path = "../tree/mod.rs"]
+mod tree;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -427,22 +430,7 @@ impl Sandbox {
     /// Every file under `.sdd/`, with its bytes: a tick that changes
     /// nothing leaves this equal.
     pub fn files(&self) -> BTreeMap<PathBuf, Vec<u8>> {
-        fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                return;
-            };
-            for e in entries.flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, out);
-                } else {
-                    out.insert(p.clone(), std::fs::read(&p).unwrap());
-                }
-            }
-        }
-        let mut out = BTreeMap::new();
-        walk(&self.root().join(".sdd"), &mut out);
-        out
+        tree::files_under(&self.root().join(".sdd"))
     }
 
     /// A tick with no person to ask: an unexpected gate shows as exit 4.
