@@ -203,6 +203,26 @@ fn a_dead_process_s_iteration_is_recovered_not_ended_by_another_session() {
     assert_eq!(history[0]["error"], "interrupted", "{}", history[0]);
 }
 
+// The session's earlier process died mid-turn (no Stop hook ran): its
+// iteration was cut short, so even the same session's next prompt leaves
+// it to `begin`, which recovers it as interrupted.
+#[test]
+fn a_session_killed_mid_turn_has_its_iteration_recovered_as_interrupted() {
+    let w = World::new(TWO_STORIES);
+    let earlier = OtherSession::start();
+    let flags = "/sdd:work --loop --max-prs 5";
+    let began = w.hook_as("user-prompt-submit", &w.prompt(flags, "p-1"), earlier.pid());
+    assert!(began.context().is_some(), "{:?}", began.json);
+    drop(earlier);
+
+    let next = w.hook("user-prompt-submit", &w.prompt(flags, "p-2"));
+    let context = next.context().unwrap_or_else(|| panic!("{:?}", next.json));
+    assert!(context.contains("iteration 2"), "{context}");
+    let history = w.history("work");
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["error"], "interrupted", "{}", history[0]);
+}
+
 #[test]
 fn another_session_s_iteration_is_left_to_it() {
     let w = World::new(TWO_STORIES);

@@ -51,6 +51,12 @@ pub struct Session {
     pub iteration: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<Pending>,
+    /// The session's turn ended (its Stop hook ran) with `iteration` still
+    /// open: `end` failed. Its next loop prompt ends the iteration, from
+    /// a new process too; without this the session died mid-turn, and the
+    /// iteration is recovered as interrupted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 /// A hook state file that cannot be used.
@@ -95,14 +101,13 @@ impl Session {
         save(&Self::path(paths), self, redactor)
     }
 
-    /// The `prompt_id` of the loop prompt with which session `session_id`
-    /// began `iteration`, when this skill's record still holds it.
-    pub fn prompt_of(paths: &StatePaths, session_id: &str, iteration: u64) -> Option<String> {
+    /// This skill's record, when it says session `session_id` began
+    /// `iteration` with its last loop prompt.
+    pub fn began(paths: &StatePaths, session_id: &str, iteration: u64) -> Option<Self> {
         Self::load(paths)
             .ok()
             .flatten()
             .filter(|s| s.session_id == session_id && s.iteration == Some(iteration))
-            .and_then(|s| s.prompt_id)
     }
 }
 

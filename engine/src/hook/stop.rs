@@ -107,7 +107,8 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
         let held = Held {
             iteration: journal.iteration,
             pid,
-            prompt_id: Session::prompt_of(&paths, &input.common.session_id, journal.iteration),
+            prompt_id: Session::began(&paths, &input.common.session_id, journal.iteration)
+                .and_then(|s| s.prompt_id),
         };
         let ran = end(
             hook,
@@ -143,6 +144,14 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
             _ => ("left-open", Answer::Pass),
         };
         let redactor = redactor.get_or_insert_with(|| log::redactor(&project, hook.vars));
+        if matches!(decision, "block" | "left-open")
+            && let Some(mut session) = Session::began(&paths, &input.common.session_id, n)
+        {
+            // The turn ended with the iteration open: the session's next
+            // loop prompt ends it, from whichever process it runs in.
+            session.stopped = true;
+            let _ = session.save(&paths, redactor);
+        }
         let entry = Entry {
             at: clock::format(hook.clock.now()),
             event: "stop".into(),

@@ -18,8 +18,10 @@
 //! The session holds it from this process, or from an earlier one that is
 //! gone (`claude -p --continue` runs each prompt in a new process under
 //! the same `session_id`): then its last loop prompt, recorded with the
-//! session id in `{skill}.hook.json`, began that iteration. `end` counts
-//! the responses of that prompt (`--prompt-id`).
+//! session id in `{skill}.hook.json`, began that iteration, and its Stop
+//! hook ran and left it open (`stopped`) — a session killed mid-turn ran
+//! no Stop hook, and its iteration is recovered as interrupted by
+//! `begin`. `end` counts the responses of that prompt (`--prompt-id`).
 //! Any other prompt passes untouched: nothing is printed or written.
 
 use super::answer::Answer;
@@ -185,16 +187,18 @@ fn decide(
     // An iteration this session still holds: its stop did not end it. The
     // session is this process, or this session's earlier process (`claude
     // -p --continue` runs each prompt in a new one, under the same session
-    // id), gone now.
+    // id), gone now after its Stop hook left the iteration open.
     let held = match Journal::load(&paths.inflight()) {
         Ok(Some(j)) => {
-            let began = Session::prompt_of(paths, &input.common.session_id, j.iteration);
+            let began = Session::began(paths, &input.common.session_id, j.iteration);
+            // Its Stop hook ran and left the iteration open: not killed.
             let ours = j.pid == pid
-                || (began.is_some() && liveness::check(&OsProbe, j.pid, j.process_start).is_dead());
+                || (began.as_ref().is_some_and(|s| s.stopped)
+                    && liveness::check(&OsProbe, j.pid, j.process_start).is_dead());
             ours.then_some(stop::Held {
                 iteration: j.iteration,
                 pid: j.pid,
-                prompt_id: began,
+                prompt_id: began.and_then(|s| s.prompt_id),
             })
         }
         Ok(None) => None,
@@ -243,6 +247,7 @@ fn decide(
         prompt_id: input.common.prompt_id.clone(),
         iteration,
         pending,
+        stopped: false,
     };
     match ran.code {
         exit::TICK_DONE => {
