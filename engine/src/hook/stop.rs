@@ -144,11 +144,12 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
             _ => ("left-open", Answer::Pass),
         };
         let redactor = redactor.get_or_insert_with(|| log::redactor(&project, hook.vars));
-        if matches!(decision, "block" | "left-open")
+        if decision == "left-open"
             && let Some(mut session) = Session::began(&paths, &input.common.session_id, n)
         {
-            // The turn ended with the iteration open: the session's next
-            // loop prompt ends it, from whichever process it runs in.
+            // The turn ended with the iteration open (a blocked stop goes
+            // on with the turn): the session's next loop prompt ends it,
+            // from whichever process it runs in.
             session.stopped = true;
             let _ = session.save(&paths, redactor);
         }
