@@ -30,7 +30,9 @@ use std::ffi::OsString;
 
 use serde_json::Value;
 
-use super::{LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended};
+use super::{
+    LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended, noise_note,
+};
 use crate::protocol::{ModelUsage, SkillEvent};
 use crate::runner::RunOutcome;
 use crate::transcript::{RawUsage, TokenTotals};
@@ -273,12 +275,7 @@ impl StreamReader for ClaudeStream {
             agents: self.subagents.len() as u64,
             ..Verdict::default()
         };
-        if self.noise > 0 {
-            verdict.notes.push(format!(
-                "{} line(s) of the stream were not JSON (skipped)",
-                self.noise
-            ));
-        }
+        verdict.notes.extend(noise_note(self.noise));
         let totals = match &self.result {
             None => streamed.clone(),
             Some(result) => {
@@ -370,6 +367,7 @@ impl StreamReader for ClaudeStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::exited_ok;
 
     fn feed(lines: &[&str]) -> (ClaudeStream, Vec<SkillEvent>) {
         let mut s = ClaudeStream::default();
@@ -378,13 +376,6 @@ mod tests {
             events.extend(s.line(l).events);
         }
         (s, events)
-    }
-
-    fn ok() -> RunOutcome {
-        RunOutcome {
-            exit_code: Some(0),
-            ..RunOutcome::default()
-        }
     }
 
     const INIT: &str = r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929","session_id":"s1","cwd":"/w","tools":["Bash"]}"#;
@@ -431,7 +422,7 @@ mod tests {
     fn the_result_is_authoritative_with_canonical_models_and_helpers() {
         let result = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Opened #3.\nDetails follow.","total_cost_usd":0.0123,"permission_denials":[],"modelUsage":{"claude-sonnet-4-5[1m]":{"inputTokens":15,"outputTokens":100,"cacheReadInputTokens":2200,"cacheCreationInputTokens":200,"costUSD":0.01,"canonicalModel":"claude-sonnet-4-5-20250929"},"claude-haiku-4-5":{"inputTokens":300,"outputTokens":20,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.0003}}}"#;
         let (mut s, _) = feed(&[INIT, STEP_A1, STEP_A2, STEP_B, result]);
-        let v = s.finish(&ok());
+        let v = s.finish(&exited_ok());
         assert_eq!(v.failure, None);
         assert_eq!(v.agent_cost, Some(0.0123));
         assert_eq!(v.agents, 1, "one Task tool use");
@@ -465,7 +456,7 @@ mod tests {
     fn a_dated_model_priced_under_its_canonical_name_counts_once() {
         let result = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Done.","total_cost_usd":0.01,"permission_denials":[],"modelUsage":{"claude-sonnet-4-5-20250929":{"inputTokens":15,"outputTokens":100,"cacheReadInputTokens":2200,"cacheCreationInputTokens":200,"costUSD":0.01,"canonicalModel":"claude-sonnet-4-5"}}}"#;
         let (mut s, _) = feed(&[INIT, STEP_A1, STEP_A2, STEP_B, result]);
-        let v = s.finish(&ok());
+        let v = s.finish(&exited_ok());
         assert_eq!(v.failure, None);
         let models: Vec<_> = v.usage.iter().map(|u| u.model.as_str()).collect();
         assert_eq!(models, ["claude-sonnet-4-5"]);
@@ -541,7 +532,7 @@ mod tests {
             )
         };
         let (mut s, _) = feed(&[&step("msg_a"), &step("msg_b")]);
-        let v = s.finish(&ok());
+        let v = s.finish(&exited_ok());
         assert_eq!(v.usage[0].cache_read_tokens, u64::MAX);
         assert_eq!(v.usage[0].tokens_in, u64::MAX);
 
@@ -550,7 +541,7 @@ mod tests {
             max = u64::MAX
         );
         let (mut s, _) = feed(&[&result]);
-        let v = s.finish(&ok());
+        let v = s.finish(&exited_ok());
         assert_eq!(v.failure, None);
         assert_eq!(v.usage[0].cache_write_tokens, u64::MAX);
     }

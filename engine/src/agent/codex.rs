@@ -28,7 +28,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended};
+use super::{
+    LineRead, StreamReader, Verdict, event_failure, event_or_noise, first_line, noise_note,
+};
 use crate::protocol::{ModelUsage, SkillEvent};
 use crate::runner::RunOutcome;
 
@@ -240,29 +242,19 @@ impl StreamReader for CodexStream {
         if self.total != Counts::default() {
             verdict.usage = vec![self.total.usage(&self.model)];
         }
-        if self.noise > 0 {
-            verdict.notes.push(format!(
-                "{} line(s) of the stream were not JSON (skipped)",
-                self.noise
-            ));
-        }
+        verdict.notes.extend(noise_note(self.noise));
         if self.model == UNKNOWN_MODEL {
             verdict.notes.push(
                 "Codex's model is not known: pass --agent-model MODEL or set `model` in Codex's config.toml, so its tokens are priced at its own rates".to_owned(),
             );
         }
         verdict.summary = self.last_message.as_deref().and_then(first_line);
-        let mut why = self.failures.clone();
-        if self.turns == 0 && self.failures.is_empty() {
-            why.push("the stream ended without turn.completed".to_owned());
-        }
-        why.extend(how_it_ended(run));
-        let quote = if self.failures.is_empty() {
-            run.last_stderr()
-        } else {
-            None
-        };
-        verdict.failure = failure("codex", &why, "; ", quote);
+        verdict.failure = event_failure(
+            "codex",
+            self.failures.clone(),
+            (self.turns == 0).then_some("the stream ended without turn.completed"),
+            run,
+        );
         verdict
     }
 }
@@ -270,13 +262,7 @@ impl StreamReader for CodexStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ok() -> RunOutcome {
-        RunOutcome {
-            exit_code: Some(0),
-            ..RunOutcome::default()
-        }
-    }
+    use crate::agent::exited_ok;
 
     #[test]
     fn cumulative_turn_usage_is_journaled_as_growth_and_cached_is_a_subset() {
@@ -314,7 +300,7 @@ mod tests {
                 },
             ]
         );
-        let v = s.finish(&ok());
+        let v = s.finish(&exited_ok());
         assert_eq!(v.failure, None);
         assert_eq!(v.agent_cost, None, "Codex reports no cost");
         assert_eq!(v.summary.as_deref(), Some("Opened #3."));
@@ -337,13 +323,13 @@ mod tests {
             r#"{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}"#,
         );
         assert_eq!(
-            s.finish(&ok()).failure.as_deref(),
+            s.finish(&exited_ok()).failure.as_deref(),
             Some("codex: turn.failed: stream disconnected before completion")
         );
         let mut s = CodexStream::new("gpt-5-codex");
         s.line(r#"{"type":"error","message":"unexpected status 401 Unauthorized"}"#);
         assert_eq!(
-            s.finish(&ok()).failure.as_deref(),
+            s.finish(&exited_ok()).failure.as_deref(),
             Some("codex: error: unexpected status 401 Unauthorized")
         );
         let mut s = CodexStream::new(UNKNOWN_MODEL);

@@ -37,7 +37,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended};
+use super::{
+    LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended, noise_note,
+};
 use crate::protocol::{ModelUsage, SkillEvent};
 use crate::runner::RunOutcome;
 
@@ -364,12 +366,7 @@ impl StreamReader for GeminiStream {
             .filter(|(_, c)| **c != Counts::default())
             .map(|(m, c)| c.usage(m))
             .collect();
-        if self.noise > 0 {
-            verdict.notes.push(format!(
-                "{} line(s) of the stream were not JSON (skipped)",
-                self.noise
-            ));
-        }
+        verdict.notes.extend(noise_note(self.noise));
         if self.session.is_some() && self.file.path.is_none() {
             verdict.notes.push(format!(
                 "the session file was not found under {}: spend is counted from the result only",
@@ -436,14 +433,8 @@ pub fn dirs(gemini_cli_home: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::exited_ok;
     use std::io::Write;
-
-    fn ok() -> RunOutcome {
-        RunOutcome {
-            exit_code: Some(0),
-            ..RunOutcome::default()
-        }
-    }
 
     const INIT: &str = r#"{"type":"init","timestamp":"t","session_id":"9ebfd330-f31e-4eee-af07-b7878ba693cd","model":"gemini-2.5-flash"}"#;
     // As Gemini CLI 0.61.0 wrote them: a response recorded, then rewritten
@@ -490,7 +481,7 @@ mod tests {
             .events;
         assert_eq!(rest.len(), 1, "the rewritten record counts nothing more");
         s.line(RESULT);
-        let v = s.finish(&ok());
+        let v = s.finish(&exited_ok());
         assert_eq!(v.failure, None);
         assert_eq!(v.summary.as_deref(), Some("Done."));
         assert_eq!(
@@ -511,7 +502,7 @@ mod tests {
         let mut s = GeminiStream::new(Vec::new(), Some("gemini-2.5-pro".into()));
         s.line(INIT);
         s.line(RESULT);
-        let v = s.finish(&ok());
+        let v = s.finish(&exited_ok());
         assert_eq!(v.usage[0].tokens_in, 2200);
         assert_eq!(v.usage[0].tokens_out, 100, "thoughts from the total");
         assert!(v.notes.iter().any(|n| n.contains("session file")));

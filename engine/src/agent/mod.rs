@@ -194,6 +194,11 @@ pub(crate) fn event_or_noise(
     event
 }
 
+/// The note of a stream with `noise` lines that were not JSON, if any.
+pub(crate) fn noise_note(noise: u64) -> Option<String> {
+    (noise > 0).then(|| format!("{noise} line(s) of the stream were not JSON (skipped)"))
+}
+
 /// An agent tick's root cause, `AGENT: WHY…[: QUOTE]`, or `None` when
 /// nothing in `why` went wrong.
 pub(crate) fn failure(
@@ -210,6 +215,41 @@ pub(crate) fn failure(
         why.join(sep),
         quote.map(|q| format!(": {q}")).unwrap_or_default()
     ))
+}
+
+/// The root cause of a run whose stream reports its failures as events
+/// (Codex's `error` and `turn.failed`, OpenCode's `error`): each failure;
+/// `unfinished` when the stream said nothing and never reached its
+/// closing event; how the process ended; and the last stderr line, quoted
+/// only when the stream said nothing.
+pub(crate) fn event_failure(
+    agent: &str,
+    failures: Vec<String>,
+    unfinished: Option<&str>,
+    run: &RunOutcome,
+) -> Option<String> {
+    let quote = if failures.is_empty() {
+        run.last_stderr()
+    } else {
+        None
+    };
+    let mut why = failures;
+    if why.is_empty()
+        && let Some(u) = unfinished
+    {
+        why.push(u.to_owned());
+    }
+    why.extend(how_it_ended(run));
+    failure(agent, &why, "; ", quote)
+}
+
+/// A run that exited 0, for the adapters' tests.
+#[cfg(test)]
+pub(crate) fn exited_ok() -> RunOutcome {
+    RunOutcome {
+        exit_code: Some(0),
+        ..RunOutcome::default()
+    }
 }
 
 /// How the process ended, when that alone is a failure.

@@ -30,7 +30,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended};
+use super::{
+    LineRead, StreamReader, Verdict, event_failure, event_or_noise, first_line, noise_note,
+};
 use crate::protocol::{ModelUsage, SkillEvent};
 use crate::runner::RunOutcome;
 
@@ -203,33 +205,22 @@ impl StreamReader for OpencodeStream {
         if self.total.tokens_in > 0 || self.total.tokens_out > 0 {
             verdict.usage = vec![self.total.clone()];
         }
-        if self.noise > 0 {
-            verdict.notes.push(format!(
-                "{} line(s) of the stream were not JSON (skipped)",
-                self.noise
-            ));
-        }
+        verdict.notes.extend(noise_note(self.noise));
         if self.model == UNKNOWN_MODEL {
             verdict.notes.push(
                 "OpenCode's model is not known: pass --agent-model PROVIDER/MODEL or set `model` in OpenCode's config, so its tokens are priced at its own rates".to_owned(),
             );
         }
         verdict.summary = self.last_text.as_deref().and_then(first_line);
-        let mut why: Vec<String> = self
-            .failures
-            .iter()
-            .map(|f| format!("error: {f}"))
-            .collect();
-        if self.steps == 0 && self.failures.is_empty() {
-            why.push("the stream ended without a step_finish".to_owned());
-        }
-        why.extend(how_it_ended(run));
-        let quote = if self.failures.is_empty() {
-            run.last_stderr()
-        } else {
-            None
-        };
-        verdict.failure = failure("opencode", &why, "; ", quote);
+        verdict.failure = event_failure(
+            "opencode",
+            self.failures
+                .iter()
+                .map(|f| format!("error: {f}"))
+                .collect(),
+            (self.steps == 0).then_some("the stream ended without a step_finish"),
+            run,
+        );
         verdict
     }
 }
@@ -237,13 +228,7 @@ impl StreamReader for OpencodeStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ok() -> RunOutcome {
-        RunOutcome {
-            exit_code: Some(0),
-            ..RunOutcome::default()
-        }
-    }
+    use crate::agent::exited_ok;
 
     // As OpenCode 1.18.33 printed them against the scripted Anthropic API.
     const STEP_1: &str = r#"{"type":"step_finish","timestamp":1,"sessionID":"ses_1","part":{"type":"step-finish","reason":"tool-calls","tokens":{"total":1650,"input":1000,"output":50,"reasoning":0,"cache":{"write":200,"read":400}},"cost":0.00462}}"#;
@@ -285,7 +270,7 @@ mod tests {
                 },
             ]
         );
-        let v = s.finish(&ok());
+        let v = s.finish(&exited_ok());
         assert_eq!(v.failure, None);
         assert_eq!(v.summary.as_deref(), Some("Opened #3."));
         assert!((v.agent_cost.unwrap() - 0.00852).abs() < 1e-12);
