@@ -141,6 +141,38 @@ fn a_tracker_outage_blocks_the_stop_once_and_the_next_prompt_ends_the_tick() {
     assert_eq!(w.history("work").len(), 1, "iteration 1 recorded once");
 }
 
+const FLAGS: &str = "/sdd:work --loop --max-prs 5";
+
+/// Iteration 1, begun by an earlier process of this test's session (a
+/// `claude -p` that `--continue` will replace); dropping it ends it.
+fn begun_by_an_earlier_process(w: &World) -> OtherSession {
+    let earlier = OtherSession::start();
+    let began = w.hook_as("user-prompt-submit", &w.prompt(FLAGS, "p-1"), earlier.pid());
+    assert!(began.context().is_some(), "{:?}", began.json);
+    earlier
+}
+
+/// The earlier process's turn ends with iteration 1 open: the tracker is
+/// down at both stops (the first blocked, the second let through).
+fn left_open_by(w: &World, earlier: &OtherSession) {
+    let outage = w.tracker.inject(Fault::status("GET", "**/pulls", 503));
+    let first = w.hook_as("stop", &w.stop(false, "Done.", "p-1"), earlier.pid());
+    assert!(first.blocked(), "{:?}", first.json);
+    let second = w.hook_as("stop", &w.stop(true, "Done.", "p-1"), earlier.pid());
+    assert!(second.passed(), "never blocks twice: {:?}", second.json);
+    w.tracker.remove_fault(outage);
+}
+
+/// Sends `prompt` from this process; iteration 2 begins. The history then.
+fn next_prompt(w: &World, prompt: &serde_json::Value) -> Vec<serde_json::Value> {
+    let next = w.hook("user-prompt-submit", prompt);
+    let context = next.context().unwrap_or_else(|| panic!("{:?}", next.json));
+    assert!(context.contains("iteration 2"), "{context}");
+    let history = w.history("work");
+    assert_eq!(history.len(), 1, "iteration 1 recorded once");
+    history
+}
+
 // `claude -p --continue` runs each prompt in a new process under the same
 // session id: an iteration the session's earlier process left open (its
 // stops could not end it) is ended by the session's next loop prompt with
@@ -149,23 +181,11 @@ fn a_tracker_outage_blocks_the_stop_once_and_the_next_prompt_ends_the_tick() {
 #[test]
 fn an_iteration_the_session_s_earlier_process_left_open_is_ended_by_its_next_prompt() {
     let w = World::new(TWO_STORIES);
-    let earlier = OtherSession::start();
-    let flags = "/sdd:work --loop --max-prs 5";
-    let began = w.hook_as("user-prompt-submit", &w.prompt(flags, "p-1"), earlier.pid());
-    assert!(began.context().is_some(), "{:?}", began.json);
-    let outage = w.tracker.inject(Fault::status("GET", "**/pulls", 503));
-    let first = w.hook_as("stop", &w.stop(false, "Done.", "p-1"), earlier.pid());
-    assert!(first.blocked(), "{:?}", first.json);
-    let second = w.hook_as("stop", &w.stop(true, "Done.", "p-1"), earlier.pid());
-    assert!(second.passed(), "never blocks twice: {:?}", second.json);
-    w.tracker.remove_fault(outage);
+    let earlier = begun_by_an_earlier_process(&w);
+    left_open_by(&w, &earlier);
     drop(earlier);
 
-    let next = w.hook("user-prompt-submit", &w.prompt(flags, "p-2"));
-    let context = next.context().unwrap_or_else(|| panic!("{:?}", next.json));
-    assert!(context.contains("iteration 2"), "{context}");
-    let history = w.history("work");
-    assert_eq!(history.len(), 1, "iteration 1 recorded once");
+    let history = next_prompt(&w, &w.prompt(FLAGS, "p-2"));
     assert_eq!(history[0]["outcome"], "ok", "{}", history[0]);
     assert!(history[0].get("error").is_none(), "{}", history[0]);
     assert!(
@@ -187,19 +207,13 @@ fn an_iteration_the_session_s_earlier_process_left_open_is_ended_by_its_next_pro
 #[test]
 fn a_dead_process_s_iteration_is_recovered_not_ended_by_another_session() {
     let w = World::new(TWO_STORIES);
-    let earlier = OtherSession::start();
-    let flags = "/sdd:work --loop --max-prs 5";
-    let began = w.hook_as("user-prompt-submit", &w.prompt(flags, "p-1"), earlier.pid());
-    assert!(began.context().is_some(), "{:?}", began.json);
+    let earlier = begun_by_an_earlier_process(&w);
+    left_open_by(&w, &earlier);
     drop(earlier);
 
-    let mut other = w.prompt(flags, "o-1");
+    let mut other = w.prompt(FLAGS, "o-1");
     other["session_id"] = serde_json::json!("99999999-8888-7777-6666-555555555555");
-    let next = w.hook("user-prompt-submit", &other);
-    let context = next.context().unwrap_or_else(|| panic!("{:?}", next.json));
-    assert!(context.contains("iteration 2"), "{context}");
-    let history = w.history("work");
-    assert_eq!(history.len(), 1);
+    let history = next_prompt(&w, &other);
     assert_eq!(history[0]["error"], "interrupted", "{}", history[0]);
 }
 
@@ -209,17 +223,9 @@ fn a_dead_process_s_iteration_is_recovered_not_ended_by_another_session() {
 #[test]
 fn a_session_killed_mid_turn_has_its_iteration_recovered_as_interrupted() {
     let w = World::new(TWO_STORIES);
-    let earlier = OtherSession::start();
-    let flags = "/sdd:work --loop --max-prs 5";
-    let began = w.hook_as("user-prompt-submit", &w.prompt(flags, "p-1"), earlier.pid());
-    assert!(began.context().is_some(), "{:?}", began.json);
-    drop(earlier);
+    drop(begun_by_an_earlier_process(&w));
 
-    let next = w.hook("user-prompt-submit", &w.prompt(flags, "p-2"));
-    let context = next.context().unwrap_or_else(|| panic!("{:?}", next.json));
-    assert!(context.contains("iteration 2"), "{context}");
-    let history = w.history("work");
-    assert_eq!(history.len(), 1);
+    let history = next_prompt(&w, &w.prompt(FLAGS, "p-2"));
     assert_eq!(history[0]["error"], "interrupted", "{}", history[0]);
 }
 
