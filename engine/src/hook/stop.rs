@@ -104,11 +104,11 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
         };
         let skill = paths.skill;
         let summary = summary(input.last_assistant_message.as_deref());
+        let began = Session::began(&paths, &input.common.session_id, journal.iteration);
         let held = Held {
             iteration: journal.iteration,
             pid,
-            prompt_id: Session::began(&paths, &input.common.session_id, journal.iteration)
-                .and_then(|s| s.prompt_id),
+            prompt_id: began.as_ref().and_then(|s| s.prompt_id.clone()),
         };
         let ran = end(
             hook,
@@ -145,7 +145,7 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
         };
         let redactor = redactor.get_or_insert_with(|| log::redactor(&project, hook.vars));
         if decision == "left-open"
-            && let Some(mut session) = Session::began(&paths, &input.common.session_id, n)
+            && let Some(mut session) = began
         {
             // The turn ended with the iteration open (a blocked stop goes
             // on with the turn): the session's next loop prompt ends it,
