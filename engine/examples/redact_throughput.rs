@@ -16,8 +16,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use sdd_loop::claude_md::ClaudeMd;
-use sdd_loop::redact::Redactor;
+use sdd_loop::rules::claude_md::ClaudeMd;
+use sdd_loop::rules::redact::Redactor;
 
 struct Options {
     mb: f64,

@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::budget::CeilingFlags;
-use crate::crash::CrashPoints;
-use crate::gates::AnswerFlag;
-use crate::paths::Skill;
+use crate::os::crash::CrashPoints;
+use crate::rules::gates::AnswerFlag;
+use crate::state::budget::CeilingFlags;
+use crate::state::paths::Skill;
 
 /// `--lock` (ADR-0028 concurrency model).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -84,7 +84,7 @@ pub struct TickConfig {
     /// The tracker token, redacted likewise.
     pub tracker_token: Option<String>,
     /// The `sdd-loop` binary, to run the skill under its guard
-    /// ([`crate::guard`]); `None` runs `sh -c` directly.
+    /// ([`crate::skill::guard`]); `None` runs `sh -c` directly.
     pub guard: Option<PathBuf>,
 }
 

@@ -2,50 +2,39 @@
 //! one tick of an autonomous coding loop, and the safety contract holds on
 //! every tick whatever the wrapped skill does.
 //!
-//! Modules, one concept each: the on-disk contract ([`lock`], [`budget`],
-//! [`history`], [`reconcile`], [`journal`]), its inputs ([`rates`],
-//! [`redact`], [`claude_md`]), the contract's closed sets ([`stop`],
-//! [`gates`]), the world ([`backlog`], [`tracker`], [`git`]), the wrapped
-//! skill ([`protocol`], [`exchange`], [`runner`], [`guard`]), real agents
-//! as the work ([`agent`]), the spend of an in-session agent
-//! ([`transcript`]), the contract enforced inside a Claude Code session
-//! by its hooks ([`hook`]), the seams ([`clock`],
-//! [`liveness`], [`holder`], [`files`]), and the command line ([`cli`]).
+//! The rooms, each importing only the ones listed before it
+//! (`engine/tests/imports.rs` holds that):
+//!
+//! - [`os`] — the seams to the operating system: clock, liveness, crash
+//!   points.
+//! - [`state`] — every file under `.sdd/loop/`: lock and holder, budget,
+//!   history, reconciliation, journal, witness, the skill's exchange, the
+//!   schemas.
+//! - [`rules`] — the contract's decisions: stop conditions, gates, cost
+//!   rates, redaction, `CLAUDE.md`.
+//! - [`world`] — the tracker, git, the backlog, other programs.
+//! - [`skill`] — the wrapped skill and its guard.
+//! - [`transcript`] — what an in-session agent spent, from its transcript.
+//! - [`agent`] — real agent CLIs as the work.
+//! - [`tick`] — one tick: begin, the work, end, and what it prints.
+//! - [`hook`] — the contract enforced inside a Claude Code session by its
+//!   hooks.
+//! - [`cli`] — the command line, `doctor` and `status`.
+//!
+//! Three crate-wide leaves sit beside them: [`exit`] (exit statuses),
+//! [`yaml`] (the one YAML reader) and [`config`] (a tick's settings,
+//! gathered by the command line and passed down).
 
 pub mod agent;
-pub mod backlog;
-pub mod budget;
-pub mod claude_md;
 pub mod cli;
-pub mod clock;
 pub mod config;
-pub mod crash;
-pub mod doctor;
-pub mod exchange;
 pub mod exit;
-pub mod files;
-pub mod gates;
-pub mod git;
-pub mod guard;
-pub mod history;
-pub mod holder;
 pub mod hook;
-pub mod journal;
-pub mod liveness;
-pub mod lock;
-pub mod paths;
-pub mod program;
-pub mod protocol;
-pub mod rates;
-pub mod reconcile;
-pub mod redact;
-pub mod report;
-pub mod runner;
-pub mod schema;
-pub mod status;
-pub mod stop;
+pub mod os;
+pub mod rules;
+pub mod skill;
+pub mod state;
 pub mod tick;
-pub mod tracker;
 pub mod transcript;
-pub mod witness;
+pub mod world;
 pub mod yaml;

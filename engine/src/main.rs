@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let signals = sdd_loop::runner::SignalFlag::install().ok();
+    let signals = sdd_loop::skill::runner::SignalFlag::install().ok();
     let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr().lock());
     let stdin = std::io::stdin();
     let (terminal, piped) = if stdin.is_terminal() {
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
             stdin: piped,
             interrupts: signals
                 .as_ref()
-                .map(|s| s as &dyn sdd_loop::runner::Interrupts),
+                .map(|s| s as &dyn sdd_loop::skill::runner::Interrupts),
         };
         // A bug must end as the documented internal-error status, not as
         // an unwinding panic's 101; the lock, if held, is released by drop.

@@ -19,15 +19,15 @@ use std::time::Duration;
 
 use sdd_loop::agent::world::{self, Before};
 use sdd_loop::agent::{AgentKind, AgentRunner, AgentSettings};
-use sdd_loop::exchange::{Exchange, fold_events};
-use sdd_loop::history::PrState;
-use sdd_loop::paths::{Skill, StatePaths};
-use sdd_loop::protocol::{
+use sdd_loop::rules::redact::Redactor;
+use sdd_loop::skill::runner::{NoInterrupts, ProcessRunner, RunSpec, SkillRunner};
+use sdd_loop::state::exchange::{Exchange, fold_events};
+use sdd_loop::state::history::PrState;
+use sdd_loop::state::paths::{Skill, StatePaths};
+use sdd_loop::state::protocol::{
     Criteria, IssueAssignment, ModelUsage, PROTOCOL_VERSION, PrAssignment, SkillRequest,
 };
-use sdd_loop::redact::Redactor;
-use sdd_loop::runner::{NoInterrupts, ProcessRunner, RunSpec, SkillRunner};
-use sdd_loop::tracker::ReviewComment;
+use sdd_loop::world::tracker::ReviewComment;
 use support::{FakeGit, FakeTracker, pull};
 
 fn work_request() -> SkillRequest {
@@ -261,7 +261,7 @@ fn agent(stream: &[&str], exit: i32) -> (Agent, PathBuf) {
         stall_timeout: Duration::from_secs(60),
         drain_timeout: Duration::from_secs(60),
         stop_file: paths.stop_request(),
-        crash: sdd_loop::crash::CrashPoints::none(),
+        crash: sdd_loop::os::crash::CrashPoints::none(),
         journal: None,
         guard: None,
         dollars_left: Some(12.345),
@@ -278,7 +278,7 @@ fn agent(stream: &[&str], exit: i32) -> (Agent, PathBuf) {
     )
 }
 
-fn run(a: &Agent, settings: AgentSettings) -> (sdd_loop::runner::RunOutcome, String) {
+fn run(a: &Agent, settings: AgentSettings) -> (sdd_loop::skill::runner::RunOutcome, String) {
     let tracker = FakeTracker::default();
     let git = FakeGit::default();
     let mut runner = AgentRunner {

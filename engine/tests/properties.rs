@@ -30,7 +30,7 @@ use std::sync::LazyLock;
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use sdd_loop::redact::Redactor;
+use sdd_loop::rules::redact::Redactor;
 
 /// The default number of cases (256, or `PROPTEST_CASES`), with failures
 /// saved next to this file (`properties.proptest-regressions`) and replayed
@@ -364,7 +364,7 @@ fn dollars() -> impl Strategy<Value = f64> {
 /// A count the engine writes: up to `MAX_COUNT` (larger ones are refused
 /// on read; `hand_edited_state` below feeds those).
 fn count() -> impl Strategy<Value = u64> {
-    prop_oneof![0u64..100, 0u64..=sdd_loop::budget::MAX_COUNT]
+    prop_oneof![0u64..100, 0u64..=sdd_loop::state::budget::MAX_COUNT]
 }
 
 /// Fields another writer added: kept on rewrite. The `x_` prefix keeps
@@ -402,8 +402,8 @@ fn messy_bytes() -> impl Strategy<Value = Vec<u8>> {
 
 mod history_lines {
     use super::*;
-    use sdd_loop::budget::{ModelTokens, RunStop};
-    use sdd_loop::history::{
+    use sdd_loop::state::budget::{ModelTokens, RunStop};
+    use sdd_loop::state::history::{
         self, ActiveWorktree, BudgetSnapshot, FailureRecord, GateRecord, HistoryLine, Outcome,
         PrState, TrackedPr,
     };
@@ -725,7 +725,7 @@ mod history_lines {
 
 mod budget_file {
     use super::*;
-    use sdd_loop::budget::{Budget, CeilingFlags, Ceilings, ModelTokens, RunStop};
+    use sdd_loop::state::budget::{Budget, CeilingFlags, Ceilings, ModelTokens, RunStop};
     use std::path::Path;
 
     fn budget() -> impl Strategy<Value = Budget> {
@@ -858,7 +858,7 @@ mod budget_file {
 
 mod lock_record {
     use super::*;
-    use sdd_loop::lock::LockRecord;
+    use sdd_loop::state::lock::LockRecord;
 
     fn record() -> impl Strategy<Value = LockRecord> {
         (
@@ -902,8 +902,8 @@ mod lock_record {
 
 mod claude_md_tables {
     use super::*;
-    use sdd_loop::claude_md::ClaudeMd;
-    use sdd_loop::rates::{Rate, RateSource, RateTable};
+    use sdd_loop::rules::claude_md::ClaudeMd;
+    use sdd_loop::rules::rates::{Rate, RateSource, RateTable};
     use std::path::Path;
 
     /// Lines a CLAUDE.md is made of, in any order.
@@ -942,7 +942,7 @@ mod claude_md_tables {
         fn any_claude_md_is_tables_or_an_error(text in markdown()) {
             let md = ClaudeMd::parse(Path::new("CLAUDE.md"), &text);
             let _ = RateTable::from_claude_md(&md);
-            let _ = sdd_loop::redact::Redactor::from_claude_md(&md);
+            let _ = sdd_loop::rules::redact::Redactor::from_claude_md(&md);
             let _ = md.agent_logins();
         }
 
@@ -991,7 +991,7 @@ mod claude_md_tables {
                 text.push_str(&format!("| `{word}` | {} |\n", replacement.as_deref().unwrap_or("")));
             }
             let redactor =
-                sdd_loop::redact::Redactor::from_claude_md(&ClaudeMd::parse(Path::new("CLAUDE.md"), &text))
+                sdd_loop::rules::redact::Redactor::from_claude_md(&ClaudeMd::parse(Path::new("CLAUDE.md"), &text))
                     .unwrap();
             prop_assert_eq!(redactor.project_patterns(), rows.len());
             for (word, replacement) in rows {
@@ -1009,7 +1009,7 @@ mod claude_md_tables {
 
 mod answers_file {
     use super::*;
-    use sdd_loop::gates::{GateName, Script, ScriptedAnswer};
+    use sdd_loop::rules::gates::{GateName, Script, ScriptedAnswer};
     use std::path::Path;
 
     fn entry() -> impl Strategy<Value = ScriptedAnswer> {
@@ -1094,7 +1094,7 @@ mod answers_file {
 
 mod skill_protocol {
     use super::*;
-    use sdd_loop::protocol::{SkillEvent, SkillResult};
+    use sdd_loop::state::protocol::{SkillEvent, SkillResult};
     use serde_json::{Value, json};
 
     fn state() -> impl Strategy<Value = &'static str> {
@@ -1210,9 +1210,9 @@ mod skill_protocol {
 mod tracker_json {
     use super::history_lines::pr_state;
     use super::*;
-    use sdd_loop::backlog::Issue;
-    use sdd_loop::history::PrState;
-    use sdd_loop::tracker::{self, Pull, ReviewComment};
+    use sdd_loop::state::history::PrState;
+    use sdd_loop::world::backlog::Issue;
+    use sdd_loop::world::tracker::{self, Pull, ReviewComment};
     use serde_json::{Value, json};
 
     const URL: &str = "https://tracker.example/repos/acme/app/issues";
@@ -1382,10 +1382,10 @@ mod tracker_json {
 mod journal_file {
     use super::history_lines::{gate, tracked_pr, worktree};
     use super::*;
-    use sdd_loop::journal::{Driver, Journal, SkillProcess};
-    use sdd_loop::paths::Skill;
-    use sdd_loop::protocol::{Criteria, IssueAssignment, PrAssignment, SkillRequest};
-    use sdd_loop::report::Shown;
+    use sdd_loop::state::journal::Shown;
+    use sdd_loop::state::journal::{Driver, Journal, SkillProcess};
+    use sdd_loop::state::paths::Skill;
+    use sdd_loop::state::protocol::{Criteria, IssueAssignment, PrAssignment, SkillRequest};
     use std::path::PathBuf;
 
     pub fn request() -> impl Strategy<Value = SkillRequest> {
@@ -1563,8 +1563,8 @@ mod journal_file {
 
 mod exchange_events {
     use super::*;
-    use sdd_loop::exchange::{Exchange, fold_events};
-    use sdd_loop::protocol::SkillEvent;
+    use sdd_loop::state::exchange::{Exchange, fold_events};
+    use sdd_loop::state::protocol::SkillEvent;
 
     fn event() -> impl Strategy<Value = SkillEvent> {
         use super::history_lines::pr_state;
@@ -1958,8 +1958,8 @@ mod agent_streams {
     use sdd_loop::agent::claude::ClaudeStream;
     use sdd_loop::agent::codex::{self, CodexStream};
     use sdd_loop::agent::{StreamReader, Verdict};
-    use sdd_loop::protocol::{ModelUsage, SkillEvent};
-    use sdd_loop::runner::RunOutcome;
+    use sdd_loop::skill::runner::RunOutcome;
+    use sdd_loop::state::protocol::{ModelUsage, SkillEvent};
     use serde_json::{Value, json};
     use std::collections::BTreeMap;
 
@@ -3186,8 +3186,8 @@ mod prompt_templates {
     use super::journal_file::request;
     use super::*;
     use sdd_loop::agent::prompt::{PLACEHOLDERS, PromptError, Template};
-    use sdd_loop::paths::Skill;
-    use sdd_loop::protocol::SkillRequest;
+    use sdd_loop::state::paths::Skill;
+    use sdd_loop::state::protocol::SkillRequest;
     use std::path::Path;
 
     const FILE: &str = "/w/.sdd/loop/exchange/request.json";
@@ -3325,13 +3325,16 @@ mod prompt_templates {
 #[test]
 fn deeply_nested_input_is_an_error() {
     use sdd_loop::agent::StreamReader;
-    use sdd_loop::{budget::Budget, gates::Script, history, lock::LockRecord, tracker};
+    use sdd_loop::{
+        rules::gates::Script, state::budget::Budget, state::history, state::lock::LockRecord,
+        world::tracker,
+    };
     use std::path::Path;
     let json = "[".repeat(100_000);
     assert!(history::parse_line(json.as_bytes()).is_err());
     assert!(Budget::from_slice(Path::new("b.json"), json.as_bytes()).is_err());
     assert!(LockRecord::from_slice(json.as_bytes()).is_err());
-    assert!(serde_json::from_str::<sdd_loop::protocol::SkillResult>(&json).is_err());
+    assert!(serde_json::from_str::<sdd_loop::state::protocol::SkillResult>(&json).is_err());
     assert!(tracker::parse_issues("u", &json).is_err());
     let mut claude = sdd_loop::agent::claude::ClaudeStream::default();
     let mut codex = sdd_loop::agent::codex::CodexStream::new("m");
@@ -3347,7 +3350,7 @@ fn deeply_nested_input_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("work.inflight.json");
     std::fs::write(&path, &json).unwrap();
-    assert!(sdd_loop::journal::Journal::load(&path).is_err());
+    assert!(sdd_loop::state::journal::Journal::load(&path).is_err());
     let transcript = dir.path().join("session.jsonl");
     std::fs::write(&transcript, &json).unwrap();
     let tick = sdd_loop::transcript::TickId {
@@ -3378,8 +3381,8 @@ fn deeply_nested_input_is_an_error() {
 /// to it, never rewrites the file — and a refusal names the field.
 mod hand_edited_state {
     use super::*;
-    use sdd_loop::budget::{Budget, MAX_COUNT};
-    use sdd_loop::history;
+    use sdd_loop::state::budget::{Budget, MAX_COUNT};
+    use sdd_loop::state::history;
     use serde_json::{Value, json};
 
     const BUDGET: &str = r##"{"started_at":"2026-05-09T14:00:00Z","max_iterations":5,"max_prs":20,"max_minutes":60,"max_dollars":25.0,"iterations_used":2,"prs_touched":["#3"],"comments_pushed":1,"merges_attempted":0,"minutes_elapsed":12,"tokens_in":1000,"tokens_out":100,"agents_dispatched":2,"dollars_estimate":0.5,"rate_table_source":"built-in default","qmd_failures_consecutive":0,"tokens_by_model":{"claude-sonnet-4-5":{"tokens_in":1000,"tokens_out":100}},"seconds_elapsed":720}"##;
@@ -3456,7 +3459,7 @@ mod hand_edited_state {
     }
 
     fn counts_in_range(v: &Value) -> bool {
-        sdd_loop::budget::count_above_max(v).is_none()
+        sdd_loop::state::budget::count_above_max(v).is_none()
     }
 
     proptest! {
@@ -3528,7 +3531,7 @@ mod hand_edited_state {
                             let snap = l.line.snapshot();
                             prop_assert!(snap.iterations_used.unwrap_or(0) < MAX_COUNT + 1);
                             let budget: Budget = serde_json::from_str(BUDGET).unwrap();
-                            let r = sdd_loop::reconcile::reconcile(Some(budget), Some(&l.line), false);
+                            let r = sdd_loop::state::reconcile::reconcile(Some(budget), Some(&l.line), false);
                             if let Some(b) = r.budget {
                                 prop_assert!(b.iterations_used <= MAX_COUNT);
                                 prop_assert!(b.dollars_estimate >= 0.0);

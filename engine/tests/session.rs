@@ -7,10 +7,10 @@
 mod support;
 
 use sdd_loop::exit;
-use sdd_loop::history::{Outcome, PrState};
-use sdd_loop::paths::Skill;
-use sdd_loop::protocol::ModelUsage;
-use sdd_loop::redact::Redactor;
+use sdd_loop::rules::redact::Redactor;
+use sdd_loop::state::history::{Outcome, PrState};
+use sdd_loop::state::paths::Skill;
+use sdd_loop::state::protocol::ModelUsage;
 use sdd_loop::tick::{EndFlags, EndInput, ResultInput, WorkReport, append_event};
 use support::*;
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use sdd_loop::history::{self, Outcome};
+use sdd_loop::state::history::{self, Outcome};
 use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 

@@ -10,15 +10,17 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 
 use jiff::SignedDuration;
-use sdd_loop::backlog::Issue;
 use sdd_loop::config::LockChoice;
-use sdd_loop::exchange::Exchange;
-use sdd_loop::gates::NoPrompt;
-use sdd_loop::history::{Outcome, PrState};
-use sdd_loop::paths::Skill;
-use sdd_loop::protocol::{ChainReport, Failure, ModelUsage, PrReport, ReviewRounds, SkillResult};
-use sdd_loop::runner::InterruptKind;
-use sdd_loop::tracker::ReviewComment;
+use sdd_loop::rules::gates::NoPrompt;
+use sdd_loop::skill::runner::InterruptKind;
+use sdd_loop::state::exchange::Exchange;
+use sdd_loop::state::history::{Outcome, PrState};
+use sdd_loop::state::paths::Skill;
+use sdd_loop::state::protocol::{
+    ChainReport, Failure, ModelUsage, PrReport, ReviewRounds, SkillResult,
+};
+use sdd_loop::world::backlog::Issue;
+use sdd_loop::world::tracker::ReviewComment;
 
 use support::*;
 
@@ -186,7 +188,7 @@ fn in_progress_issues_are_never_picked() {
 fn stop_file_stops_before_dispatch_and_is_consumed() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
     let paths = s.paths(Skill::Work);
-    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    sdd_loop::state::files::ensure_private_dir(&paths.dir).unwrap();
     std::fs::write(paths.stop_request(), "").unwrap();
     let r = s.tick(&s.cfg(Skill::Work));
     assert_eq!(r.code, 3);
@@ -312,7 +314,7 @@ fn repeated_failure_skip_defers_the_target_for_the_run() {
 fn lock_held_by_a_live_pid_skips_without_advancing() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
     let paths = s.paths(Skill::Work);
-    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    sdd_loop::state::files::ensure_private_dir(&paths.dir).unwrap();
     std::fs::write(
         paths.lock(),
         r#"{"pid":777,"iteration":3,"started_at":"2026-05-09T13:59:00Z","skill":"work"}"#,
@@ -362,7 +364,7 @@ fn many_skipped_lines_do_not_hide_the_run() {
 fn dead_pid_lock_is_reaped_and_the_tick_proceeds() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
     let paths = s.paths(Skill::Work);
-    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    sdd_loop::state::files::ensure_private_dir(&paths.dir).unwrap();
     std::fs::write(
         paths.lock(),
         r#"{"pid":778,"iteration":3,"started_at":"2026-05-09T13:59:00Z","skill":"work"}"#,
@@ -379,7 +381,7 @@ fn dead_pid_lock_is_reaped_and_the_tick_proceeds() {
 fn resume_aborts_on_a_live_holder() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
     let paths = s.paths(Skill::Work);
-    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    sdd_loop::state::files::ensure_private_dir(&paths.dir).unwrap();
     std::fs::write(
         paths.lock(),
         r#"{"pid":777,"iteration":3,"started_at":"t","skill":"work"}"#,
@@ -398,7 +400,7 @@ fn resume_aborts_on_a_live_holder() {
 fn force_unlock_asks_every_time() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
     let paths = s.paths(Skill::Work);
-    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    sdd_loop::state::files::ensure_private_dir(&paths.dir).unwrap();
     let plant = || {
         std::fs::write(
             paths.lock(),
@@ -501,13 +503,13 @@ fn ambiguous_criteria_options_each_do_what_they_say() {
         "Issue #1 has ambiguous criteria. Skip, escalate, or proceed with my best interpretation?"
     );
     let req = &s.runner.requests[0];
-    let picked: Vec<(u64, sdd_loop::protocol::Criteria)> =
+    let picked: Vec<(u64, sdd_loop::state::protocol::Criteria)> =
         req.issues.iter().map(|i| (i.number, i.criteria)).collect();
     assert_eq!(
         picked,
         [
-            (2, sdd_loop::protocol::Criteria::BestInterpretation),
-            (3, sdd_loop::protocol::Criteria::Clear)
+            (2, sdd_loop::state::protocol::Criteria::BestInterpretation),
+            (3, sdd_loop::state::protocol::Criteria::Clear)
         ]
     );
     assert_eq!(
@@ -747,7 +749,7 @@ fn redaction_applies_to_recorded_gates() {
 
 fn seed_tracked_run(s: &mut Sandbox) {
     s.runner.steps = vec![Step::ok(SkillResult {
-        worktrees: vec![sdd_loop::protocol::WorktreeReport {
+        worktrees: vec![sdd_loop::state::protocol::WorktreeReport {
             path: ".sdd/worktrees/feature-10".into(),
             branch: "feature/10".into(),
             head_sha: "sha10".into(),
@@ -958,7 +960,7 @@ fn a_crashed_iteration_is_recovered_from_its_journal() {
     let paths = s.paths(Skill::Work);
     // A tick that died mid-flight: its lock, journal and progress events.
     let budget = s.budget(Skill::Work);
-    let journal = sdd_loop::journal::Journal {
+    let journal = sdd_loop::state::journal::Journal {
         iteration: 2,
         pid: 999,
         process_start: None,
@@ -1032,7 +1034,7 @@ fn a_crashed_iteration_is_recovered_even_when_a_halted_line_carries_its_number()
     let budget = s.budget(Skill::Work);
     assert_eq!(budget.iterations_used, 1);
     // The resumed run's iteration 2 dies mid-flight.
-    let journal = sdd_loop::journal::Journal {
+    let journal = sdd_loop::state::journal::Journal {
         iteration: 2,
         pid: 999,
         process_start: None,
@@ -1118,7 +1120,7 @@ fn an_orphaned_skill_is_stopped_before_its_iteration_is_recovered() {
     assert_eq!(std::fs::read_to_string(&ready).unwrap(), "ready\n");
     let pgid = orphan.id();
     let budget = s.budget(Skill::Work);
-    let journal = sdd_loop::journal::Journal {
+    let journal = sdd_loop::state::journal::Journal {
         iteration: 2,
         pid: 999,
         process_start: None,
@@ -1136,7 +1138,7 @@ fn an_orphaned_skill_is_stopped_before_its_iteration_is_recovered() {
         single_pr: None,
         budget_file: None,
         claude_md: None,
-        skill_process: Some(sdd_loop::journal::SkillProcess { pgid, start: None }),
+        skill_process: Some(sdd_loop::state::journal::SkillProcess { pgid, start: None }),
     };
     journal.save(&paths.inflight()).unwrap();
     std::fs::write(
@@ -1198,7 +1200,7 @@ fn absurd_counts_from_the_skill_saturate() {
     }
     let b = s.budget(Skill::Work);
     // Saturated where the engine can read them back: 2^53 - 1.
-    let max = sdd_loop::budget::MAX_COUNT;
+    let max = sdd_loop::state::budget::MAX_COUNT;
     assert_eq!(
         (b.tokens_in, b.agents_dispatched, b.comments_pushed),
         (max, max, max)
@@ -1212,8 +1214,8 @@ fn absurd_counts_from_the_skill_saturate() {
 fn exit_64_for_an_answer_that_is_not_an_option() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, "vague")]);
     let mut cfg = s.cfg(Skill::Work);
-    cfg.answers.push(sdd_loop::gates::AnswerFlag {
-        gate: sdd_loop::gates::GateName::AmbiguousCriteria,
+    cfg.answers.push(sdd_loop::rules::gates::AnswerFlag {
+        gate: sdd_loop::rules::gates::GateName::AmbiguousCriteria,
         answer: "maybe".into(),
     });
     let r = s.tick(&cfg);
@@ -1228,7 +1230,7 @@ fn exit_64_for_an_answer_that_is_not_an_option() {
 fn exit_65_for_a_budget_missing_a_field_left_untouched() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
     let paths = s.paths(Skill::Work);
-    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    sdd_loop::state::files::ensure_private_dir(&paths.dir).unwrap();
     std::fs::write(paths.budget(), "{\"started_at\": \"t\"}").unwrap();
     let r = s.tick(&s.cfg(Skill::Work));
     assert_eq!(r.code, 65);
@@ -1405,7 +1407,7 @@ fn a_line_another_process_is_still_appending_is_waited_for_never_cut() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
     s.runner.steps = vec![Step::ok(opened(10, 1000))];
     let paths = s.paths(Skill::Work);
-    sdd_loop::files::ensure_private_dir(&paths.dir).unwrap();
+    sdd_loop::state::files::ensure_private_dir(&paths.dir).unwrap();
     let skipped = r#"{"iteration":1,"skill":"work","outcome":"skipped_lock","lock_held":false,"note":"written by another process"}"#;
     std::fs::write(paths.history(), "").unwrap();
     let (half, rest) = skipped.split_at(skipped.len() / 2);
@@ -1486,7 +1488,7 @@ fn deleted_state_fails_closed_and_fresh_starts_a_new_loop_on_purpose() {
     cfg.ceilings.max_iterations = Some(2);
     assert_eq!(s.tick(&cfg).code, 0);
     let paths = s.paths(Skill::Work);
-    let witness = sdd_loop::witness::path(&paths);
+    let witness = sdd_loop::state::witness::path(&paths);
     assert!(witness.is_file(), "{}", witness.display());
     std::fs::remove_file(paths.history()).unwrap();
     std::fs::remove_file(paths.budget()).unwrap();

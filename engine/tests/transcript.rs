@@ -10,9 +10,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use sdd_loop::budget::{Budget, Ceilings};
-use sdd_loop::protocol::ModelUsage;
-use sdd_loop::rates::RateTable;
+use sdd_loop::rules::rates::RateTable;
+use sdd_loop::state::budget::{Budget, Ceilings};
+use sdd_loop::state::protocol::ModelUsage;
 use sdd_loop::transcript::{
     ClaudeDirs, Counted, Ledger, Skipped, TickId, TokenTotals, TranscriptChoice, TranscriptError,
     count_spend, locate,

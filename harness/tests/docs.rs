@@ -9,7 +9,7 @@ use std::path::Path;
 use rstest::rstest;
 use sdd_harness::cli::{Env, exit, find_workspace, main_with};
 use sdd_harness::judging::docs::{self, compare, engine, markdown::Doc};
-use sdd_loop::paths::Skill;
+use sdd_loop::state::paths::Skill;
 
 fn workspace() -> std::path::PathBuf {
     find_workspace(&std::env::current_dir().unwrap()).expect("the tests run inside the workspace")

@@ -465,6 +465,114 @@ fn the_mocks_and_the_reliability_program_have_no_import_circle() {
     );
 }
 
+/// The engine's rooms (issue 34), in the order they may import each
+/// other: each uses only the ones before it. `exit` and `yaml` are leaves
+/// every room may use; `config` (a tick's settings, gathered by the command
+/// line) sits above the rules it names.
+const ENGINE_ROOMS: [&str; 13] = [
+    "exit",
+    "yaml",
+    "os",
+    "state",
+    "rules",
+    "config",
+    "world",
+    "skill",
+    "transcript",
+    "agent",
+    "tick",
+    "hook",
+    "cli",
+];
+
+fn engine_graph() -> Graph {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/src");
+    Graph::from_sources(&read_sources(&src, "lib.rs"))
+}
+
+/// The arrows from a room to itself or a later one in `order`. A unit
+/// test module (`…::tests`) may reach up to check what a later room makes
+/// of its module (the tracker's tests: the exit status a tick gives its
+/// errors); production code may not.
+fn upward(graph: &Graph, order: &[&str]) -> Vec<String> {
+    let rank = |s: &str| order.iter().position(|x| *x == s);
+    graph
+        .edges
+        .iter()
+        .filter(|(a, _)| !a.iter().any(|seg| seg == "tests"))
+        .filter(|(a, b)| {
+            let (Some(ra), Some(rb)) = (a.first(), b.first()) else {
+                return false;
+            };
+            ra != rb && rank(ra) <= rank(rb)
+        })
+        .map(|(a, b)| format!("{} uses {}", show(a), show(b)))
+        .collect()
+}
+
+#[test]
+fn the_engine_s_top_level_holds_exactly_its_rooms() {
+    let graph = engine_graph();
+    let top: BTreeSet<String> = graph
+        .modules
+        .iter()
+        .filter(|m| m.len() == 1)
+        .map(|m| m[0].clone())
+        .collect();
+    let rooms: BTreeSet<String> = ENGINE_ROOMS.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(
+        top,
+        rooms,
+        "engine/src holds a top-level module that is not a room: put it in the room that owns it, or add the room to ENGINE_ROOMS in {}",
+        file!()
+    );
+}
+
+#[test]
+fn engine_rooms_import_only_the_rooms_before_them() {
+    let backwards = upward(&engine_graph(), &ENGINE_ROOMS);
+    assert!(
+        backwards.is_empty(),
+        "an engine room imports a later one (the order is {ENGINE_ROOMS:?}); move the shared type down to the room that owns it:\n  {}",
+        backwards.join("\n  ")
+    );
+}
+
+#[test]
+fn the_engine_graph_sees_its_rooms_imports() {
+    let graph = engine_graph();
+    let uses = |a: &str, b: &str| {
+        graph.edges.iter().any(|(x, y)| {
+            x.first().map(String::as_str) == Some(a) && y.first().map(String::as_str) == Some(b)
+        })
+    };
+    for (a, b) in [
+        ("state", "os"),
+        ("rules", "state"),
+        ("world", "config"),
+        ("skill", "rules"),
+        ("agent", "transcript"),
+        ("tick", "agent"),
+        ("hook", "world"),
+        ("cli", "tick"),
+    ] {
+        assert!(
+            uses(a, b),
+            "{a} uses {b}, yet the graph has no such edge: the parser in {} misses imports",
+            file!()
+        );
+    }
+    // And the check sees an upward arrow when there is one.
+    let mut added = graph;
+    added
+        .edges
+        .insert((vec!["state".into(), "budget".into()], vec!["tick".into()]));
+    assert!(
+        upward(&added, &ENGINE_ROOMS).contains(&"state::budget uses tick".to_owned()),
+        "an arrow from state up to tick is not reported"
+    );
+}
+
 #[test]
 fn the_graph_sees_the_imports_it_forbids_circles_in() {
     let graph = harness_graph();

@@ -21,8 +21,8 @@ use proptest::sample::Index;
 use proptest::test_runner::FileFailurePersistence;
 use sdd_harness::loading::case::Case;
 use sdd_harness::loading::fixtures::Fixtures;
-use sdd_loop::gates::GateName;
-use sdd_loop::history::Outcome;
+use sdd_loop::rules::gates::GateName;
+use sdd_loop::state::history::Outcome;
 
 fn config() -> ProptestConfig {
     ProptestConfig {

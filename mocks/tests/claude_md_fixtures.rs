@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use sdd_loop::claude_md::ClaudeMd;
-use sdd_loop::rates::{RateSource, RateTable};
-use sdd_loop::redact::Redactor;
+use sdd_loop::rules::claude_md::ClaudeMd;
+use sdd_loop::rules::rates::{RateSource, RateTable};
+use sdd_loop::rules::redact::Redactor;
 
 fn load(name: &str) -> ClaudeMd {
     let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))

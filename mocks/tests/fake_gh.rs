@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use sdd_loop::history::PrState;
+use sdd_loop::state::history::PrState;
 use sdd_mocks::fixture::Backlog;
 use sdd_mocks::git::{self, Git, GitWorld};
 use sdd_mocks::skill;

@@ -8,9 +8,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use sdd_loop::history::PrState;
-use sdd_loop::paths::Skill;
-use sdd_loop::protocol::{PROTOCOL_VERSION, SkillEvent, SkillRequest, SkillResult};
+use sdd_loop::state::history::PrState;
+use sdd_loop::state::paths::Skill;
+use sdd_loop::state::protocol::{PROTOCOL_VERSION, SkillEvent, SkillRequest, SkillResult};
 use sdd_mocks::fixture::Backlog;
 use sdd_mocks::git::{self, Git, GitWorld};
 use sdd_mocks::qmd::{self, QmdState};
@@ -95,9 +95,18 @@ impl Sandbox {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fake-skill"));
         cmd.current_dir(&self.world.clone)
             .env("PATH", path)
-            .env(sdd_loop::protocol::ENV_REQUEST, self.path("request.json"))
-            .env(sdd_loop::protocol::ENV_RESULT, self.path("result.json"))
-            .env(sdd_loop::protocol::ENV_EVENTS, self.path("events.jsonl"))
+            .env(
+                sdd_loop::state::protocol::ENV_REQUEST,
+                self.path("request.json"),
+            )
+            .env(
+                sdd_loop::state::protocol::ENV_RESULT,
+                self.path("result.json"),
+            )
+            .env(
+                sdd_loop::state::protocol::ENV_EVENTS,
+                self.path("events.jsonl"),
+            )
             .env(skill::ENV_SCRIPT, self.path("script.yaml"))
             .env(skill::ENV_TRACKER_URL, self.tracker.uri())
             .env(skill::ENV_TRACKER_TOKEN, TOKEN)
@@ -458,7 +467,7 @@ fn own_failures_have_their_own_exit_codes() {
     s.script("ticks:\n  - actions: []\n");
     let out = s
         .command()
-        .env_remove(sdd_loop::protocol::ENV_REQUEST)
+        .env_remove(sdd_loop::state::protocol::ENV_REQUEST)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(91));

@@ -1,7 +1,7 @@
 //! The mock tracker held to GitHub's published API (issue 27).
 //!
 //! `fixtures/github-openapi/operations.json` holds, for every operation
-//! the engine's tracker client (`sdd_loop::tracker::HttpTracker`) calls,
+//! the engine's tracker client (`sdd_loop::world::tracker::HttpTracker`) calls,
 //! the response schemas from GitHub's official OpenAPI description
 //! (npm `@octokit/openapi`, pinned; extracted by the script beside it — no
 //! network here). Two checks:
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
-use sdd_loop::tracker::{HttpTracker, Tracker, TrackerConfig};
+use sdd_loop::world::tracker::{HttpTracker, Tracker, TrackerConfig};
 use sdd_mocks::fixture::Backlog;
 use sdd_mocks::tracker::{BlockingMockTracker, Fault, MockTracker};
 use serde_json::{Value, json};
@@ -220,7 +220,9 @@ fn pages(first: &str) -> Vec<(String, u16, Value)> {
     let mut next = Some(first.to_owned());
     while let Some(url) = next {
         let (status, link, body) = call(&url, None);
-        next = link.as_deref().and_then(sdd_loop::tracker::next_link);
+        next = link
+            .as_deref()
+            .and_then(sdd_loop::world::tracker::next_link);
         out.push((url, status, body));
         assert!(out.len() < 20, "runaway pagination");
     }
@@ -256,7 +258,7 @@ fn every_request_the_engine_makes_is_a_documented_operation() {
     assert_eq!(pulls[0].closes(), BTreeSet::from([1]));
     assert_eq!(
         tracker.pull(11).unwrap().state,
-        sdd_loop::history::PrState::Merged
+        sdd_loop::state::history::PrState::Merged
     );
     assert_eq!(tracker.review_comments(10).unwrap().len(), 2);
     assert_eq!(tracker.issue_comments(1).unwrap().len(), 1);
@@ -439,7 +441,7 @@ fn a_broken_answer_fails_the_contract() {
 
 #[test]
 fn the_engine_reads_githubs_own_example_answers() {
-    use sdd_loop::tracker as t;
+    use sdd_loop::world::tracker as t;
     let example = |op: &str| -> String {
         let examples = SPEC["operations"][op]["examples"].as_object().unwrap();
         let (_, value) = examples

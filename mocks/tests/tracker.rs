@@ -365,7 +365,7 @@ fn each_fault_kind() {
     }
     assert_eq!(
         t.pull(500).unwrap().state,
-        sdd_loop::history::PrState::Open,
+        sdd_loop::state::history::PrState::Open,
         "a faulted call changes nothing"
     );
     t.clear_faults();

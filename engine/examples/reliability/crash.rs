@@ -11,7 +11,7 @@
 
 use std::sync::Mutex;
 
-use sdd_loop::crash::{AGENT_ONLY, POINTS};
+use sdd_loop::os::crash::{AGENT_ONLY, POINTS};
 
 use crate::world::{self, Project, Tracker};
 use crate::{Ctx, Row, SplitMix};

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use sdd_loop::history::Outcome;
+use sdd_loop::state::history::Outcome;
 
 use crate::world::{self, Fault, Project, Ran, Tracker};
 use crate::{Ctx, Row};

@@ -15,8 +15,8 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use sdd_loop::files;
-use sdd_loop::history::{self, Outcome};
+use sdd_loop::state::files;
+use sdd_loop::state::history::{self, Outcome};
 
 use crate::world::{self, Project, Tracker};
 use crate::{Ctx, Row};

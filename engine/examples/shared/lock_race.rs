@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
-use sdd_loop::files;
-use sdd_loop::liveness::{self, Liveness, OsProbe};
-use sdd_loop::lock::{self, Identity, LockMode, LockRecord};
-use sdd_loop::paths::{Skill, StatePaths};
+use sdd_loop::os::liveness::{self, Liveness, OsProbe};
+use sdd_loop::state::files;
+use sdd_loop::state::lock::{self, Identity, LockMode, LockRecord};
+use sdd_loop::state::paths::{Skill, StatePaths};
 
 /// What the lock file holds when the racers are released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

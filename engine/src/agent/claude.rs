@@ -33,8 +33,8 @@ use serde_json::Value;
 use super::{
     LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended, noise_note,
 };
-use crate::protocol::{ModelUsage, SkillEvent};
-use crate::runner::RunOutcome;
+use crate::skill::runner::RunOutcome;
+use crate::state::protocol::{ModelUsage, SkillEvent};
 use crate::transcript::{RawUsage, TokenTotals};
 
 /// Tool names Claude Code dispatches a subagent with.

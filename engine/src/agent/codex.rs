@@ -31,8 +31,8 @@ use serde_json::Value;
 use super::{
     LineRead, StreamReader, Verdict, event_failure, event_or_noise, first_line, noise_note,
 };
-use crate::protocol::{ModelUsage, SkillEvent};
-use crate::runner::RunOutcome;
+use crate::skill::runner::RunOutcome;
+use crate::state::protocol::{ModelUsage, SkillEvent};
 
 /// The model recorded when neither `--agent-model` nor Codex's
 /// configuration names one.

@@ -40,8 +40,8 @@ use serde_json::Value;
 use super::{
     LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended, noise_note,
 };
-use crate::protocol::{ModelUsage, SkillEvent};
-use crate::runner::RunOutcome;
+use crate::skill::runner::RunOutcome;
+use crate::state::protocol::{ModelUsage, SkillEvent};
 
 /// The command line after the program: streamed JSON, every tool call
 /// approved (`--approval-mode yolo`: the agent works unattended), the

@@ -39,13 +39,13 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::exchange::Exchange;
-use crate::files;
-use crate::git::Git;
-use crate::protocol::{ModelUsage, PROTOCOL_VERSION, SkillEvent, SkillRequest, SkillResult};
-use crate::redact::Redactor;
-use crate::runner::{ProcessRunner, RunOutcome, RunSpec, SkillRunner};
-use crate::tracker::Tracker;
+use crate::rules::redact::Redactor;
+use crate::skill::runner::{ProcessRunner, RunOutcome, RunSpec, SkillRunner};
+use crate::state::exchange::Exchange;
+use crate::state::files;
+use crate::state::protocol::{ModelUsage, PROTOCOL_VERSION, SkillEvent, SkillRequest, SkillResult};
+use crate::world::git::Git;
+use crate::world::tracker::Tracker;
 
 /// Which agent CLI does the work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -176,7 +176,7 @@ pub(crate) fn first_line(text: &str) -> Option<String> {
 }
 
 fn bounded(text: &str, max: usize) -> String {
-    crate::redact::cut(text, max)
+    crate::rules::redact::cut(text, max)
 }
 
 /// One line of an agent's JSON stream as an event; a line that is not
@@ -395,13 +395,13 @@ impl SkillRunner for AgentRunner<'_> {
         let (program, args, stream) = self.command(spec);
         let mut command = match &spec.guard {
             // Under the guard, as a skill: the kernel tells the agent when
-            // the engine dies (crate::guard).
+            // the engine dies (crate::skill::guard).
             Some(binary) => {
                 let mut argv = vec![program.clone().into_os_string()];
                 argv.extend(args.iter().cloned());
                 let mut c = Command::new(binary);
-                c.args(crate::guard::args(
-                    &crate::guard::Guarded::Exec(argv),
+                c.args(crate::skill::guard::args(
+                    &crate::skill::guard::Guarded::Exec(argv),
                     std::process::id(),
                 ));
                 c

@@ -12,8 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::paths::Skill;
-use crate::protocol::{Criteria, SkillRequest};
+use crate::state::paths::Skill;
+use crate::state::protocol::{Criteria, SkillRequest};
 
 /// Every placeholder a template may use, with what it becomes.
 pub const PLACEHOLDERS: &[(&str, &str)] = &[
@@ -291,7 +291,7 @@ fn prs(request: &SkillRequest) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{IssueAssignment, PROTOCOL_VERSION, PrAssignment};
+    use crate::state::protocol::{IssueAssignment, PROTOCOL_VERSION, PrAssignment};
 
     fn request(skill: Skill) -> SkillRequest {
         SkillRequest {

@@ -26,13 +26,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::exchange::Exchange;
-use crate::files;
-use crate::git::Git;
-use crate::history::PrState;
-use crate::paths::Skill;
-use crate::protocol::{PrReport, SkillRequest};
-use crate::tracker::{Pull, Tracker, TrackerError};
+use crate::state::exchange::Exchange;
+use crate::state::files;
+use crate::state::history::PrState;
+use crate::state::paths::Skill;
+use crate::state::protocol::{PrReport, SkillRequest};
+use crate::world::git::Git;
+use crate::world::tracker::{Pull, Tracker, TrackerError};
 
 /// The snapshot's file in the exchange directory.
 pub const SNAPSHOT_FILE: &str = "agent-before.json";
@@ -79,7 +79,7 @@ fn tracker_err(what: &str) -> impl FnOnce(TrackerError) -> String + '_ {
 fn comments_on(
     tracker: &dyn Tracker,
     n: u64,
-) -> Result<Vec<crate::tracker::ReviewComment>, String> {
+) -> Result<Vec<crate::world::tracker::ReviewComment>, String> {
     let mut all = tracker
         .review_comments(n)
         .map_err(tracker_err("list review comments"))?;
@@ -243,7 +243,7 @@ pub fn discover(
             .map(|s| s.head_sha.as_str())
             .or(assignment.and_then(|a| a.head_sha.as_deref()));
         let changed = (p.state != PrState::Open && (seen.is_some() || assignment.is_some()))
-            || head_before.is_some_and(|h| !crate::git::same_commit(h, &p.head_sha))
+            || head_before.is_some_and(|h| !crate::world::git::same_commit(h, &p.head_sha))
             || commented.contains_key(&n);
         let relevant = match request.skill {
             Skill::Work => true,

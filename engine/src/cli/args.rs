@@ -8,9 +8,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, LockChoice};
 use crate::exit;
-use crate::gates::AnswerFlag;
-use crate::paths::Skill;
-use crate::schema::SchemaKind;
+use crate::rules::gates::AnswerFlag;
+use crate::state::paths::Skill;
+use crate::state::schema::SchemaKind;
 
 pub(crate) const ABOUT: &str =
     "The loop engine: one tick of an autonomous coding loop under the ADR-0028 safety contract.";

@@ -9,29 +9,29 @@ use super::args::{CommonArgs, EndArgs, EventArgs, HolderArgs, TickArgs};
 use super::{Env, clock_from, usage};
 use crate::agent::prompt::Template;
 use crate::agent::{AgentKind, AgentRunner, AgentSettings};
-use crate::budget::CeilingFlags;
-use crate::clock::Clock;
 use crate::config::{self, TickConfig};
-use crate::crash::CrashPoints;
 use crate::exit;
-use crate::gates::{LinePrompt, NoPrompt, Prompt};
-use crate::git::{Git, GitCli};
-use crate::holder;
-use crate::liveness::OsProbe;
-use crate::lock::Identity;
-use crate::paths::{Skill, StatePaths};
-use crate::protocol::ModelUsage;
-use crate::runner::{Interrupts, NoInterrupts, ProcessRunner, SkillRunner};
+use crate::os::clock::Clock;
+use crate::os::crash::CrashPoints;
+use crate::os::liveness::OsProbe;
+use crate::rules::gates::{LinePrompt, NoPrompt, Prompt};
+use crate::skill::runner::{Interrupts, NoInterrupts, ProcessRunner, SkillRunner};
+use crate::state::budget::CeilingFlags;
+use crate::state::holder;
+use crate::state::lock::Identity;
+use crate::state::paths::{Skill, StatePaths};
+use crate::state::protocol::ModelUsage;
 use crate::tick::{self, EndFlags, EndInput, ResultInput, TranscriptSource, WorkReport, World};
-use crate::tracker::{self, HttpTracker, Tracker, TrackerConfig, TrackerError};
 use crate::transcript::{ClaudeDirs, Settle, TranscriptChoice};
+use crate::world::git::{Git, GitCli};
+use crate::world::tracker::{self, HttpTracker, Tracker, TrackerConfig, TrackerError};
 
 /// A tracker that is not configured: every call says so.
 #[derive(Debug)]
 struct NoTracker;
 
 impl Tracker for NoTracker {
-    fn open_issues(&self) -> Result<Vec<crate::backlog::Issue>, TrackerError> {
+    fn open_issues(&self) -> Result<Vec<crate::world::backlog::Issue>, TrackerError> {
         Err(TrackerError::NotConfigured)
     }
     fn open_pulls(&self) -> Result<Vec<tracker::Pull>, TrackerError> {

@@ -21,12 +21,12 @@ use std::time::Duration;
 
 use super::args::HookArgs;
 use super::{Env, main_with};
-use crate::clock::{self, Clock, FixedClock, SystemClock};
 use crate::exit;
-use crate::git::GitCli;
-use crate::holder;
 use crate::hook::{self, Engine, Hook, Ran};
-use crate::liveness::OsProbe;
+use crate::os::clock::{self, Clock, FixedClock, SystemClock};
+use crate::os::liveness::OsProbe;
+use crate::state::holder;
+use crate::world::git::GitCli;
 
 /// The engine a hook runs: `sdd-loop ARGS` in-process, with the hook's
 /// environment, its output captured.

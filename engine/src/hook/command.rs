@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 use super::words;
-use crate::paths::Skill;
+use crate::state::paths::Skill;
 
 /// Where a new PR's body is, as far as the command says.
 #[derive(Debug, Clone, PartialEq, Eq)]

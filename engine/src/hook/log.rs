@@ -7,7 +7,7 @@
 //! secret-named environment values, the tracker token, the project's
 //! CLAUDE.md patterns), quoted input is cut to [`QUOTE_MAX`] characters,
 //! and each line is appended under the file's advisory lock
-//! ([`crate::files::append_line`]), so hooks running side by side never
+//! ([`crate::state::files::append_line`]), so hooks running side by side never
 //! tear a line. A hook that cannot write its log still answers: the log
 //! records decisions, it does not make them.
 
@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::claude_md::ClaudeMd;
-use crate::files;
-use crate::paths::{Skill, StatePaths};
-use crate::redact::Redactor;
+use crate::rules::claude_md::ClaudeMd;
+use crate::rules::redact::Redactor;
+use crate::state::files;
+use crate::state::paths::{Skill, StatePaths};
 
 /// Longest quoted input (a prompt, a command line) in the log.
 pub const QUOTE_MAX: usize = 400;
@@ -83,7 +83,7 @@ pub fn redactor(project: &Path, vars: &BTreeMap<String, String>) -> Redactor {
 
 /// `text` cut to [`QUOTE_MAX`] characters.
 pub fn quote(text: &str) -> String {
-    crate::redact::cut(text, QUOTE_MAX)
+    crate::rules::redact::cut(text, QUOTE_MAX)
 }
 
 /// Appends `entry`, redacted, to `skill`'s log (the state directory must

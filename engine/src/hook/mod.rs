@@ -39,9 +39,9 @@ pub mod words;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::clock::Clock;
-use crate::git::Git;
-use crate::paths::{Skill, StatePaths};
+use crate::os::clock::Clock;
+use crate::state::paths::{Skill, StatePaths};
+use crate::world::git::Git;
 
 pub use answer::Answer;
 pub use input::HookEvent;
@@ -65,7 +65,7 @@ pub const MARGIN_SECS: u64 = 5;
 pub const PROTOCOLS: [u32; 1] = [1];
 
 /// What `sdd-loop hook --protocol` prints (one line, no newline):
-/// `hook-protocol 1 sdd-loop 0.1.0`.
+/// `hook-protocol 1 sdd-loop 0.2.0`.
 pub fn handshake() -> String {
     let list: Vec<String> = PROTOCOLS.iter().map(u32::to_string).collect();
     format!(

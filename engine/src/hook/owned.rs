@@ -5,7 +5,7 @@
 //! Owned: everything under `.sdd/loop/` (lock, guard, budget, history,
 //! journal, ledger, exchange, the hooks' own files), a budget file kept
 //! elsewhere (`--budget-file`, as the witness records it), and the
-//! witnesses ([`crate::witness::dir`]). A deleting call (`rm -r`, `mv`,
+//! witnesses ([`crate::state::witness::dir`]). A deleting call (`rm -r`, `mv`,
 //! `git clean -x`, `find -delete`) is refused on an ancestor of these too
 //! (`rm -rf .sdd`). Creating `{skill}.stop` — the graceful stop request —
 //! is allowed: it only ends a loop sooner. Reading is never refused.
@@ -20,8 +20,8 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::command::Action;
-use crate::paths::{Skill, StatePaths};
-use crate::witness::{self, Witness};
+use crate::state::paths::{Skill, StatePaths};
+use crate::state::witness::{self, Witness};
 
 /// The owned paths of the project at `root`.
 pub fn owned(root: &Path) -> Vec<PathBuf> {

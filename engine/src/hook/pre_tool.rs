@@ -34,13 +34,13 @@ use super::input::ToolInput;
 use super::log::{self, Entry};
 use super::state::{Counts, Session};
 use super::{Hook, both};
-use crate::clock;
-use crate::exchange::Exchange;
-use crate::git::WorktreeState;
-use crate::journal::Journal;
-use crate::lock;
-use crate::paths::{Skill, StatePaths};
-use crate::protocol::SkillRequest;
+use crate::os::clock;
+use crate::state::exchange::Exchange;
+use crate::state::journal::Journal;
+use crate::state::lock;
+use crate::state::paths::{Skill, StatePaths};
+use crate::state::protocol::SkillRequest;
+use crate::world::git::WorktreeState;
 
 /// Longest PR body file read to see which issues it closes.
 const BODY_MAX: u64 = 1 << 20;
@@ -238,7 +238,7 @@ fn decide(
     input: &ToolInput,
     project: &Path,
     actions: &[Action],
-    redactor: &crate::redact::Redactor,
+    redactor: &crate::rules::redact::Redactor,
 ) -> Result<Decided, String> {
     let pid = hook
         .session
@@ -320,7 +320,7 @@ fn closes(body: &Body, cwd: &Path) -> Result<BTreeSet<u64>, String> {
         }
         Body::Unknown(why) => return Err(why.clone()),
     };
-    Ok(crate::backlog::closes(&text))
+    Ok(crate::world::backlog::closes(&text))
 }
 
 /// Whether `text` names PR `n` (`#n` not followed by a digit).
@@ -375,8 +375,8 @@ fn new_branch(
         }
     }
     let remote = remote.unwrap_or("origin");
-    let git = crate::git::GitCli { dir: at };
-    let on_remote = match crate::git::Git::remote_heads(&git, remote, &names) {
+    let git = crate::world::git::GitCli { dir: at };
+    let on_remote = match crate::world::git::Git::remote_heads(&git, remote, &names) {
         Ok(heads) => heads,
         Err(e) => return Some(format!("the remote cannot be read ({e})")),
     };
@@ -392,7 +392,7 @@ fn in_tick(
     paths: &StatePaths,
     journal: &Journal,
     actions: &[Action],
-    redactor: &crate::redact::Redactor,
+    redactor: &crate::rules::redact::Redactor,
 ) -> Result<Decided, String> {
     let skill = paths.skill;
     let n = journal.iteration;

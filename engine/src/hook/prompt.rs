@@ -12,7 +12,7 @@
 //! untouched. The words after the skill name are `begin`'s flags, exactly
 //! as typed.
 
-use crate::paths::Skill;
+use crate::state::paths::Skill;
 
 /// The skill names a loop prompt may use.
 pub const SKILL_NAMES: [(&str, Skill); 4] = [

@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::exchange::Exchange;
-use crate::files::{self, FileError};
-use crate::paths::StatePaths;
-use crate::redact::Redactor;
+use crate::rules::redact::Redactor;
+use crate::state::exchange::Exchange;
+use crate::state::files::{self, FileError};
+use crate::state::paths::StatePaths;
 
 /// A gate question asked through a blocked prompt, waiting for its answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -22,10 +22,10 @@ use super::input::StopInput;
 use super::log::{self, Entry};
 use super::state::Session;
 use super::{Hook, Ran, both};
-use crate::clock;
 use crate::exit;
-use crate::journal::Journal;
-use crate::paths::Skill;
+use crate::os::clock;
+use crate::state::journal::Journal;
+use crate::state::paths::Skill;
 
 /// The first line of the model's last message, as the status block's
 /// summary.

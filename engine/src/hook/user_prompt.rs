@@ -31,14 +31,14 @@ use super::prompt::{self, LoopPrompt};
 use super::state::{Pending, Session};
 use super::{Hook, both, stop};
 use crate::agent::prompt::Template;
-use crate::clock;
 use crate::exit;
-use crate::files;
-use crate::journal::Journal;
-use crate::liveness::{self, OsProbe};
-use crate::paths::{Skill, StatePaths};
-use crate::protocol::SkillRequest;
-use crate::redact::Redactor;
+use crate::os::clock;
+use crate::os::liveness::{self, OsProbe};
+use crate::rules::redact::Redactor;
+use crate::state::files;
+use crate::state::journal::Journal;
+use crate::state::paths::{Skill, StatePaths};
+use crate::state::protocol::SkillRequest;
 
 /// The answer a pending question gets from `text`, if `text` is one:
 /// an option (`proceed`), `GATE=OPTION`, or for a raise its values

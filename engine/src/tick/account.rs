@@ -13,22 +13,22 @@ use std::collections::BTreeSet;
 use super::ctx::{Ctx, Ending, list, plural, pr_ref};
 use super::record::{self, Delta, Record};
 use super::{Concluded, Failure};
-use crate::budget::{Budget, round_dollars};
-use crate::clock;
-use crate::exchange::Exchange;
 use crate::exit;
-use crate::files;
-use crate::history::{
+use crate::os::clock;
+use crate::rules::rates;
+use crate::rules::stop::{self, Fired, StopCause};
+use crate::skill::runner::{InterruptKind, RunOutcome};
+use crate::state::budget::{Budget, round_dollars};
+use crate::state::exchange::Exchange;
+use crate::state::files;
+use crate::state::history::{
     ActiveWorktree, Autofix, BudgetSnapshot, Chain, FailureRecord, Outcome, TrackedPr,
 };
-use crate::journal::Journal;
-use crate::lock::HeldLock;
-use crate::paths::Skill;
-use crate::protocol::{PrReport, SkillResult};
-use crate::rates;
-use crate::runner::{InterruptKind, RunOutcome};
-use crate::stop::{self, Fired, StopCause};
-use crate::tracker::TrackerError;
+use crate::state::journal::Journal;
+use crate::state::lock::HeldLock;
+use crate::state::paths::Skill;
+use crate::state::protocol::{PrReport, SkillResult};
+use crate::world::tracker::TrackerError;
 
 /// How the work between `begin` and `end` went, apart from its result.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -443,7 +443,7 @@ pub(crate) fn finish(
         &fired,
         &journal.gates,
     );
-    ctx.tick_cost = (result.agent_cost_usd).map(|agent| crate::report::TickCost {
+    ctx.tick_cost = (result.agent_cost_usd).map(|agent| crate::tick::report::TickCost {
         engine: delta.dollars,
         agent,
     });

@@ -1,5 +1,5 @@
 //! Step 1 of the tick: take `{skill}.lock` in the mode `--lock` chose
-//! ([`crate::lock`] does the exclusive read–check–reap–create), or record
+//! ([`crate::state::lock`] does the exclusive read–check–reap–create), or record
 //! why not: a `skipped_lock` line carrying the holder's iteration, no
 //! counter advanced (ADR-0028 #9), or a halt (`--resume` against a live
 //! holder, a force-unlock answered `stop`, an interrupt while waiting).
@@ -9,16 +9,16 @@ use std::time::Duration;
 use super::ctx::Ctx;
 use super::record::{self, Delta, Record};
 use super::{Concluded, Failure};
-use crate::budget::Budget;
-use crate::clock;
 use crate::config::LockChoice;
 use crate::exit;
-use crate::gates::Question;
-use crate::history::{BudgetSnapshot, Outcome};
-use crate::lock::{self, Denied, ForceDecision, HeldLock, Holder, LockMode};
-use crate::paths::Skill;
-use crate::report::Shown;
-use crate::stop::{Fired, StopCause};
+use crate::os::clock;
+use crate::rules::gates::Question;
+use crate::rules::stop::{Fired, StopCause};
+use crate::state::budget::Budget;
+use crate::state::history::{BudgetSnapshot, Outcome};
+use crate::state::journal::Shown;
+use crate::state::lock::{self, Denied, ForceDecision, HeldLock, Holder, LockMode};
+use crate::state::paths::Skill;
 
 /// The lock, and the `Concurrency:` line that says how it was had.
 #[derive(Debug)]

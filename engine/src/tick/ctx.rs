@@ -15,23 +15,24 @@ use std::time::Instant;
 use jiff::Timestamp;
 
 use super::Failure;
-use crate::budget::Budget;
-use crate::claude_md::ClaudeMd;
-use crate::clock::{self, Clock};
 use crate::config::TickConfig;
 use crate::exit;
-use crate::gates::{Answer, Answerer, GateError, Question};
-use crate::git::Git;
-use crate::history::{self, GateRecord};
-use crate::liveness::ProcessProbe;
-use crate::lock::{self, HeldLock, Identity};
-use crate::paths::{Skill, StatePaths};
-use crate::rates::RateTable;
-use crate::redact::Redactor;
-use crate::report::{self, FinalView, Shown, StatusView, TickCost};
-use crate::runner::Interrupts;
-use crate::stop::Fired;
-use crate::tracker::Tracker;
+use crate::os::clock::{self, Clock};
+use crate::os::liveness::ProcessProbe;
+use crate::rules::claude_md::ClaudeMd;
+use crate::rules::gates::{Answer, Answerer, GateError, Question};
+use crate::rules::rates::RateTable;
+use crate::rules::redact::Redactor;
+use crate::rules::stop::Fired;
+use crate::skill::runner::Interrupts;
+use crate::state::budget::Budget;
+use crate::state::history::{self, GateRecord};
+use crate::state::journal::Shown;
+use crate::state::lock::{self, HeldLock, Identity};
+use crate::state::paths::{Skill, StatePaths};
+use crate::tick::report::{self, FinalView, StatusView, TickCost};
+use crate::world::git::Git;
+use crate::world::tracker::Tracker;
 
 /// What the inputs outside `.sdd/loop` say.
 #[derive(Debug)]
@@ -49,7 +50,7 @@ impl Inputs {
         Self::redactor_builder(cfg).build()
     }
 
-    fn redactor_builder(cfg: &TickConfig) -> crate::redact::RedactorBuilder {
+    fn redactor_builder(cfg: &TickConfig) -> crate::rules::redact::RedactorBuilder {
         let mut builder = Redactor::builder().env(&cfg.environment);
         if let Some(token) = &cfg.tracker_token {
             builder = builder.secret("tracker-token", token);

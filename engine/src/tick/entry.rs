@@ -10,13 +10,13 @@ use super::load::{self, Loaded};
 use super::record::{self, Delta, Record};
 use super::resume;
 use super::{Concluded, Failure};
-use crate::budget::Dimension;
 use crate::exit;
-use crate::gates::{Question, Tripped};
-use crate::history::{BudgetSnapshot, HistoryLine, Outcome};
-use crate::paths::Skill;
-use crate::report::Shown;
-use crate::stop::{self, Fired, StopCause};
+use crate::rules::gates::{Question, Tripped};
+use crate::rules::stop::{self, Fired, StopCause};
+use crate::state::budget::Dimension;
+use crate::state::history::{BudgetSnapshot, HistoryLine, Outcome};
+use crate::state::journal::Shown;
+use crate::state::paths::Skill;
 
 /// A stop before dispatch: what the halted line and block show.
 #[derive(Debug)]

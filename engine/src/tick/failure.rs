@@ -3,15 +3,15 @@
 //! lower-level error (files, lock, budget, history, journal, tracker, git)
 //! converts into it with the exit status DESIGN §3 names for its kind.
 
-use crate::budget::BudgetError;
 use crate::exit;
-use crate::files::FileError;
-use crate::gates::Question;
-use crate::git::GitError;
-use crate::history::HistoryError;
-use crate::journal::JournalError;
-use crate::lock::LockError;
-use crate::tracker::TrackerError;
+use crate::rules::gates::Question;
+use crate::state::budget::BudgetError;
+use crate::state::files::FileError;
+use crate::state::history::HistoryError;
+use crate::state::journal::JournalError;
+use crate::state::lock::LockError;
+use crate::world::git::GitError;
+use crate::world::tracker::TrackerError;
 
 /// A reason to end the tick with an error exit code.
 #[derive(Debug, Clone, PartialEq)]

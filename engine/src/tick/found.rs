@@ -25,10 +25,10 @@ use std::path::Path;
 use super::Failure;
 use super::ctx::Ctx;
 use crate::agent::world::{self, Before};
-use crate::exchange::Exchange;
 use crate::exit;
-use crate::git::{Git, GitError, WorktreeState};
-use crate::protocol::{SkillRequest, SkillResult};
+use crate::state::exchange::Exchange;
+use crate::state::protocol::{SkillRequest, SkillResult};
+use crate::world::git::{Git, GitError, WorktreeState};
 
 /// A remote that is not read: no heads, as when it cannot be listed.
 #[derive(Debug)]

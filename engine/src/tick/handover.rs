@@ -13,14 +13,14 @@ use super::account::{self, WorkReport};
 use super::ctx::Ctx;
 use super::load::{self, Loaded};
 use super::{Concluded, Failure};
-use crate::clock;
-use crate::exchange::Exchange;
 use crate::exit;
-use crate::history::{self, HistoryLine, Outcome, TrackedPr};
-use crate::journal::{Driver, Journal};
-use crate::lock::{HeldLock, LockRecord};
-use crate::protocol::{PROTOCOL_VERSION, SkillRequest, SkillResult};
-use crate::report::Shown;
+use crate::os::clock;
+use crate::state::exchange::Exchange;
+use crate::state::history::{self, HistoryLine, Outcome, TrackedPr};
+use crate::state::journal::Shown;
+use crate::state::journal::{Driver, Journal};
+use crate::state::lock::{HeldLock, LockRecord};
+use crate::state::protocol::{PROTOCOL_VERSION, SkillRequest, SkillResult};
 
 /// What planning hands to the work.
 #[derive(Debug)]
@@ -209,8 +209,8 @@ fn complete(ctx: &mut Ctx<'_, '_>, journal: &Journal, tail: &history::Tail) -> R
         .iter()
         .map(|l| &l.line)
         .rfind(|l| l.authoritative());
-    let on_disk = crate::budget::Budget::load(ctx.paths.budget())?;
-    let recon = crate::reconcile::reconcile(on_disk, last, false);
+    let on_disk = crate::state::budget::Budget::load(ctx.paths.budget())?;
+    let recon = crate::state::reconcile::reconcile(on_disk, last, false);
     if let Some(b) = &recon.budget {
         b.save(ctx.paths.budget())?;
     }
@@ -234,12 +234,12 @@ pub(crate) fn complete_recorded(
         .iter()
         .map(|l| &l.line)
         .rfind(|l| journal.recorded_by(l));
-    let fired: Vec<crate::stop::Fired> = line
+    let fired: Vec<crate::rules::stop::Fired> = line
         .and_then(|l| l.stop_conditions_fired.clone())
         .unwrap_or_default()
         .iter()
-        .filter_map(|name| crate::stop::StopCause::from_name(name))
-        .map(|cause| crate::stop::Fired::new(cause, "recorded by the interrupted end"))
+        .filter_map(|name| crate::rules::stop::StopCause::from_name(name))
+        .map(|cause| crate::rules::stop::Fired::new(cause, "recorded by the interrupted end"))
         .collect();
     Ok(Concluded {
         code: if fired.is_empty() {
@@ -250,7 +250,7 @@ pub(crate) fn complete_recorded(
         iteration: journal.iteration,
         outcome: line.and_then(|l| l.outcome).unwrap_or(Outcome::Ok),
         fired,
-        budget: crate::budget::Budget::load(ctx.paths.budget())?,
+        budget: crate::state::budget::Budget::load(ctx.paths.budget())?,
     })
 }
 

@@ -16,20 +16,20 @@ use super::Failure;
 use super::account;
 use super::acquire::Acquired;
 use super::ctx::Ctx;
-use crate::budget::{Budget, RunStop};
-use crate::clock;
-use crate::exchange::{Exchange, fold_events};
-use crate::files;
-use crate::history::{
+use crate::os::clock;
+use crate::os::liveness::{GroupSignal, SignalZero};
+use crate::rules::rates;
+use crate::rules::stop::{Fired, StopCause};
+use crate::state::budget::{Budget, RunStop};
+use crate::state::exchange::{Exchange, fold_events};
+use crate::state::files;
+use crate::state::history::{
     self, ActiveWorktree, BudgetSnapshot, FailureRecord, HistoryLine, Outcome, PrState, TickRecord,
     TornTail, TrackedPr,
 };
-use crate::journal::Journal;
-use crate::liveness::{GroupSignal, SignalZero};
-use crate::lock::HeldLock;
-use crate::rates;
-use crate::reconcile;
-use crate::stop::{Fired, StopCause};
+use crate::state::journal::Journal;
+use crate::state::lock::HeldLock;
+use crate::state::reconcile;
 
 /// Queued by loading, applied at the commit point.
 #[derive(Debug, Default)]
@@ -79,13 +79,13 @@ fn foreign_note(ctx: &Ctx<'_, '_>, history_path: &Path, foreign: &history::Forei
 }
 
 /// Fails closed when the loop's files are behind what its witness says
-/// the engine recorded ([`crate::witness`]): deleted, truncated or
+/// the engine recorded ([`crate::state::witness`]): deleted, truncated or
 /// rolled back, the loop would otherwise start again with its budgets
 /// full. `--fresh` starts a new run on purpose; `--resume` continues the
 /// recorded one from history when history is whole.
 fn went_backwards(
     ctx: &Ctx<'_, '_>,
-    w: &crate::witness::Witness,
+    w: &crate::state::witness::Witness,
     budget: Option<&Budget>,
     last: Option<&HistoryLine>,
 ) -> Result<(), Failure> {
@@ -122,7 +122,7 @@ fn went_backwards(
     if !behind || (budget.is_none() && ctx.cfg.resume && !history_behind) {
         return Ok(());
     }
-    let witness = crate::witness::path(&ctx.paths);
+    let witness = crate::state::witness::path(&ctx.paths);
     let resume = if history_behind {
         String::new()
     } else {

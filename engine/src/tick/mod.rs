@@ -18,7 +18,7 @@
 //! 3. `--resume` only ([`resume`]): re-attach or drift-gate tracked PRs,
 //!    report worktrees.
 //! 4. Entry stop conditions ([`entry`], then [`work`] or [`review`]).
-//! 5. Gates, in the fixed order of [`crate::gates::GateName`]. Until every
+//! 5. Gates, in the fixed order of [`crate::rules::gates::GateName`]. Until every
 //!    gate is answered nothing is written: a tick that cannot get an answer
 //!    exits 4 having changed nothing.
 //! 6. Commit what loading queued, write the journal and the request
@@ -34,7 +34,7 @@
 //! [`begin`] and [`end`] are the in-session halves, with the calling
 //! session as the lock holder — so both modes are the same code and crash
 //! the same way. Every side effect goes through a seam in [`World`], and
-//! crash points ([`crate::crash`]) sit between the steps.
+//! crash points ([`crate::os::crash`]) sit between the steps.
 
 mod account;
 mod acquire;
@@ -45,6 +45,7 @@ mod found;
 mod handover;
 mod load;
 mod record;
+pub mod report;
 mod resume;
 mod review;
 mod session;
@@ -54,23 +55,23 @@ use std::io::Write;
 
 use serde_json::json;
 
-use crate::budget::Budget;
-use crate::clock::Clock;
 use crate::config::TickConfig;
-use crate::exchange::Exchange;
 use crate::exit;
-use crate::files;
-use crate::gates::{Answerer, Prompt, Script};
-use crate::git::Git;
-use crate::history::{GateRecord, Outcome};
-use crate::journal::{Driver, Journal};
-use crate::liveness::ProcessProbe;
-use crate::lock::Identity;
-use crate::paths::Skill;
-use crate::protocol::{PROTOCOL_VERSION, PrAssignment, SkillRequest};
-use crate::runner::{Interrupts, RunSpec, SkillRunner};
-use crate::stop::Fired;
-use crate::tracker::Tracker;
+use crate::os::clock::Clock;
+use crate::os::liveness::ProcessProbe;
+use crate::rules::gates::{Answerer, Prompt, Script};
+use crate::rules::stop::Fired;
+use crate::skill::runner::{Interrupts, RunSpec, SkillRunner};
+use crate::state::budget::Budget;
+use crate::state::exchange::Exchange;
+use crate::state::files;
+use crate::state::history::{GateRecord, Outcome};
+use crate::state::journal::{Driver, Journal};
+use crate::state::lock::Identity;
+use crate::state::paths::Skill;
+use crate::state::protocol::{PROTOCOL_VERSION, PrAssignment, SkillRequest};
+use crate::world::git::Git;
+use crate::world::tracker::Tracker;
 
 pub use account::WorkReport;
 use ctx::{Ctx, Inputs, Seams};
@@ -465,7 +466,7 @@ fn finish_open(
         Ok(r) => (r, work.failure.clone()),
         Err(why) => {
             let (events, _) = exchange.read_events();
-            let folded = crate::exchange::fold_events(&events);
+            let folded = crate::state::exchange::fold_events(&events);
             let error = match &work.failure {
                 Some(f) => format!("{f} ({why})"),
                 None => format!("invalid skill result: {why}"),
@@ -510,12 +511,12 @@ fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Conclu
 /// writer is dropped.
 struct RedactingWriter<'w, 'r> {
     inner: &'w mut dyn Write,
-    lines: crate::redact::LineRedactor<'r>,
+    lines: crate::rules::redact::LineRedactor<'r>,
     pending: Vec<u8>,
 }
 
 impl<'w, 'r> RedactingWriter<'w, 'r> {
-    fn new(inner: &'w mut dyn Write, redactor: &'r crate::redact::Redactor) -> Self {
+    fn new(inner: &'w mut dyn Write, redactor: &'r crate::rules::redact::Redactor) -> Self {
         Self {
             inner,
             lines: redactor.lines(),

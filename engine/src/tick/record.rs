@@ -6,13 +6,13 @@ use jiff::Timestamp;
 
 use super::Failure;
 use super::ctx::Ctx;
-use crate::budget::{Budget, RunStop};
-use crate::clock;
-use crate::history::{
+use crate::os::clock;
+use crate::rules::stop::{Fired, StopCause};
+use crate::state::budget::{Budget, RunStop};
+use crate::state::history::{
     self, ActiveWorktree, BudgetSnapshot, Chain, FailureRecord, GateRecord, HistoryLine, Outcome,
     TickRecord, TrackedPr,
 };
-use crate::stop::{Fired, StopCause};
 
 /// Per-iteration deltas recorded on the line.
 #[derive(Debug, Default, Clone)]
@@ -54,8 +54,8 @@ pub(crate) struct Record<'a> {
 /// The chain fields' shape for a line that ran no chain.
 pub(crate) fn no_chain(ctx: &Ctx<'_, '_>) -> Chain {
     match ctx.cfg.skill {
-        crate::paths::Skill::Work => Chain::NotInvoked,
-        crate::paths::Skill::Review => Chain::NotApplicable,
+        crate::state::paths::Skill::Work => Chain::NotInvoked,
+        crate::state::paths::Skill::Review => Chain::NotApplicable,
     }
 }
 

@@ -9,10 +9,10 @@ use std::path::Path;
 
 use super::Failure;
 use super::ctx::{Ctx, short};
-use crate::gates::Question;
-use crate::git::{WorktreeState, same_commit};
-use crate::history::{HistoryLine, PrState, TrackedPr};
-use crate::stop::{Fired, StopCause};
+use crate::rules::gates::Question;
+use crate::rules::stop::{Fired, StopCause};
+use crate::state::history::{HistoryLine, PrState, TrackedPr};
+use crate::world::git::{WorktreeState, same_commit};
 
 /// The PRs to carry, or the stop a gate answered.
 pub(crate) fn reconcile(

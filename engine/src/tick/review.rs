@@ -11,14 +11,14 @@ use super::ctx::{Ctx, list, pr_ref, short};
 use super::entry::{self, Halt};
 use super::handover::Dispatch;
 use super::load::Loaded;
-use crate::gates::Question;
-use crate::git::same_commit;
-use crate::history::{PrState, TrackedPr};
-use crate::paths::Skill;
-use crate::protocol::{PROTOCOL_VERSION, PrAssignment, SkillRequest};
-use crate::report::Shown;
-use crate::stop::{Fired, StopCause};
-use crate::tracker::{self, Pull};
+use crate::rules::gates::Question;
+use crate::rules::stop::{Fired, StopCause};
+use crate::state::history::{PrState, TrackedPr};
+use crate::state::journal::Shown;
+use crate::state::paths::Skill;
+use crate::state::protocol::{PROTOCOL_VERSION, PrAssignment, SkillRequest};
+use crate::world::git::same_commit;
+use crate::world::tracker::{self, Pull};
 
 /// The label that takes a PR out of the review loop (condition #2).
 pub const DO_NOT_MERGE: &str = "do-not-merge";

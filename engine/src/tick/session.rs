@@ -30,14 +30,16 @@ use super::WorkReport;
 use super::ctx::Ctx;
 use super::handover;
 use crate::config::TickConfig;
-use crate::exchange::{Exchange, fold_events};
 use crate::exit;
-use crate::files;
-use crate::journal::Journal;
-use crate::paths::StatePaths;
-use crate::protocol::{self, ModelUsage, PROTOCOL_VERSION, PrReport, SkillEvent, SkillResult};
-use crate::tracker::TrackerError;
+use crate::state::exchange::{Exchange, fold_events};
+use crate::state::files;
+use crate::state::journal::Journal;
+use crate::state::paths::StatePaths;
+use crate::state::protocol::{
+    self, ModelUsage, PROTOCOL_VERSION, PrReport, SkillEvent, SkillResult,
+};
 use crate::transcript::{self, ClaudeDirs, Ledger, Settle, Settled, TickId, TranscriptChoice};
+use crate::world::tracker::TrackerError;
 
 /// `end --result FILE|-`: where it came from and what it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -324,7 +326,7 @@ fn spend_from_transcript(
 }
 
 /// A PR the session names, as the tracker has it.
-fn lookup(ctx: &Ctx<'_, '_>, number: u64) -> Result<crate::tracker::Pull, Failure> {
+fn lookup(ctx: &Ctx<'_, '_>, number: u64) -> Result<crate::world::tracker::Pull, Failure> {
     ctx.tracker.pull(number).map_err(|e| match e {
         TrackerError::Status { status: 404, .. } => Failure::new(
             exit::DATA,
@@ -343,7 +345,7 @@ fn lookup(ctx: &Ctx<'_, '_>, number: u64) -> Result<crate::tracker::Pull, Failur
 pub fn append_event(
     paths: &StatePaths,
     text: &str,
-    redactor: &crate::redact::Redactor,
+    redactor: &crate::rules::redact::Redactor,
 ) -> Result<u64, Failure> {
     let Some(journal) = Journal::load(&paths.inflight())? else {
         return Err(Failure::new(

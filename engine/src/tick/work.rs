@@ -10,13 +10,13 @@ use super::ctx::{Ctx, list, plural, pr_ref};
 use super::entry::{self, Halt};
 use super::handover::Dispatch;
 use super::load::Loaded;
-use crate::backlog::{self, Backlog};
-use crate::gates::Question;
-use crate::paths::Skill;
-use crate::protocol::{Criteria, IssueAssignment, PROTOCOL_VERSION, SkillRequest};
-use crate::report::Shown;
-use crate::stop::{Fired, StopCause};
-use crate::tracker::Pull;
+use crate::rules::gates::Question;
+use crate::rules::stop::{Fired, StopCause};
+use crate::state::journal::Shown;
+use crate::state::paths::Skill;
+use crate::state::protocol::{Criteria, IssueAssignment, PROTOCOL_VERSION, SkillRequest};
+use crate::world::backlog::{self, Backlog};
+use crate::world::tracker::Pull;
 
 /// Plans a work tick: the dispatch, or the halt.
 pub(crate) fn plan(

@@ -28,7 +28,7 @@ use super::ledger::{Ledger, LedgerTick, TickId};
 use super::locate::{sibling_agent_files, subagent_files};
 use super::scan::{FileScan, ResponseKey, Seen, scan_file};
 use super::{TokenTotals, TranscriptError};
-use crate::protocol::ModelUsage;
+use crate::state::protocol::ModelUsage;
 
 /// Lines and entries that were not counted, by reason. Every non-blank
 /// line read lands in exactly one of these or is the one counted entry of

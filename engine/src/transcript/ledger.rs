@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::ResponseKey;
-use crate::files::{self, FileError};
+use crate::state::files::{self, FileError};
 
 /// How many ticks the ledger keeps.
 pub const MAX_TICKS: usize = 32;

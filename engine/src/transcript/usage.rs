@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::protocol::ModelUsage;
+use crate::state::protocol::ModelUsage;
 
 /// Tokens one model spent, as Anthropic reports them: `input` EXCLUDES the
 /// cache reads and writes.

@@ -11,20 +11,20 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use jiff::SignedDuration;
-use sdd_loop::backlog::Issue;
-use sdd_loop::clock::ManualClock;
 use sdd_loop::config::TickConfig;
-use sdd_loop::exchange::Exchange;
-use sdd_loop::gates::{NoPrompt, Prompt};
-use sdd_loop::git::{Git, GitError, WorktreeState};
-use sdd_loop::history::{self, HistoryLine, PrState};
-use sdd_loop::liveness::{ProcessProbe, SignalZero};
-use sdd_loop::lock::Identity;
-use sdd_loop::paths::{Skill, StatePaths};
-use sdd_loop::protocol::{ModelUsage, PrReport, SkillRequest, SkillResult};
-use sdd_loop::runner::{InterruptKind, NoInterrupts, RunOutcome, RunSpec, SkillRunner};
+use sdd_loop::os::clock::ManualClock;
+use sdd_loop::os::liveness::{ProcessProbe, SignalZero};
+use sdd_loop::rules::gates::{NoPrompt, Prompt};
+use sdd_loop::skill::runner::{InterruptKind, NoInterrupts, RunOutcome, RunSpec, SkillRunner};
+use sdd_loop::state::exchange::Exchange;
+use sdd_loop::state::history::{self, HistoryLine, PrState};
+use sdd_loop::state::lock::Identity;
+use sdd_loop::state::paths::{Skill, StatePaths};
+use sdd_loop::state::protocol::{ModelUsage, PrReport, SkillRequest, SkillResult};
 use sdd_loop::tick::{self, World};
-use sdd_loop::tracker::{Pull, ReviewComment, Tracker, TrackerError};
+use sdd_loop::world::backlog::Issue;
+use sdd_loop::world::git::{Git, GitError, WorktreeState};
+use sdd_loop::world::tracker::{Pull, ReviewComment, Tracker, TrackerError};
 
 // ------------------------------------------------------------------ fakes
 
@@ -227,10 +227,10 @@ impl ProcessProbe for Procs {
     }
     // Process groups are real: an orphaned skill is a real process.
     fn group_alive(&self, pgid: u32) -> bool {
-        sdd_loop::liveness::OsProbe.group_alive(pgid)
+        sdd_loop::os::liveness::OsProbe.group_alive(pgid)
     }
-    fn signal_group(&self, pgid: u32, signal: sdd_loop::liveness::GroupSignal) {
-        sdd_loop::liveness::OsProbe.signal_group(pgid, signal);
+    fn signal_group(&self, pgid: u32, signal: sdd_loop::os::liveness::GroupSignal) {
+        sdd_loop::os::liveness::OsProbe.signal_group(pgid, signal);
     }
 }
 
@@ -451,8 +451,8 @@ impl Sandbox {
         self.history(skill).pop().expect("a history line")
     }
 
-    pub fn budget(&self, skill: Skill) -> sdd_loop::budget::Budget {
-        sdd_loop::budget::Budget::load(self.paths(skill).budget())
+    pub fn budget(&self, skill: Skill) -> sdd_loop::state::budget::Budget {
+        sdd_loop::state::budget::Budget::load(self.paths(skill).budget())
             .unwrap()
             .unwrap()
     }

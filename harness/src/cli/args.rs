@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use sdd_loop::paths::Skill;
+use sdd_loop::state::paths::Skill;
 
 const AFTER_HELP: &str = "\
 Environment:

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sdd_loop::paths::Skill;
+use sdd_loop::state::paths::Skill;
 
 use crate::judging::docs;
 

@@ -22,7 +22,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use sdd_loop::protocol::{
+use sdd_loop::state::protocol::{
     ENV_EVENTS, ENV_REQUEST, ENV_RESULT, EX_QMD_UNREACHABLE, QMD_SENTINEL, SkillResult,
 };
 use sdd_loop::transcript::project_slug;
@@ -306,7 +306,7 @@ impl Agent {
     fn transcript(
         &mut self,
         t: &TickRun<'_>,
-        usage: &[sdd_loop::protocol::ModelUsage],
+        usage: &[sdd_loop::state::protocol::ModelUsage],
         tick_dir: &Path,
     ) -> Result<(), HarnessError> {
         let folder = t

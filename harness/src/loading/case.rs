@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
-use sdd_loop::history::Outcome;
-use sdd_loop::paths::Skill;
+use sdd_loop::state::history::Outcome;
+use sdd_loop::state::paths::Skill;
 use sdd_mocks::agent::script::{Kind as AgentKind, Stream};
 use sdd_mocks::model::script::Turn;
 use sdd_mocks::qmd::QmdState;

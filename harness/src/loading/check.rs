@@ -9,8 +9,8 @@
 //! ([`super::expectations`]), so there is one judge for both.
 
 use schemars::JsonSchema;
-use sdd_loop::history::Outcome;
-use sdd_loop::paths::Skill;
+use sdd_loop::state::history::Outcome;
+use sdd_loop::state::paths::Skill;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;

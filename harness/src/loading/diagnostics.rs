@@ -15,7 +15,7 @@ use super::case::FORMAT_HELP;
 pub fn nearest<'v>(given: &str, valid: &'v [String]) -> Option<&'v str> {
     valid
         .iter()
-        .map(|v| (sdd_loop::gates::edit_distance(given, v), v))
+        .map(|v| (sdd_loop::rules::gates::edit_distance(given, v), v))
         .min_by_key(|(d, _)| *d)
         .filter(|(d, v)| *d <= 3.max(v.len() / 3))
         .map(|(_, v)| v.as_str())

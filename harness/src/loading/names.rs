@@ -4,9 +4,9 @@
 //! the JSON Schema ([`super::schema_parts`]) and validation
 //! ([`super::validate`]) list the same names from here.
 
-use sdd_loop::crash;
-use sdd_loop::gates::GateName;
-use sdd_loop::stop::StopCause;
+use sdd_loop::os::crash;
+use sdd_loop::rules::gates::GateName;
+use sdd_loop::rules::stop::StopCause;
 
 /// The stop cause of a run that did not stop.
 pub const NO_STOP: &str = "none";

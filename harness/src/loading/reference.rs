@@ -1,6 +1,6 @@
 //! What a case author would otherwise guess, taken from the engine's own
 //! types: the gates with their exact questions and options
-//! (`sdd_loop::gates`), the stop causes (`sdd_loop::stop::StopCause`), the
+//! (`sdd_loop::rules::gates`), the stop causes (`sdd_loop::rules::stop::StopCause`), the
 //! outcomes and the fields a `pointer` can name in a history line and in
 //! budget.json (the engine's JSON Schemas, `sdd-loop schema`).
 //!
@@ -13,10 +13,10 @@
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-use sdd_loop::budget::{Budget, Dimension};
-use sdd_loop::gates::{GateName, Question, Tripped};
-use sdd_loop::history::{HistoryLine, Outcome};
-use sdd_loop::stop::StopCause;
+use sdd_loop::rules::gates::{GateName, Question, Tripped};
+use sdd_loop::rules::stop::StopCause;
+use sdd_loop::state::budget::{Budget, Dimension};
+use sdd_loop::state::history::{HistoryLine, Outcome};
 use serde_json::Value;
 
 /// The line before the generated tables in evals/README.md.

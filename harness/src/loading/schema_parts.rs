@@ -146,12 +146,12 @@ fn names(description: &str, names: Vec<String>) -> Schema {
 }
 
 pub fn gate_name(_: &mut SchemaGenerator) -> Schema {
-    names("A gate (sdd_loop::gates)", super::names::gates())
+    names("A gate (sdd_loop::rules::gates)", super::names::gates())
 }
 
 pub fn stop_cause(_: &mut SchemaGenerator) -> Schema {
     names(
-        "A stop cause (sdd_loop::stop), or `none` for a run that did not stop",
+        "A stop cause (sdd_loop::rules::stop), or `none` for a run that did not stop",
         super::names::stop_causes(),
     )
 }

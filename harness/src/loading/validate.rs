@@ -4,8 +4,8 @@
 //! offending value's `file:line:column`, with a `help:` that lists the
 //! valid names (and suggests the nearest one).
 //!
-//! The closed sets come from the engine (`sdd_loop::gates::GateName`,
-//! `sdd_loop::stop::StopCause`, `sdd_loop::crash::POINTS`) and from the
+//! The closed sets come from the engine (`sdd_loop::rules::gates::GateName`,
+//! `sdd_loop::rules::stop::StopCause`, `sdd_loop::os::crash::POINTS`) and from the
 //! fixture directories, so a case can never name something the engine or
 //! the fixtures do not have. So do the fields a `pointer` names: they are
 //! checked against the engine's schemas ([`crate::loading::reference`]), except a
@@ -14,9 +14,9 @@
 
 use std::path::{Component, Path};
 
-use sdd_loop::crash;
-use sdd_loop::gates::{self, GateName};
-use sdd_loop::stop::StopCause;
+use sdd_loop::os::crash;
+use sdd_loop::rules::gates::{self, GateName};
+use sdd_loop::rules::stop::StopCause;
 use sdd_mocks::agent::script::AgentTick;
 use sdd_mocks::skill::exit::is_reserved;
 use sdd_mocks::skill::{Action, ResultMode};

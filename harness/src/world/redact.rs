@@ -68,13 +68,13 @@ pub struct Redactor {
     rules: Vec<(Regex, String)>,
     /// Credentials never reach a snapshot or a grade: the engine's own
     /// redaction (credential shapes) plus the sandbox's tracker token.
-    secrets: sdd_loop::redact::Redactor,
+    secrets: sdd_loop::rules::redact::Redactor,
 }
 
 /// The credentials the harness removes from everything it writes: the
 /// engine's built-in credential shapes and the sandbox's tracker token.
-pub fn credentials() -> sdd_loop::redact::Redactor {
-    sdd_loop::redact::Redactor::builder()
+pub fn credentials() -> sdd_loop::rules::redact::Redactor {
+    sdd_loop::rules::redact::Redactor::builder()
         .secret("tracker-token", crate::world::sandbox::TRACKER_TOKEN)
         .build()
 }

@@ -47,8 +47,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use assert_fs::TempDir;
 use jiff::Timestamp;
-use sdd_loop::liveness::{OsProbe, ProcessProbe};
-use sdd_loop::lock::LockRecord;
+use sdd_loop::os::liveness::{OsProbe, ProcessProbe};
+use sdd_loop::state::lock::LockRecord;
 use sdd_mocks::fixture::Backlog;
 use sdd_mocks::git::{self, Git, GitWorld};
 use sdd_mocks::qmd::{self, QmdState};
@@ -521,7 +521,7 @@ impl Sandbox {
 mod tests {
     use std::path::Path;
 
-    use sdd_loop::claude_md::ClaudeMd;
+    use sdd_loop::rules::claude_md::ClaudeMd;
 
     use super::*;
 

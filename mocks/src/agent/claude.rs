@@ -19,10 +19,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use clap::Parser;
-use sdd_loop::budget::ModelTokens;
-use sdd_loop::history::PrState;
-use sdd_loop::protocol::{ChainReport, Failure, ModelUsage, PrReport, WorktreeReport};
-use sdd_loop::rates::RateTable;
+use sdd_loop::rules::rates::RateTable;
+use sdd_loop::state::budget::ModelTokens;
+use sdd_loop::state::history::PrState;
+use sdd_loop::state::protocol::{ChainReport, Failure, ModelUsage, PrReport, WorktreeReport};
 use serde_json::{Value, json};
 
 use super::Emitter;

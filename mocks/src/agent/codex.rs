@@ -16,7 +16,7 @@
 use std::io::Write;
 
 use clap::Parser;
-use sdd_loop::protocol::{ChainReport, Failure, ModelUsage, PrReport, WorktreeReport};
+use sdd_loop::state::protocol::{ChainReport, Failure, ModelUsage, PrReport, WorktreeReport};
 use serde_json::{Value, json};
 
 use super::Emitter;

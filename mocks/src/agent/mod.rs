@@ -225,7 +225,11 @@ pub fn play(
         match actor.act(action, emitter, err) {
             Ok(()) => {}
             Err(ActError::Qmd(captured)) => {
-                let _ = writeln!(err, "{}: {captured}", sdd_loop::protocol::QMD_SENTINEL);
+                let _ = writeln!(
+                    err,
+                    "{}: {captured}",
+                    sdd_loop::state::protocol::QMD_SENTINEL
+                );
                 if let Err(e) = emitter.qmd_failed(&captured) {
                     return io_failed(err, e);
                 }

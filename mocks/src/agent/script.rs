@@ -34,7 +34,7 @@
 
 use std::path::Path;
 
-use sdd_loop::protocol::ModelUsage;
+use sdd_loop::state::protocol::ModelUsage;
 use serde::{Deserialize, Serialize};
 
 use crate::skill::script::Action;

@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use sdd_loop::protocol::{ENV_EVENTS, ENV_REQUEST, ENV_RESULT};
+use sdd_loop::state::protocol::{ENV_EVENTS, ENV_REQUEST, ENV_RESULT};
 use sdd_mocks::skill::{self, SkillEnv};
 
 fn main() -> ExitCode {

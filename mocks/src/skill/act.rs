@@ -12,8 +12,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 
-use sdd_loop::history::PrState;
-use sdd_loop::protocol::{ChainReport, Failure, ModelUsage, PrReport, WorktreeReport};
+use sdd_loop::state::history::PrState;
+use sdd_loop::state::protocol::{ChainReport, Failure, ModelUsage, PrReport, WorktreeReport};
 
 use super::barrier;
 use super::client::{Merge, TrackerClient, TrackerError};

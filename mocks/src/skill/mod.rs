@@ -3,7 +3,7 @@
 //! mock tracker and real git, report usage and failures, print stderr,
 //! exit with a code, or block on a barrier so a test can SIGKILL the
 //! engine at an exact moment — speaking the engine's protocol
-//! (`sdd_loop::protocol`).
+//! (`sdd_loop::state::protocol`).
 
 pub mod act;
 pub mod barrier;

@@ -10,7 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
-use sdd_loop::protocol::{
+use sdd_loop::state::protocol::{
     ChainReport, Failure, ModelUsage, PROTOCOL_VERSION, PrReport, ReviewRounds, SkillEvent,
     SkillResult, WorktreeReport,
 };
@@ -210,7 +210,7 @@ pub fn write_result(path: &Path, mode: ResultMode, result: &SkillResult) -> std:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sdd_loop::history::PrState;
+    use sdd_loop::state::history::PrState;
 
     #[test]
     fn events_are_lines_and_totals_add_up() {

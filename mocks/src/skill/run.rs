@@ -13,7 +13,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sdd_loop::protocol::{EX_QMD_UNREACHABLE, QMD_SENTINEL, SkillRequest};
+use sdd_loop::state::protocol::{EX_QMD_UNREACHABLE, QMD_SENTINEL, SkillRequest};
 
 use super::act::{ActError, Actor};
 use super::counter;

@@ -41,7 +41,7 @@
 
 use std::path::Path;
 
-use sdd_loop::protocol::{ChainReport, Failure, ModelUsage, PrReport};
+use sdd_loop::state::protocol::{ChainReport, Failure, ModelUsage, PrReport};
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 

@@ -145,7 +145,7 @@ fn octocat() -> String {
 pub struct PullSummary {
     pub number: u64,
     pub branch: String,
-    pub state: sdd_loop::history::PrState,
+    pub state: sdd_loop::state::history::PrState,
     pub head_sha: String,
     pub labels: Vec<String>,
 }
@@ -791,7 +791,7 @@ impl World {
 
     /// A pull request's state as the engine's history records it.
     pub fn pull_summary(&self, number: u64) -> Result<PullSummary, WorldError> {
-        use sdd_loop::history::PrState;
+        use sdd_loop::state::history::PrState;
         let pull = self.pull(number)?;
         Ok(PullSummary {
             number,
@@ -1162,7 +1162,7 @@ mod tests {
         assert_eq!(w.merge_pull(1), Err(WorldError::NotAPull(1)));
         assert_eq!(
             w.pull_summary(10).unwrap().state,
-            sdd_loop::history::PrState::Merged
+            sdd_loop::state::history::PrState::Merged
         );
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use rustix::process::{Pid, Signal};
-use sdd_loop::history::{self, HistoryLine, Outcome};
+use sdd_loop::state::history::{self, HistoryLine, Outcome};
 use serde_json::Value;
 
 use super::ledger::Ledger;

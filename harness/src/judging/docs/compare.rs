@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use regex::Regex;
-use sdd_loop::gates::GateName;
-use sdd_loop::paths::Skill;
+use sdd_loop::rules::gates::GateName;
+use sdd_loop::state::paths::Skill;
 
 use super::contract::{SINGLE_PR, contract};
 use super::defaults::{default_differs, engine_default_note};

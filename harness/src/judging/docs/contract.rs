@@ -6,8 +6,8 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use sdd_loop::gates::GateName;
-use sdd_loop::paths::Skill;
+use sdd_loop::rules::gates::GateName;
+use sdd_loop::state::paths::Skill;
 
 /// What the contract asks a skill's document to state.
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 //! "off" alike, and a default described in words (one the engine
 //! computes) taken as a description rather than a value.
 
-use sdd_loop::paths::Skill;
+use sdd_loop::state::paths::Skill;
 
 use super::engine::EngineDefault;
 use super::reader::Value;

@@ -3,7 +3,7 @@
 //! command tree, flags, defaults and values through clap's introspection of
 //! `sdd_loop::cli::Cli`; the exit statuses from each command's `Exit
 //! status:` help table; the gate questions and options from
-//! `sdd_loop::gates` ([`GateTemplate`]).
+//! `sdd_loop::rules::gates` ([`GateTemplate`]).
 //!
 //! Commands are walked generically, so a subcommand the engine gains
 //! (`sdd-loop work begin`) is known here the day it lands, and one it drops
@@ -14,8 +14,8 @@ use std::sync::LazyLock;
 
 use clap::{ArgAction, CommandFactory};
 use regex::Regex;
-use sdd_loop::budget::Dimension;
-use sdd_loop::gates::{GateName, Question, Tripped};
+use sdd_loop::rules::gates::{GateName, Question, Tripped};
+use sdd_loop::state::budget::Dimension;
 
 /// A flag's default, as the engine has it.
 #[derive(Debug, Clone, PartialEq)]
@@ -410,19 +410,19 @@ mod tests {
         let get = |name: &str| work.flag(name).unwrap_or_else(|| panic!("--{name}"));
         assert_eq!(
             get("max-iterations").default,
-            EngineDefault::Value(sdd_loop::budget::DEFAULT_MAX_ITERATIONS.to_string())
+            EngineDefault::Value(sdd_loop::state::budget::DEFAULT_MAX_ITERATIONS.to_string())
         );
         assert_eq!(
             get("max-prs").default,
-            EngineDefault::Value(sdd_loop::budget::DEFAULT_MAX_PRS.to_string())
+            EngineDefault::Value(sdd_loop::state::budget::DEFAULT_MAX_PRS.to_string())
         );
         assert_eq!(
             get("max-minutes").default,
-            EngineDefault::Value(sdd_loop::budget::DEFAULT_MAX_MINUTES.to_string())
+            EngineDefault::Value(sdd_loop::state::budget::DEFAULT_MAX_MINUTES.to_string())
         );
         assert_eq!(
             get("max-dollars").default,
-            EngineDefault::Value(sdd_loop::budget::DEFAULT_MAX_DOLLARS.to_string())
+            EngineDefault::Value(sdd_loop::state::budget::DEFAULT_MAX_DOLLARS.to_string())
         );
         assert_eq!(get("lock").default, EngineDefault::Value("skip".into()));
         assert_eq!(get("lock").values, ["skip", "wait", "force"]);

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sdd_loop::paths::Skill;
+use sdd_loop::state::paths::Skill;
 
 use super::compare::{Report, compare};
 use super::engine::Cli;

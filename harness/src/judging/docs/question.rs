@@ -249,7 +249,7 @@ pub fn template_regex(template: &GateTemplate) -> Regex {
 mod tests {
     use std::path::Path;
 
-    use sdd_loop::gates::GateName;
+    use sdd_loop::rules::gates::GateName;
 
     use super::*;
 

@@ -50,7 +50,7 @@ use std::sync::{LazyLock, OnceLock};
 use regex::{Captures, Regex, RegexSet};
 use serde_json::Value;
 
-use crate::claude_md::ClaudeMd;
+use crate::rules::claude_md::ClaudeMd;
 
 /// The replacement of a `### Loop Logging` pattern that names none.
 pub const DEFAULT_REPLACEMENT: &str = "[REDACTED]";

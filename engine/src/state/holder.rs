@@ -10,8 +10,8 @@
 //! tool's shell). Its start time is recorded too, so a recycled PID is
 //! recognised as a dead holder.
 
-use crate::liveness::{ProcessProbe, SignalZero};
-use crate::lock::Identity;
+use crate::os::liveness::{ProcessProbe, SignalZero};
+use crate::state::lock::Identity;
 
 /// Command names skipped on the way up: shells, and launchers that exit
 /// with the command they run (the kernel's 15-character `comm`) — among
@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn the_real_tree_has_a_non_shell_ancestor() {
         // This test process runs under the test runner, which is no shell.
-        let probe = crate::liveness::OsProbe;
+        let probe = crate::os::liveness::OsProbe;
         let me = std::process::id();
         let found = session(&probe, me).unwrap();
         assert_ne!(found.pid, me);

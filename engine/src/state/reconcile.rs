@@ -13,8 +13,8 @@
 //! the way to start a fresh run, so the counters are rebuilt from history
 //! only when resuming.
 
-use crate::budget::{Budget, Ceilings, PrSet, round_dollars};
-use crate::history::{HistoryLine, Outcome};
+use crate::state::budget::{Budget, Ceilings, PrSet, round_dollars};
+use crate::state::history::{HistoryLine, Outcome};
 
 /// What the reconciliation decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -289,7 +289,7 @@ pub fn reconcile(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::BudgetSnapshot;
+    use crate::state::history::BudgetSnapshot;
 
     fn budget() -> Budget {
         let mut b = Budget::start(

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
-use crate::clock::SystemClock;
 use crate::config;
-use crate::git::{Git, GitCli};
-use crate::liveness::OsProbe;
-use crate::paths::Skill;
-use crate::tracker::{self, HttpTracker, Tracker, TrackerConfig};
+use crate::os::clock::SystemClock;
+use crate::os::liveness::OsProbe;
+use crate::state::paths::Skill;
+use crate::world::git::{Git, GitCli};
+use crate::world::tracker::{self, HttpTracker, Tracker, TrackerConfig};
 
 /// The npm command that installs the engine of this version.
 pub fn install_command() -> String {
@@ -80,7 +80,7 @@ fn run(
     vars: &BTreeMap<String, String>,
     limit: Duration,
 ) -> Result<(bool, String), String> {
-    let out = crate::program::run_within(program, args, vars, limit)
+    let out = crate::world::program::run_within(program, args, vars, limit)
         .map_err(|e| format!("{}: {e}", program.display()))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
@@ -102,7 +102,7 @@ fn engine(inputs: &Inputs<'_>) -> Vec<Check> {
         ),
         None,
     )];
-    if crate::program::on_path(inputs.vars, "sdd-loop").is_none() {
+    if crate::world::program::on_path(inputs.vars, "sdd-loop").is_none() {
         checks.push(check(
             "engine",
             Verdict::Note,
@@ -114,7 +114,7 @@ fn engine(inputs: &Inputs<'_>) -> Vec<Check> {
 }
 
 fn claude(inputs: &Inputs<'_>) -> Check {
-    let Some(exe) = crate::program::on_path(inputs.vars, "claude") else {
+    let Some(exe) = crate::world::program::on_path(inputs.vars, "claude") else {
         return check(
             "claude",
             Verdict::Fix,
@@ -342,7 +342,7 @@ fn state(inputs: &Inputs<'_>) -> Vec<Check> {
     let mut checks = Vec::new();
     for skill in [Skill::Work, Skill::Review] {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = crate::status::run(
+        let code = crate::cli::status::run(
             &inputs.project,
             skill,
             None,

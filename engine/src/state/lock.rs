@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::files::{self, FileError};
-use crate::liveness::{self, Liveness, ProcessProbe};
-use crate::paths::StatePaths;
+use crate::os::liveness::{self, Liveness, ProcessProbe};
+use crate::state::files::{self, FileError};
+use crate::state::paths::StatePaths;
 
 /// The lockfile's content: the contract's four fields, plus the holder's
 /// process start time (so a recycled PID is recognised) and any fields

@@ -13,7 +13,7 @@
 //! engine dies, the kernel sends the guard SIGTERM and the guard forwards
 //! it: the skill gets the same chance to drain as on Ctrl-C. Where the
 //! platform has no parent-death signal, the next tick's reaping of a dead
-//! holder stops the recorded group instead ([`crate::journal`]).
+//! holder stops the recorded group instead ([`crate::state::journal`]).
 //!
 //! Some agents start their tools in process groups (even sessions) of
 //! their own — the Gemini CLI runs each shell command detached — so a

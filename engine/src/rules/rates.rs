@@ -25,7 +25,7 @@
 //!   over-estimated, never dropped. Only a row that says 0 makes tokens free.
 //!
 //! Cache tokens are parts of `tokens_in` (see
-//! [`crate::protocol::ModelUsage`]). A table may give `cache read`,
+//! [`crate::state::protocol::ModelUsage`]). A table may give `cache read`,
 //! `cache write` (5-minute writes) and `cache write 1h` columns; a missing
 //! column or cell prices those tokens at the input rate — the contract's
 //! no-discount bias — and 1-hour writes fall back to the 5-minute write
@@ -47,8 +47,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::budget::{ModelTokens, round_dollars};
-use crate::claude_md::{ClaudeMd, Table};
+use crate::rules::claude_md::{ClaudeMd, Table};
+use crate::state::budget::{ModelTokens, round_dollars};
 
 /// Where the rates came from; its label starts `rate_table_source`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

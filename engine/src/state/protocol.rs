@@ -22,9 +22,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::budget::ModelTokens;
-use crate::history::PrState;
-use crate::paths::Skill;
+use crate::state::budget::ModelTokens;
+use crate::state::history::PrState;
+use crate::state::paths::Skill;
 
 /// Protocol version written in every request and expected in every result.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -38,9 +38,9 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::backlog::{self, Issue};
 use crate::config;
-use crate::history::PrState;
+use crate::state::history::PrState;
+use crate::world::backlog::{self, Issue};
 
 /// The REST API version asked for (`X-GitHub-Api-Version`), as GitHub
 /// recommends every request name one.
@@ -236,7 +236,7 @@ fn reset_text(reset: Option<jiff::Timestamp>, now: jiff::Timestamp) -> String {
     } else {
         format!("in {} min", (left + 59) / 60)
     };
-    format!("it resets at {} ({when})", crate::clock::format(reset))
+    format!("it resets at {} ({when})", crate::os::clock::format(reset))
 }
 
 /// Seconds for a reader: at most two decimals, no trailing zeros (`3`,

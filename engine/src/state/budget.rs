@@ -12,7 +12,7 @@
 //! writes). The first write records `started_at`, the ceilings and
 //! `rate_table_source`; later flags never silently widen a recorded ceiling
 //! (see [`Budget::apply_flags`]). `prs_touched` is a deduplicated set of
-//! `"#N"`. Writes are atomic and durable ([`crate::files::write_atomic`]).
+//! `"#N"`. Writes are atomic and durable ([`crate::state::files::write_atomic`]).
 //!
 //! `qmd_failures_consecutive` is always written but not required on read:
 //! the contract's own example file predates condition #11 and omits it, and
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::files::{self, FileError};
+use crate::state::files::{self, FileError};
 
 /// The fields a budget file must carry, in the contract's order.
 pub const REQUIRED_FIELDS: [&str; 15] = [
@@ -128,7 +128,7 @@ impl schemars::JsonSchema for PrSet {
 /// Cumulative tokens for one model.
 ///
 /// The cache counts are parts of `tokens_in` (see
-/// [`crate::protocol::ModelUsage`]); they are written only when non-zero,
+/// [`crate::state::protocol::ModelUsage`]); they are written only when non-zero,
 /// so a run that never reports cache tokens keeps the file's old shape.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,

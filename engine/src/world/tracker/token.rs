@@ -119,7 +119,7 @@ pub fn find(vars: &BTreeMap<String, String>, tracker_url: &str) -> Result<Token,
     if let Some(token) = from_vars(vars) {
         return Ok(token);
     }
-    let gh = crate::program::on_path(vars, "gh").ok_or(NoToken::GhAbsent)?;
+    let gh = crate::world::program::on_path(vars, "gh").ok_or(NoToken::GhAbsent)?;
     let host = gh_host(tracker_url).ok_or(NoToken::NoHost)?;
     let value = gh_token(&gh, &host, vars, GH_TIMEOUT)?;
     Ok(Token {
@@ -151,14 +151,18 @@ fn gh_token(
         host: host.to_owned(),
         detail,
     };
-    let ended =
-        crate::program::run_within(gh, &["auth", "token", "--hostname", host], vars, timeout)
-            .map_err(|e| match e {
-                crate::program::NoAnswer::Run(e) => {
-                    failed(format!("cannot run {}: {e}", gh.display()))
-                }
-                timed_out => failed(timed_out.to_string()),
-            })?;
+    let ended = crate::world::program::run_within(
+        gh,
+        &["auth", "token", "--hostname", host],
+        vars,
+        timeout,
+    )
+    .map_err(|e| match e {
+        crate::world::program::NoAnswer::Run(e) => {
+            failed(format!("cannot run {}: {e}", gh.display()))
+        }
+        timed_out => failed(timed_out.to_string()),
+    })?;
     let (status, out) = (ended.status, ended.stdout);
     let token = String::from_utf8_lossy(&out).trim().to_owned();
     if !status.success() || token.is_empty() {

@@ -28,8 +28,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::exchange::Exchange;
-use crate::protocol::{ENV_EVENTS, ENV_REQUEST, ENV_RESULT, EX_QMD_UNREACHABLE, QMD_SENTINEL};
+use crate::state::exchange::Exchange;
+use crate::state::protocol::{
+    ENV_EVENTS, ENV_REQUEST, ENV_RESULT, EX_QMD_UNREACHABLE, QMD_SENTINEL,
+};
 
 /// Lines of stderr kept for error reports.
 pub const STDERR_TAIL_LINES: usize = 40;
@@ -90,11 +92,11 @@ pub struct RunSpec {
     /// `.sdd/loop/{skill}.stop`.
     pub stop_file: PathBuf,
     /// `after-spawn` is hit once the skill runs.
-    pub crash: crate::crash::CrashPoints,
+    pub crash: crate::os::crash::CrashPoints,
     /// The journal to record the skill's process group in once it runs.
     pub journal: Option<PathBuf>,
     /// The `sdd-loop` binary: run the skill under its guard
-    /// ([`crate::guard`]), which the kernel signals when the engine dies.
+    /// ([`crate::skill::guard`]), which the kernel signals when the engine dies.
     /// `None` runs `sh -c` directly.
     pub guard: Option<PathBuf>,
     /// Dollars left in the run when the cost ceiling is on: an agent that
@@ -104,7 +106,7 @@ pub struct RunSpec {
     /// What the kept stderr lines (tail, qmd line) and whatever a runner
     /// quotes from the work's own output (an agent's error message) are
     /// redacted with before they become a root cause.
-    pub redactor: crate::redact::Redactor,
+    pub redactor: crate::rules::redact::Redactor,
 }
 
 /// How a run ended.
@@ -316,8 +318,8 @@ impl SkillRunner for ProcessRunner<'_> {
         let mut command = match &spec.guard {
             Some(binary) => {
                 let mut c = Command::new(binary);
-                c.args(crate::guard::args(
-                    &crate::guard::Guarded::Shell(spec.command.clone()),
+                c.args(crate::skill::guard::args(
+                    &crate::skill::guard::Guarded::Shell(spec.command.clone()),
                     std::process::id(),
                 ));
                 c
@@ -371,10 +373,11 @@ impl ProcessRunner<'_> {
         let mut outcome = RunOutcome::default();
         let pgid = child.id();
         if let Some(journal) = &spec.journal {
-            let start = crate::liveness::ProcessProbe::start_time(&crate::liveness::OsProbe, pgid);
-            let _ = crate::journal::Journal::record_skill_process(
+            let start =
+                crate::os::liveness::ProcessProbe::start_time(&crate::os::liveness::OsProbe, pgid);
+            let _ = crate::state::journal::Journal::record_skill_process(
                 journal,
-                crate::journal::SkillProcess { pgid, start },
+                crate::state::journal::SkillProcess { pgid, start },
             );
         }
         spec.crash.hit("after-spawn");
@@ -414,7 +417,8 @@ impl ProcessRunner<'_> {
                         on_stdout(&text, echo);
                     }
                     if is_err {
-                        let kept = crate::redact::cut(&stderr_lines.line(&text), STDERR_LINE_MAX);
+                        let kept =
+                            crate::rules::redact::cut(&stderr_lines.line(&text), STDERR_LINE_MAX);
                         if outcome.qmd_line.is_none() && text.contains(QMD_SENTINEL) {
                             outcome.qmd_line = Some(kept.clone());
                         }
@@ -496,13 +500,13 @@ impl ProcessRunner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::{Skill, StatePaths};
+    use crate::state::paths::{Skill, StatePaths};
 
     fn setup() -> (tempfile::TempDir, Exchange, RunSpec) {
         let tmp = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(tmp.path(), Skill::Work, None);
         let ex = Exchange::for_iteration(&paths, 1);
-        ex.prepare(&crate::protocol::SkillRequest {
+        ex.prepare(&crate::state::protocol::SkillRequest {
             protocol: 1,
             skill: Skill::Work,
             iteration: 1,
@@ -521,11 +525,11 @@ mod tests {
             stall_timeout: Duration::from_secs(60),
             drain_timeout: Duration::from_secs(60),
             stop_file: paths.stop_request(),
-            crash: crate::crash::CrashPoints::none(),
+            crash: crate::os::crash::CrashPoints::none(),
             journal: None,
             guard: None,
             dollars_left: None,
-            redactor: crate::redact::Redactor::default(),
+            redactor: crate::rules::redact::Redactor::default(),
         };
         (tmp, ex, spec)
     }

@@ -13,16 +13,16 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::budget::Budget;
-use crate::clock::{self, Clock};
 use crate::exit;
-use crate::history::{self, HistoryLine};
-use crate::journal::Journal;
-use crate::liveness::{self, Liveness, ProcessProbe};
-use crate::lock;
-use crate::paths::{Skill, StatePaths};
-use crate::report;
-use crate::stop::dollars;
+use crate::os::clock::{self, Clock};
+use crate::os::liveness::{self, Liveness, ProcessProbe};
+use crate::rules::stop::dollars;
+use crate::state::budget::Budget;
+use crate::state::history::{self, HistoryLine};
+use crate::state::journal::Journal;
+use crate::state::lock;
+use crate::state::paths::{Skill, StatePaths};
+use crate::tick::report;
 
 #[expect(
     clippy::too_many_arguments,
@@ -266,9 +266,9 @@ impl Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::Ceilings;
-    use crate::clock::ManualClock;
-    use crate::liveness::OsProbe;
+    use crate::os::clock::ManualClock;
+    use crate::os::liveness::OsProbe;
+    use crate::state::budget::Ceilings;
 
     fn status(root: &Path, as_json: bool) -> (u8, String, String) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -315,7 +315,7 @@ mod tests {
     fn live_lock_budget_and_stop_are_reported() {
         let tmp = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(tmp.path(), Skill::Work, None);
-        crate::files::ensure_private_dir(&paths.dir).unwrap();
+        crate::state::files::ensure_private_dir(&paths.dir).unwrap();
         let me = std::process::id();
         std::fs::write(
             paths.lock(),
@@ -330,7 +330,7 @@ mod tests {
         b.iterations_used = 2;
         b.prs_touched.insert("#1");
         b.set_elapsed_seconds(20 * 60);
-        b.stopped = Some(crate::budget::RunStop {
+        b.stopped = Some(crate::state::budget::RunStop {
             cause: "prior_gate_stop".into(),
             iteration: 2,
             gate: Some("backlog-drift".into()),
@@ -366,7 +366,7 @@ mod tests {
     fn broken_budget_is_refused_without_touching_it() {
         let tmp = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(tmp.path(), Skill::Work, None);
-        crate::files::ensure_private_dir(&paths.dir).unwrap();
+        crate::state::files::ensure_private_dir(&paths.dir).unwrap();
         std::fs::write(paths.budget(), "{}").unwrap();
         let (code, _, err) = status(tmp.path(), false);
         assert_eq!(code, exit::DATA);

@@ -1,8 +1,8 @@
 //! Unit tests of `lock.rs`.
 
 use super::*;
-use crate::liveness::SignalZero;
-use crate::paths::Skill;
+use crate::os::liveness::SignalZero;
+use crate::state::paths::Skill;
 use std::collections::HashMap;
 use std::sync::Mutex;
 

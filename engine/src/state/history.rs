@@ -39,8 +39,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::budget::{Budget, ModelTokens, RunStop};
-use crate::files::{self, FileError};
+use crate::state::budget::{Budget, ModelTokens, RunStop};
+use crate::state::files::{self, FileError};
 
 /// How a tick ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -293,7 +293,7 @@ impl HistoryLine {
         if let Value::Object(map) = &mut value {
             for (k, v) in map.iter_mut() {
                 if LINE_COUNTS.contains(&format!("/{k}").as_str()) || k == "dollars_this_iter" {
-                    crate::budget::clamp_counts(v);
+                    crate::state::budget::clamp_counts(v);
                 } else if k == "budget_snapshot"
                     && let Value::Object(snapshot) = v
                 {
@@ -304,7 +304,7 @@ impl HistoryLine {
                                 "tokens_by_model" | "dollars_estimate" | "max_dollars"
                             )
                         {
-                            crate::budget::clamp_counts(v);
+                            crate::state::budget::clamp_counts(v);
                         }
                     }
                 }
@@ -435,7 +435,7 @@ pub enum HistoryError {
     #[error(transparent)]
     File(#[from] FileError),
     #[error(transparent)]
-    Witness(#[from] crate::witness::WitnessError),
+    Witness(#[from] crate::state::witness::WitnessError),
 }
 
 impl HistoryError {
@@ -544,7 +544,7 @@ pub fn parse_line(bytes: &[u8]) -> Result<HistoryLine, String> {
 }
 
 /// The counters the engine reads from a line: whole numbers from 0 to
-/// [`crate::budget::MAX_COUNT`]; dollars: numbers ≥ 0. A hand-edited one
+/// [`crate::state::budget::MAX_COUNT`]; dollars: numbers ≥ 0. A hand-edited one
 /// is refused with its field named, never wrapped.
 const LINE_COUNTS: [&str; 6] = [
     "/iteration",
@@ -571,9 +571,9 @@ const SNAPSHOT_COUNTS: [&str; 13] = [
 ];
 
 fn check_numbers(value: &Value) -> Result<(), String> {
-    use crate::budget::MAX_COUNT;
+    use crate::state::budget::MAX_COUNT;
     if let Some(by_model) = value.pointer("/budget_snapshot/tokens_by_model")
-        && let Some((pointer, n)) = crate::budget::count_above_max(by_model)
+        && let Some((pointer, n)) = crate::state::budget::count_above_max(by_model)
     {
         return Err(format!(
             "field /budget_snapshot/tokens_by_model{pointer} holds {n}, above the largest count the engine accepts ({MAX_COUNT})"
@@ -851,7 +851,7 @@ pub fn foreign_note(path: &Path, foreign: &Foreign) -> String {
 fn move_foreign(
     file: &mut files::LockedAppend,
     path: &Path,
-    witness: &crate::witness::Witness,
+    witness: &crate::state::witness::Witness,
     stamp: &str,
 ) -> Result<Option<Foreign>, HistoryError> {
     let len = file
@@ -880,7 +880,9 @@ fn move_foreign(
         // torn-line repair's, not this one's.
         let engine = (end.is_none() && parse_line(line).is_err())
             || is_blank(line)
-            || witness.pending.contains(&crate::witness::digest(line));
+            || witness
+                .pending
+                .contains(&crate::state::witness::digest(line));
         if engine {
             if first_foreign.is_some() {
                 kept.extend_from_slice(whole);
@@ -935,10 +937,10 @@ fn length(file: &mut files::LockedAppend, path: &Path) -> Result<u64, HistoryErr
 /// the witness says is left alone: the loop's state went backwards, for
 /// the caller to judge.
 pub fn set_aside_foreign(
-    paths: &crate::paths::StatePaths,
+    paths: &crate::state::paths::StatePaths,
     stamp: &str,
-) -> Result<(Option<crate::witness::Witness>, Option<Foreign>), HistoryError> {
-    use crate::witness::{self, Witness};
+) -> Result<(Option<crate::state::witness::Witness>, Option<Foreign>), HistoryError> {
+    use crate::state::witness::{self, Witness};
     let path = paths.history();
     let wpath = witness::path(paths);
     let before = Witness::load(&wpath)?;
@@ -977,14 +979,14 @@ pub fn set_aside_foreign(
 
 /// [`append`], witnessed: the line is announced in the loop's witness
 /// before it is appended and checked after, and lines the engine did not
-/// write are moved aside first ([`crate::witness`]), all under the
+/// write are moved aside first ([`crate::state::witness`]), all under the
 /// history's lock.
 pub fn append_witnessed(
-    paths: &crate::paths::StatePaths,
+    paths: &crate::state::paths::StatePaths,
     line: &HistoryLine,
     stamp: &str,
 ) -> Result<(Appended, Option<Foreign>), HistoryError> {
-    use crate::witness::{self, Witness};
+    use crate::state::witness::{self, Witness};
     let path = paths.history();
     let wpath = witness::path(paths);
     let mut file = files::open_append_locked(&path)?;

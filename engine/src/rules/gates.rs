@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::budget::Dimension;
+use crate::state::budget::Dimension;
 use crate::yaml::{self, YamlError};
 
 /// The gates, in the order a tick asks them.

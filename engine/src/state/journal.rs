@@ -17,10 +17,27 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::{self, FileError};
-use crate::history::{ActiveWorktree, TrackedPr};
-use crate::protocol::SkillRequest;
-use crate::report::Shown;
+use crate::state::files::{self, FileError};
+use crate::state::history::{ActiveWorktree, TrackedPr};
+use crate::state::protocol::SkillRequest;
+
+/// The lines of the status block a tick's phases decide; `begin` hands
+/// them to `end` in the journal.
+#[derive(
+    Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct Shown {
+    /// `Backlog: …` (work) or `Tracked PR: …` (review).
+    pub context: String,
+    /// `Iteration plan: …`.
+    pub plan: String,
+    /// `Concurrency: …`.
+    pub concurrency: String,
+    /// `Outcome: …`, decided when the tick ends.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub outcome: String,
+}
 
 /// Who does the work between `begin` and `end`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +73,7 @@ pub struct Journal {
     pub backlog_snapshot: Option<Vec<u64>>,
     /// Gates answered at entry, already redacted.
     #[serde(default)]
-    pub gates: Vec<crate::history::GateRecord>,
+    pub gates: Vec<crate::state::history::GateRecord>,
     #[serde(default)]
     pub driver: Driver,
     /// Worktrees the run had left on disk at the start of the tick.
@@ -118,7 +135,7 @@ impl Journal {
     /// iteration as used. A line halted at entry carries the iteration it
     /// would have run without counting it, so a later tick that runs that
     /// iteration number is not mistaken for it.
-    pub fn recorded_by(&self, line: &crate::history::HistoryLine) -> bool {
+    pub fn recorded_by(&self, line: &crate::state::history::HistoryLine) -> bool {
         let snapshot = line.budget_snapshot.as_ref();
         line.iteration == Some(self.iteration)
             && line.authoritative()
@@ -157,8 +174,8 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::Skill;
-    use crate::protocol::PROTOCOL_VERSION;
+    use crate::state::paths::Skill;
+    use crate::state::protocol::PROTOCOL_VERSION;
 
     #[test]
     fn round_trip_and_removal() {

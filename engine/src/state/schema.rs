@@ -1,10 +1,10 @@
 //! JSON Schemas of every file the engine reads or writes, generated from
 //! the types themselves so they cannot drift: `sdd-loop schema <kind>`.
 
-use crate::budget::Budget;
-use crate::history::HistoryLine;
-use crate::lock::LockRecord;
-use crate::protocol::{SkillEvent, SkillRequest, SkillResult};
+use crate::state::budget::Budget;
+use crate::state::history::HistoryLine;
+use crate::state::lock::LockRecord;
+use crate::state::protocol::{SkillEvent, SkillRequest, SkillResult};
 
 /// The documents with a schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -63,7 +63,7 @@ mod tests {
             .iter()
             .map(|v| v.as_str().unwrap())
             .collect();
-        for field in crate::budget::REQUIRED_FIELDS {
+        for field in crate::state::budget::REQUIRED_FIELDS {
             assert!(
                 required.contains(&field),
                 "{field} not required in {required:?}"

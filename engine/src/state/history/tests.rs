@@ -370,7 +370,7 @@ fn a_line_still_being_appended_is_neither_moved_nor_cut() {
     let full = format!("{}\n", line(2));
     let half = full.len() / 2;
     // A live appender: its lock taken, half its line written.
-    let mut writer = crate::files::open_append_locked(&path).unwrap();
+    let mut writer = crate::state::files::open_append_locked(&path).unwrap();
     writer.file().write_all(&full.as_bytes()[..half]).unwrap();
     // What a reader without the lock sees: a torn-looking tail.
     let bytes = std::fs::read(&path).unwrap();

@@ -15,7 +15,7 @@
 
 use std::fmt;
 
-use crate::budget::Budget;
+use crate::state::budget::Budget;
 
 /// Why a loop stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -237,7 +237,7 @@ pub fn qmd_message(captured: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::{Budget, Ceilings};
+    use crate::state::budget::{Budget, Ceilings};
 
     fn budget(iterations: u64, prs: u64, dollars: f64) -> Budget {
         let mut b = Budget::start(

@@ -4,28 +4,10 @@
 
 use std::fmt::Write as _;
 
-use crate::budget::Budget;
-use crate::history::GateRecord;
-use crate::paths::Skill;
-use crate::stop::{Fired, dollars};
-
-/// The lines of the status block a tick's phases decide; `begin` hands
-/// them to `end` in the journal.
-#[derive(
-    Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
-#[serde(deny_unknown_fields)]
-pub struct Shown {
-    /// `Backlog: …` (work) or `Tracked PR: …` (review).
-    pub context: String,
-    /// `Iteration plan: …`.
-    pub plan: String,
-    /// `Concurrency: …`.
-    pub concurrency: String,
-    /// `Outcome: …`, decided when the tick ends.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub outcome: String,
-}
+use crate::rules::stop::{Fired, dollars};
+use crate::state::budget::Budget;
+use crate::state::history::GateRecord;
+use crate::state::paths::Skill;
 
 /// Everything the status block shows.
 #[derive(Debug, Clone)]
@@ -160,7 +142,7 @@ pub fn header(v: &StatusView<'_>) -> String {
     let halted_on_budget = v
         .stops
         .iter()
-        .any(|f| f.cause == crate::stop::StopCause::IterationBudget);
+        .any(|f| f.cause == crate::rules::stop::StopCause::IterationBudget);
     match v.budget {
         Some(b) if halted_on_budget && v.iteration > v.max_iterations => format!(
             "## Loop Iteration — halted on entry: iteration budget {}/{} — /sdd:{} --loop",
@@ -301,8 +283,8 @@ pub fn final_report(v: &FinalView<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::Ceilings;
-    use crate::stop::StopCause;
+    use crate::rules::stop::StopCause;
+    use crate::state::budget::Ceilings;
 
     fn budget() -> Budget {
         let mut b = Budget::start(

@@ -10,10 +10,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::budget::ModelTokens;
-use crate::files::{self, FileError};
-use crate::paths::StatePaths;
-use crate::protocol::{
+use crate::state::budget::ModelTokens;
+use crate::state::files::{self, FileError};
+use crate::state::paths::StatePaths;
+use crate::state::protocol::{
     Failure, ModelUsage, PROTOCOL_VERSION, PrReport, SkillEvent, SkillRequest, SkillResult,
     WorktreeReport,
 };
@@ -206,8 +206,8 @@ pub fn fold_events(events: &[SkillEvent]) -> SkillResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::PrState;
-    use crate::paths::Skill;
+    use crate::state::history::PrState;
+    use crate::state::paths::Skill;
 
     fn request() -> SkillRequest {
         SkillRequest {

@@ -5,7 +5,9 @@
 
 mod args;
 mod commands;
+pub mod doctor;
 mod hook;
+pub mod status;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
@@ -13,14 +15,13 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::clock::{self, Clock, FixedClock, SystemClock};
-use crate::crash::CrashPoints;
 use crate::exit;
-use crate::liveness::OsProbe;
-use crate::paths::Skill;
-use crate::runner::Interrupts;
-use crate::schema;
-use crate::status;
+use crate::os::clock::{self, Clock, FixedClock, SystemClock};
+use crate::os::crash::CrashPoints;
+use crate::os::liveness::OsProbe;
+use crate::skill::runner::Interrupts;
+use crate::state::paths::Skill;
+use crate::state::schema;
 pub use args::*;
 use commands::{begin_command, end_command, event_command, tick_command};
 
@@ -84,9 +85,9 @@ pub(crate) fn usage(env: &mut Env<'_>, message: &str, help: &str) -> u8 {
 
 /// The redactor for what is printed before a tick has read CLAUDE.md:
 /// credential shapes, the tracker token and secret-named variables.
-pub(crate) fn env_redactor(vars: &BTreeMap<String, String>) -> crate::redact::Redactor {
-    let mut builder = crate::redact::Redactor::builder().env(vars);
-    if let Some(token) = crate::tracker::token::from_vars(vars) {
+pub(crate) fn env_redactor(vars: &BTreeMap<String, String>) -> crate::rules::redact::Redactor {
+    let mut builder = crate::rules::redact::Redactor::builder().env(vars);
+    if let Some(token) = crate::world::tracker::token::from_vars(vars) {
         builder = builder.secret("tracker-token", &token.value);
     }
     builder.build()
@@ -103,13 +104,13 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
             } else {
                 env.cwd.join(&args.project)
             };
-            let inputs = crate::doctor::Inputs {
+            let inputs = crate::cli::doctor::Inputs {
                 vars: &env.vars,
                 project: project.clone(),
                 exe: std::env::current_exe().ok(),
             };
-            let checks = crate::doctor::checks(&inputs);
-            crate::doctor::report(&checks, &project, args.json, env.stdout)
+            let checks = crate::cli::doctor::checks(&inputs);
+            crate::cli::doctor::report(&checks, &project, args.json, env.stdout)
         }
         Command::Hook(args) => hook::hook_command(args, env),
         Command::Guard {
@@ -118,15 +119,15 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
             command,
         } => {
             let what = if exec {
-                crate::guard::Guarded::Exec(command)
+                crate::skill::guard::Guarded::Exec(command)
             } else {
                 let line: Vec<String> = command
                     .iter()
                     .map(|c| c.to_string_lossy().into_owned())
                     .collect();
-                crate::guard::Guarded::Shell(line.join(" "))
+                crate::skill::guard::Guarded::Shell(line.join(" "))
             };
-            crate::guard::run(&what, parent)
+            crate::skill::guard::run(&what, parent)
         }
         Command::Status(args) => {
             let root = env.cwd.join(&args.project);

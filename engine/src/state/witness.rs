@@ -18,7 +18,7 @@
 //!   its exact bytes), then appended, then `checked_len` moves past it,
 //!   all under the history's own lock. Bytes after `checked_len` whose
 //!   line is not announced were written by someone else: they are moved
-//!   to a sidecar and never counted ([`crate::history::set_aside_foreign`]).
+//!   to a sidecar and never counted ([`crate::state::history::set_aside_foreign`]).
 //!
 //! The limits, stated plainly: the digest is FNV-1a, an identity, not a
 //! signature — whoever can write this file can make any line look like
@@ -33,8 +33,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::{self, FileError};
-use crate::paths::StatePaths;
+use crate::state::files::{self, FileError};
+use crate::state::paths::StatePaths;
 
 /// The directory of the witnesses of a project rooted at `root`.
 pub fn dir(root: &Path) -> PathBuf {

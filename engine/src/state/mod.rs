@@ -1,0 +1,22 @@
+//! The loop's state: every file under `.sdd/loop/` and the rules that keep
+//! it whole. Where it lives ([`paths`]) and how it is written without
+//! tearing ([`files`]); the lock and its holder ([`lock`], [`holder`]);
+//! the budget checkpoint, the history log and their reconciliation
+//! ([`budget`], [`history`], [`reconcile`]); the interrupted-iteration
+//! journal ([`journal`]); how far a loop got, kept out of the model's
+//! reach ([`witness`]); the files a tick shares with its wrapped skill
+//! ([`protocol`], [`exchange`]); and the JSON Schemas of them all
+//! ([`schema`]).
+
+pub mod budget;
+pub mod exchange;
+pub mod files;
+pub mod history;
+pub mod holder;
+pub mod journal;
+pub mod lock;
+pub mod paths;
+pub mod protocol;
+pub mod reconcile;
+pub mod schema;
+pub mod witness;
