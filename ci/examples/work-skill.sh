@@ -1,6 +1,6 @@
 #!/bin/sh
 # A wrapped /sdd:work skill in a few lines of shell: the protocol by
-# example (README "Writing the wrapped skill").
+# example (docs/src/wrapped-skill.md).
 #
 # The engine runs it once per tick with three paths in the environment:
 #   SDD_LOOP_REQUEST  the request: the issues to implement this tick

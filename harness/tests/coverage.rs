@@ -1,6 +1,6 @@
 //! `sdd-evals coverage`: the map of SPEC-0020 requirements and ADR-0028
 //! confirmations to the cases that cover them, made from the cases each
-//! time it is read (no copy in `evals/README.md` to go stale); the command
+//! time it is read (no copy in the docs to go stale); the command
 //! fails, naming them, while any requirement has no case.
 
 mod support;
@@ -46,15 +46,26 @@ fn suite_map() -> Coverage {
 }
 
 #[test]
-fn the_readme_keeps_no_copy_of_the_table_to_go_stale() {
+fn the_docs_keep_no_copy_of_the_table_to_go_stale() {
     // The map is printed from the cases each time it is read; a copy in
-    // evals/README.md would need an edit with every new case's `covers:`.
-    let readme = std::fs::read_to_string(support::workspace().join("evals/README.md")).unwrap();
-    assert!(
-        coverage::spliced(&readme).is_none(),
-        "evals/README.md holds a coverage table again"
-    );
-    assert!(readme.contains("`sdd-evals coverage` prints every requirement"));
+    // the docs would need an edit with every new case's `covers:`.
+    let root = support::workspace();
+    let mut pages = vec![root.join("README.md"), root.join("evals/README.md")];
+    for entry in std::fs::read_dir(root.join("docs/src")).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "md") {
+            pages.push(entry.path());
+        }
+    }
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        assert!(
+            coverage::spliced(&text).is_none(),
+            "{} holds a coverage table again",
+            page.display()
+        );
+    }
+    let guide = std::fs::read_to_string(root.join("docs/src/writing-cases.md")).unwrap();
+    assert!(guide.contains("`sdd-evals coverage` prints every requirement"));
 }
 
 #[test]

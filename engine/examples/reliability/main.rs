@@ -3,7 +3,7 @@
 //! 1 if any family saw a violation.
 //!
 //! ```text
-//! cargo run --release -p sdd-loop --example reliability -- --with-properties  # README "Reliability"
+//! cargo run --release -p sdd-loop --example reliability -- --with-properties  # docs/src/reliability.md
 //! cargo run -p sdd-loop --example reliability -- --short                      # CI: under a minute
 //! ```
 //!

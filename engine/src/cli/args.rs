@@ -170,7 +170,7 @@ pub struct TickArgs {
     /// Claude Code (`claude -p --output-format stream-json --verbose`),
     /// Codex (`codex exec --json`), the Gemini CLI (`gemini --output-format
     /// stream-json --approval-mode yolo`) or OpenCode (`opencode run
-    /// --format json --auto`); see "Driving a real agent" in the README
+    /// --format json --auto`); see docs/src/agents.md, "Driving a real agent"
     /// [env: SDD_LOOP_AGENT]
     #[arg(long, value_enum, value_name = "AGENT", conflicts_with = "skill_cmd")]
     pub agent: Option<crate::agent::AgentKind>,

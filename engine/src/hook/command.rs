@@ -18,7 +18,7 @@
 //! Recognition is pure — it reads words, never files or the network — so
 //! it cannot fail; [`super::pre_tool`] decides. What it cannot see: a
 //! command hidden behind a variable, an alias, a script file, another
-//! program calling the API (the README lists these and what still
+//! program calling the API (docs/src/claude-code.md lists these and what still
 //! catches them).
 
 use serde_json::Value;

@@ -113,7 +113,7 @@ impl InputError {
     pub fn help(&self) -> &'static str {
         match self {
             InputError::Invalid { .. } => {
-                "the hooks are run by Claude Code, which writes this object; to try one by hand, pipe a JSON object shaped as in the README's \"The hooks\""
+                "the hooks are run by Claude Code, which writes this object; to try one by hand, pipe a JSON object shaped as in docs/src/claude-code.md, \"The hooks\""
             }
             InputError::WrongEvent { .. } => {
                 "wire each event to its own subcommand in hooks/hooks.json"

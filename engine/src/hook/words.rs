@@ -9,7 +9,7 @@
 //! redirections and their targets are dropped; a here-document's body is
 //! skipped, as it is data; `#` starts a comment at the start of a word.
 //! Parameter expansion is not done: `$VAR` stays as written, so a command
-//! hidden behind a variable is not recognised (the README lists such
+//! hidden behind a variable is not recognised (docs/src/claude-code.md lists such
 //! limits). Malformed input (an unclosed quote) is read to its end, never
 //! refused: the caller decides on what it can see.
 

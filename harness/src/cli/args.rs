@@ -33,7 +33,7 @@ Exit status:
       or `agents` found a pinned CLI missing or could not install it
   73  the reports cannot be written
 
-The case format: evals/README.md";
+The case format: docs/src/case-format.md; a first case: evals/README.md";
 
 /// Scenario evals for the loop engine.
 #[derive(Debug, Parser)]
@@ -165,7 +165,7 @@ pub struct ReviewArgs {
 pub struct CoverageArgs {
     /// Case files or directories [default: evals/]
     pub paths: Vec<PathBuf>,
-    /// Print the table as Markdown (the form evals/README.md holds).
+    /// Print the table as Markdown (e.g. for a pull request).
     #[arg(long)]
     pub markdown: bool,
     /// Replace the Markdown table between the coverage markers of FILE

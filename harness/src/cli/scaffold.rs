@@ -19,7 +19,7 @@ pub struct ScaffoldError {
 pub fn template(id: &str) -> String {
     format!(
         "\
-# {id}: say what this case shows, and why it matters. Format: evals/README.md.
+# {id}: say what this case shows, and why it matters. Format: docs/src/case-format.md.
 id: {id}
 name: An empty backlog ends the loop on the first tick
 proves: \"ADR-0028 stop condition #1\"

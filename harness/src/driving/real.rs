@@ -11,7 +11,7 @@
 //! inside the sandbox, the model's base URL and key, telemetry off, no
 //! network but loopback. Claude Code finds the model through
 //! `ANTHROPIC_BASE_URL`; Codex through a provider added with `-c`, passed
-//! as `--agent-arg`s the way README's users pass flags; the Gemini CLI
+//! as `--agent-arg`s the way users pass flags (docs/src/agents.md); the Gemini CLI
 //! through `GOOGLE_GEMINI_BASE_URL`; OpenCode through the `anthropic`
 //! provider of the sandbox's `opencode.json`. Every tick runs the
 //! engine with `CLAUDECODE` and `CLAUDE_CODE_ENTRYPOINT` set, as inside a

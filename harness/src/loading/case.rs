@@ -9,8 +9,8 @@
 //! loads ([`super::load`], [`super::validate`]), so every error points at
 //! `file:line:column`.
 //! A [`Case`] only exists once it has passed those checks. The format is
-//! documented for authors in `evals/README.md`; `sdd-evals schema` prints
-//! it as JSON Schema.
+//! documented for authors in `docs/src/case-format.md` (a first case:
+//! `evals/README.md`); `sdd-evals schema` prints it as JSON Schema.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ use super::check::{Check, GateSpec};
 use super::schema_parts;
 
 /// Ends every `help:` line about the format.
-pub const FORMAT_HELP: &str = "the case format is described in evals/README.md";
+pub const FORMAT_HELP: &str = "the case format is described in docs/src/case-format.md";
 
 /// The clock at tick 1 when a case does not say.
 pub const DEFAULT_START: &str = "2026-05-09T14:00:00Z";

@@ -106,7 +106,7 @@ impl Coverage {
         out
     }
 
-    /// The table for `evals/README.md`, without the markers.
+    /// The table as Markdown, without the markers (`--markdown`, `--write`).
     pub fn markdown(&self) -> String {
         let mut out = String::from("| SPEC-0020 requirement | cases (assertions) |\n|---|---|\n");
         for r in &self.requirements {

@@ -4,11 +4,12 @@
 //! outcomes and the fields a `pointer` can name in a history line and in
 //! budget.json (the engine's JSON Schemas, `sdd-loop schema`).
 //!
-//! [`markdown`] renders them as the reference tables of `evals/README.md`
-//! (between [`BEGIN`] and [`END`]); `harness/tests/reference.rs` fails
-//! when the README's copy drifts from the engine. [`check_pointer`] walks
-//! the same schemas, so a case whose `pointer` names a field that does not
-//! exist is refused when it loads, with the fields that do.
+//! [`markdown`] renders them as the reference tables of
+//! `docs/src/case-format.md` (between [`BEGIN`] and [`END`]);
+//! `harness/tests/reference.rs` fails when that copy drifts from the
+//! engine. [`check_pointer`] walks the same schemas, so a case whose
+//! `pointer` names a field that does not exist is refused when it loads,
+//! with the fields that do.
 
 use std::fmt::Write as _;
 use std::sync::OnceLock;
@@ -19,7 +20,7 @@ use sdd_loop::state::budget::{Budget, Dimension};
 use sdd_loop::state::history::{HistoryLine, Outcome};
 use serde_json::Value;
 
-/// The line before the generated tables in evals/README.md.
+/// The line before the generated tables in docs/src/case-format.md.
 pub const BEGIN: &str = "<!-- reference: generated from the engine's types by harness/src/loading/reference.rs; harness/tests/reference.rs checks it -->";
 /// The line after them.
 pub const END: &str = "<!-- end of reference -->";

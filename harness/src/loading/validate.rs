@@ -304,7 +304,7 @@ impl Checker<'_> {
         };
         let help = if miss.fields.is_empty() {
             format!(
-                "{parent} has no fields: its elements are numbered from 0, e.g. `{}/0` (the fields: \"Reference\" in evals/README.md)",
+                "{parent} has no fields: its elements are numbered from 0, e.g. `{}/0` (the fields: docs/src/case-format.md, \"Reference, generated from the engine\")",
                 miss.parent
             )
         } else {

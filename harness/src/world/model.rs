@@ -45,7 +45,7 @@ pub const BARRIER_VAR: &str = "SDD_EVALS_BARRIER";
 pub const BARRIER_BIN: &str = "sdd-evals-barrier";
 
 /// The barrier helper: the scripted model runs it where the case kills.
-pub const BARRIER_SCRIPT: &str = "#!/bin/sh\n# Written by sdd-evals: tells the harness this point is reached, then\n# waits to be killed there (evals/README.md, \"Real CLIs\").\nif [ -z \"$SDD_EVALS_BARRIER\" ]; then\n  echo \"sdd-evals-barrier: this tick has no kill: barrier\" >&2\n  exit 97\nfi\necho \"ready $$\" > \"$SDD_EVALS_BARRIER\"\nexec tail -f /dev/null\n";
+pub const BARRIER_SCRIPT: &str = "#!/bin/sh\n# Written by sdd-evals: tells the harness this point is reached, then\n# waits to be killed there (docs/src/case-format.md, \"Real CLIs\").\nif [ -z \"$SDD_EVALS_BARRIER\" ]; then\n  echo \"sdd-evals-barrier: this tick has no kill: barrier\" >&2\n  exit 97\nfi\necho \"ready $$\" > \"$SDD_EVALS_BARRIER\"\nexec tail -f /dev/null\n";
 
 /// One case's scripted model.
 #[derive(Debug)]

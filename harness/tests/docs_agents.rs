@@ -1,9 +1,10 @@
-//! README's command lines for the Gemini CLI and OpenCode are the ones the
-//! real-CLI cases run: every `sdd-loop … --agent gemini|opencode` line of
-//! "Driving a real agent" must have a `driver: real-gemini|real-opencode`
-//! case whose `args` carry the same `--agent-model` and `--agent-arg`s and
-//! the same loop flags, so the flags README tells users to pass are the
-//! flags proved against the pinned CLIs.
+//! The book's command lines for the Gemini CLI and OpenCode are the ones
+//! the real-CLI cases run: every `sdd-loop … --agent gemini|opencode` line
+//! of "Driving a real agent" (`docs/src/agents.md`) must have a `driver:
+//! real-gemini|real-opencode` case whose `args` carry the same
+//! `--agent-model` and `--agent-arg`s and the same loop flags, so the
+//! flags the docs tell users to pass are the flags proved against the
+//! pinned CLIs.
 
 use std::path::PathBuf;
 
@@ -16,17 +17,12 @@ fn workspace() -> PathBuf {
     sdd_harness::cli::find_workspace(&here).expect("the tests run inside the workspace")
 }
 
-/// The README's `sdd-loop` command lines (continuations joined) that
+/// The page's `sdd-loop` command lines (continuations joined) that
 /// drive `agent`, as their words.
-fn readme_lines(readme: &str, agent: &str) -> Vec<Vec<String>> {
-    let section = readme
-        .split("### Driving a real agent")
-        .nth(1)
-        .and_then(|s| s.split("\n### ").next())
-        .expect("README has \"Driving a real agent\"");
+fn page_lines(page: &str, agent: &str) -> Vec<Vec<String>> {
     let mut lines = Vec::new();
     let mut current = String::new();
-    for line in section.lines() {
+    for line in page.lines() {
         let line = line.trim();
         if current.is_empty() && !line.starts_with("while sdd-loop") {
             continue;
@@ -90,11 +86,14 @@ fn cases(driver: &str) -> Vec<(String, Vec<String>)> {
 }
 
 #[test]
-fn every_readme_command_line_for_gemini_and_opencode_is_run_by_a_case() {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+fn every_documented_command_line_for_gemini_and_opencode_is_run_by_a_case() {
+    let page = std::fs::read_to_string(workspace().join("docs/src/agents.md")).unwrap();
     for agent in ["gemini", "opencode"] {
-        let lines = readme_lines(&readme, agent);
-        assert!(!lines.is_empty(), "README shows no `--agent {agent}` line");
+        let lines = page_lines(&page, agent);
+        assert!(
+            !lines.is_empty(),
+            "docs/src/agents.md shows no `--agent {agent}` line"
+        );
         let cases = cases(&format!("real-{agent}"));
         for words in lines {
             let want = flags(&words);
@@ -105,7 +104,7 @@ fn every_readme_command_line_for_gemini_and_opencode_is_run_by_a_case() {
                 .collect();
             assert!(
                 !run_by.is_empty(),
-                "README's `{}` is run by no `driver: real-{agent}` case with the args {want:?}",
+                "docs/src/agents.md's `{}` is run by no `driver: real-{agent}` case with the args {want:?}",
                 words.join(" ")
             );
         }
