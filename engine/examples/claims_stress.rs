@@ -1,0 +1,423 @@
+//! Claims on the shared remote under stress (issue 32): M machines, each
+//! a clone of one real bare origin with a clock of its own, grind one
+//! backlog by the claim protocol of `sdd_loop::world::claim` — take a free
+//! claim (or an expired one, or their own clone's after a restart), renew
+//! it as the work goes on, stop when it lapses by their own clock, release
+//! it with the PR — while machines are SIGKILLed (their claims left
+//! behind) and cut off from the remote and the tracker for a while.
+//!
+//! ```text
+//! cargo run --release -p sdd-loop --example claims_stress -- --machines 8 --ticks 50 --issues 40
+//! machines=8 ticks=50 issues=40 skew=300s margin=300s seed=1 rounds=… takes=… takeovers=… …
+//! prs=40 duplicates=0 undone=0 double_held=0 secs=…
+//! ```
+//!
+//! Time is simulated in rounds of one minute; within a round the machines
+//! act at once on their own threads, so their pushes race for real on the
+//! origin. Clocks: each machine's is the true time plus an offset drawn
+//! from `0..=skew`, so two clocks disagree by up to `--skew`. A machine
+//! takes over a lapsed claim only when its clock is `--margin` past the
+//! expiry; with the margin at least the skew no issue is ever held by two
+//! working machines, nor gets two PRs. Run with `--margin 0` it reports
+//! the duplicate (a fast clock takes a claim whose holder, cut off and
+//! unable to renew, still works by its slower clock) and exits 1.
+//!
+//! What it proves is the protocol; `world::claim`'s tests prove each
+//! compare-and-swap on real git. Exit status 1 on any PR opened twice, any
+//! minute an issue was worked by two machines, or an issue left undone.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use jiff::{SignedDuration, Timestamp};
+use sdd_loop::state::paths::Skill;
+use sdd_loop::world::claim::{Change, Holder, Lease, Outcome, Remote, Timing};
+
+#[path = "shared/split_mix.rs"]
+mod split_mix;
+use split_mix::SplitMix;
+
+const ROUND: i64 = 60;
+
+#[derive(Debug, Clone)]
+struct Options {
+    machines: usize,
+    ticks: u32,
+    issues: u64,
+    skew: u64,
+    margin: u64,
+    seed: u64,
+}
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        machines: 8,
+        ticks: 50,
+        issues: 40,
+        skew: 300,
+        margin: 300,
+        seed: 1,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || -> Result<u64, String> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{flag} takes a whole number"))
+        };
+        match flag.as_str() {
+            "--machines" => o.machines = usize::try_from(value()?).unwrap_or(8),
+            "--ticks" => o.ticks = u32::try_from(value()?).unwrap_or(50),
+            "--issues" => o.issues = value()?,
+            "--skew" => o.skew = value()?,
+            "--margin" => o.margin = value()?,
+            "--seed" => o.seed = value()?,
+            "--help" | "-h" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(o)
+}
+
+/// What a machine is doing.
+#[derive(Debug, Clone)]
+enum Doing {
+    Idle,
+    Working {
+        issue: u64,
+        commit: String,
+        lease: Lease,
+        left: u32,
+    },
+    /// SIGKILLed; restarts (a new process of the same clone) at `until`.
+    Dead {
+        until: u64,
+    },
+}
+
+#[derive(Debug)]
+struct Machine {
+    remote: Remote,
+    holder: Holder,
+    /// Seconds this machine's clock is ahead of the true time.
+    offset: i64,
+    doing: Doing,
+    ticks: u32,
+    /// Cut off from the remote and the tracker until this round.
+    cut_until: u64,
+    rng: SplitMix,
+}
+
+/// The shared tracker: the backlog, the PRs opened, and what the run
+/// counted.
+#[derive(Debug, Default)]
+struct World {
+    issues: u64,
+    prs: BTreeMap<u64, Vec<(usize, u64)>>,
+    counts: BTreeMap<&'static str, u64>,
+    /// (round, issue) → machines working it that round.
+    working: BTreeMap<(u64, u64), BTreeSet<usize>>,
+}
+
+impl World {
+    fn count(&mut self, what: &'static str) {
+        *self.counts.entry(what).or_default() += 1;
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "stress")
+        .env("GIT_AUTHOR_EMAIL", "stress@localhost")
+        .env("GIT_COMMITTER_NAME", "stress")
+        .env("GIT_COMMITTER_EMAIL", "stress@localhost")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn setup(root: &Path, o: &Options) -> Vec<Machine> {
+    git(root, &["init", "--quiet", "--bare", "origin.git"]);
+    git(root, &["init", "--quiet", "seed"]);
+    let seed = root.join("seed");
+    std::fs::write(seed.join("README.md"), "backlog\n").expect("write");
+    git(&seed, &["add", "README.md"]);
+    git(&seed, &["commit", "--quiet", "-m", "first"]);
+    git(
+        &seed,
+        &["push", "--quiet", "../origin.git", "HEAD:refs/heads/main"],
+    );
+    let mut rng = SplitMix::new(o.seed);
+    (0..o.machines)
+        .map(|i| {
+            let name = format!("machine-{i}");
+            git(root, &["clone", "--quiet", "origin.git", &name]);
+            let dir = root.join(&name);
+            Machine {
+                holder: Holder {
+                    host: name.clone(),
+                    clone: dir.display().to_string(),
+                    pid: 1000 + u32::try_from(i).unwrap_or(0),
+                    session: None,
+                },
+                remote: Remote {
+                    dir,
+                    remote: "origin".into(),
+                    vars: std::env::vars().collect(),
+                    limit: Duration::from_secs(30),
+                },
+                offset: i64::try_from(rng.below(o.skew + 1)).unwrap_or(0),
+                doing: Doing::Idle,
+                ticks: 0,
+                cut_until: 0,
+                rng: SplitMix::new(o.seed.wrapping_mul(31).wrapping_add(i as u64)),
+            }
+        })
+        .collect()
+}
+
+fn clock(start: Timestamp, round: u64, offset: i64) -> Timestamp {
+    let secs = i64::try_from(round).unwrap_or(i64::MAX / 2) * ROUND + offset;
+    start + SignedDuration::from_secs(secs)
+}
+
+/// One machine's minute.
+fn act(m: &mut Machine, i: usize, round: u64, now: Timestamp, t: &Timing, world: &Mutex<World>) {
+    let cut = round < m.cut_until;
+    match m.doing.clone() {
+        Doing::Dead { until } => {
+            if round >= until {
+                m.doing = Doing::Idle;
+            }
+        }
+        Doing::Working {
+            issue,
+            commit,
+            lease,
+            left,
+        } => {
+            if t.must_stop(&lease, now) {
+                world.lock().expect("world").count("stopped_at_expiry");
+                m.doing = Doing::Idle;
+                return;
+            }
+            if m.rng.below(100) < 2 {
+                world.lock().expect("world").count("kills");
+                m.doing = Doing::Dead {
+                    until: round + 1 + m.rng.below(10),
+                };
+                return;
+            }
+            if m.rng.below(100) < 5 {
+                world.lock().expect("world").count("cuts");
+                m.cut_until = round + 10 + m.rng.below(20);
+            }
+            let cut = cut || round < m.cut_until;
+            {
+                let mut w = world.lock().expect("world");
+                w.working.entry((round, issue)).or_default().insert(i);
+            }
+            let left = if cut { left } else { left.saturating_sub(1) };
+            if left == 0 {
+                let mut w = world.lock().expect("world");
+                w.prs.entry(issue).or_default().push((i, round));
+                drop(w);
+                let _ = m.remote.push(&[Change::Release {
+                    skill: Skill::Work,
+                    number: issue,
+                    expected: commit,
+                }]);
+                m.doing = Doing::Idle;
+                return;
+            }
+            if now >= t.renew_at(&lease) && !cut {
+                let renewed = t.lease(Skill::Work, issue, &m.holder, now);
+                if let Ok(outcomes) = m.remote.push(&[Change::Renew {
+                    lease: renewed.clone(),
+                    expected: commit.clone(),
+                }]) {
+                    if let Some(Outcome::Done { commit: Some(c) }) = outcomes.into_iter().next() {
+                        world.lock().expect("world").count("renewals");
+                        m.doing = Doing::Working {
+                            issue,
+                            commit: c,
+                            lease: renewed,
+                            left,
+                        };
+                    } else {
+                        world.lock().expect("world").count("lost_at_renewal");
+                        m.doing = Doing::Idle;
+                    }
+                    return;
+                }
+            }
+            m.doing = Doing::Working {
+                issue,
+                commit,
+                lease,
+                left,
+            };
+        }
+        Doing::Idle => {
+            if !cut {
+                take_next(m, now, t, world);
+            }
+        }
+    }
+}
+
+/// An idle machine's tick: the first issue without a PR that is free,
+/// lapsed past the margin, or its own clone's; claimed by one push.
+fn take_next(m: &mut Machine, now: Timestamp, t: &Timing, world: &Mutex<World>) {
+    let Ok(claims) = m.remote.read(Skill::Work) else {
+        return;
+    };
+    let done: BTreeSet<u64> = world.lock().expect("world").prs.keys().copied().collect();
+    let issues = world.lock().expect("world").issues;
+    for issue in 1..=issues {
+        if done.contains(&issue) {
+            continue;
+        }
+        let expected = match claims.get(&issue) {
+            None => None,
+            Some(seen) => match &seen.lease {
+                Some(l) if l.holder.same_clone(&m.holder) || t.takeable(l, now) => {
+                    Some(seen.commit.clone())
+                }
+                _ => continue,
+            },
+        };
+        let takeover = expected.is_some();
+        let lease = t.lease(Skill::Work, issue, &m.holder, now);
+        m.ticks += 1;
+        if let Ok(outcomes) = m.remote.push(&[Change::Take {
+            lease: lease.clone(),
+            expected,
+        }]) && let Some(Outcome::Done { commit: Some(c) }) = outcomes.into_iter().next()
+        {
+            let mut w = world.lock().expect("world");
+            w.count(if takeover { "takeovers" } else { "takes" });
+            m.doing = Doing::Working {
+                issue,
+                commit: c,
+                lease,
+                left: 2 + u32::try_from(m.rng.below(19)).unwrap_or(0),
+            };
+            return;
+        }
+        world.lock().expect("world").count("refused");
+        return;
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match parse_args(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+            }
+            let _ = writeln!(
+                std::io::stderr(),
+                "usage: claims_stress [--machines 8] [--ticks 50] [--issues 40] [--skew 300] [--margin 300] [--seed 1]"
+            );
+            std::process::exit(if e.is_empty() { 0 } else { 64 });
+        }
+    };
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut machines = setup(dir.path(), &o);
+    let timing = Timing {
+        skew: Duration::from_secs(o.margin),
+        ..Timing::default()
+    };
+    let world = Mutex::new(World {
+        issues: o.issues,
+        ..World::default()
+    });
+    let start: Timestamp = "2026-11-26T10:00:00Z".parse().expect("a timestamp");
+    let mut round = 0u64;
+    loop {
+        let all_done = world.lock().expect("world").prs.len() as u64 >= o.issues;
+        let out_of_ticks = machines.iter().all(|m| m.ticks >= o.ticks);
+        if all_done || out_of_ticks || round > 10_000 {
+            break;
+        }
+        std::thread::scope(|s| {
+            for (i, m) in machines.iter_mut().enumerate() {
+                let (world, timing) = (&world, &timing);
+                let now = clock(start, round, m.offset);
+                if m.ticks >= o.ticks && matches!(m.doing, Doing::Idle) {
+                    continue;
+                }
+                s.spawn(move || act(m, i, round, now, timing, world));
+            }
+        });
+        round += 1;
+    }
+    let w = world.into_inner().expect("world");
+    let duplicates = w.prs.values().filter(|v| v.len() > 1).count();
+    let undone = o.issues - w.prs.len() as u64;
+    let double_held = w.working.values().filter(|m| m.len() > 1).count();
+    let c = |k: &str| w.counts.get(k).copied().unwrap_or(0);
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
+        "machines={} ticks={} issues={} skew={}s margin={}s seed={} rounds={round} takes={} takeovers={} renewals={} refused={} kills={} cuts={} stopped_at_expiry={} lost_at_renewal={}",
+        o.machines,
+        o.ticks,
+        o.issues,
+        o.skew,
+        o.margin,
+        o.seed,
+        c("takes"),
+        c("takeovers"),
+        c("renewals"),
+        c("refused"),
+        c("kills"),
+        c("cuts"),
+        c("stopped_at_expiry"),
+        c("lost_at_renewal"),
+    );
+    let _ = writeln!(
+        out,
+        "prs={} duplicates={duplicates} undone={undone} double_held={double_held} secs={:.1}",
+        w.prs.values().map(Vec::len).sum::<usize>(),
+        started.elapsed().as_secs_f64()
+    );
+    for (issue, prs) in w.prs.iter().filter(|(_, v)| v.len() > 1) {
+        let by: Vec<String> = prs
+            .iter()
+            .map(|(m, r)| format!("machine-{m} at minute {r}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "duplicate: issue #{issue} got {} PRs: {}",
+            prs.len(),
+            by.join(", ")
+        );
+    }
+    for ((minute, issue), by) in w.working.iter().filter(|(_, m)| m.len() > 1) {
+        let by: Vec<String> = by.iter().map(|m| format!("machine-{m}")).collect();
+        let _ = writeln!(
+            out,
+            "double-held: issue #{issue} worked at minute {minute} by {}",
+            by.join(" and ")
+        );
+    }
+    if duplicates > 0 || undone > 0 || double_held > 0 {
+        std::process::exit(1);
+    }
+}
