@@ -166,8 +166,31 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         report.is_file(),
         "no report.html; sdd-evals said:\n{stderr}"
     );
-
     let profile = tempfile::tempdir().unwrap();
+    let browser = launch(profile.path());
+    let downloads = out.join("downloads");
+    let page = open(&browser, &report, &downloads);
+    every_case_is_shown_the_failing_one_first(&page.tab);
+    let note = "Iteration 2 is wrong here: the empty backlog stops at 1.";
+    write_feedback(&page.tab, note);
+    let png = page
+        .tab
+        .capture_screenshot(Page::CaptureScreenshotFormatOption::Png, None, None, true)
+        .unwrap();
+    std::fs::write(out.join("report.png"), png).unwrap();
+    let feedback = export_feedback(&page, &downloads);
+    assert_eq!(feedback["status"], "complete");
+    assert_eq!(feedback["reviews"][0]["run_id"], "fails-on-purpose");
+    assert_eq!(feedback["reviews"][0]["feedback"], note);
+    assert_eq!(feedback["reviews"].as_array().unwrap().len(), 1);
+
+    let errors = page.errors.lock().unwrap();
+    assert!(errors.is_empty(), "the page reported errors: {errors:#?}");
+}
+
+/// Headless Chromium with the flags this machine needs and its profile in
+/// `profile`.
+fn launch(profile: &Path) -> Browser {
     let flags = [
         "--disable-gpu",
         "--disable-quic",
@@ -176,25 +199,36 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         "--disable-component-update",
         "--disable-sync",
     ];
-    let browser = Browser::new(LaunchOptions {
+    Browser::new(LaunchOptions {
         path: Some(chromium()),
         headless: true,
         sandbox: false,
         window_size: Some((1280, 1700)),
-        user_data_dir: Some(profile.path().to_path_buf()),
+        user_data_dir: Some(profile.to_path_buf()),
         args: flags.iter().map(OsStr::new).collect(),
         idle_browser_timeout: Duration::from_secs(120),
         ..LaunchOptions::default()
     })
-    .expect("Chromium starts");
+    .expect("Chromium starts")
+}
+
+/// The report open in a tab, with what the page reports as errors and
+/// the downloads it finishes.
+struct Opened {
+    tab: Arc<headless_chrome::Tab>,
+    errors: Arc<Mutex<Vec<String>>>,
+    downloads: mpsc::Receiver<Cdp::events::DownloadProgressEventParams>,
+}
+
+/// Opens `report` in a new tab that downloads into `downloads`.
+fn open(browser: &Browser, report: &Path, downloads: &Path) -> Opened {
     let tab = browser.new_tab().unwrap();
     // A shared CI machine can be slow; a page this small never needs it.
     tab.set_default_timeout(Duration::from_secs(60));
     let errors = collect_errors(&tab);
     tab.enable_log().unwrap();
     tab.enable_runtime().unwrap();
-    let downloads = out.join("downloads");
-    std::fs::create_dir_all(&downloads).unwrap();
+    std::fs::create_dir_all(downloads).unwrap();
     tab.call_method(Cdp::SetDownloadBehavior {
         behavior: Cdp::SetDownloadBehaviorBehaviorOption::Allow,
         browser_context_id: None,
@@ -212,16 +246,24 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         }
     }))
     .unwrap();
-
     let url = format!("file://{}", report.display());
     tab.navigate_to(&url)
         .unwrap()
         .wait_until_navigated()
         .unwrap();
+    Opened {
+        tab,
+        errors,
+        downloads: done_rx,
+    }
+}
 
-    // Every case is on the page, the failing one first and open.
+/// Every case is on the page, the failing one first and open, each
+/// status with its own colour, the counts and the failed assertion with
+/// its evidence.
+fn every_case_is_shown_the_failing_one_first(tab: &headless_chrome::Tab) {
     let cases: Vec<(String, String, bool, f64)> = serde_json::from_str(&eval_string(
-        &tab,
+        tab,
         "JSON.stringify(Array.from(document.querySelectorAll('details.case')).map(c => \
          [c.dataset.case, c.dataset.status, c.open, c.querySelector('summary').getBoundingClientRect().height]))",
     ))
@@ -243,7 +285,7 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
     assert!(cases[2..].iter().all(|c| c.1 == "pass" && !c.2));
     // A skipped case is not drawn as a pass: its edge has its own colour.
     let edges: Vec<String> = serde_json::from_str(&eval_string(
-        &tab,
+        tab,
         "JSON.stringify(['fails-on-purpose', 'hook-text-only-first-reply', 'backlog-empty'].map(id => \
          getComputedStyle(document.getElementById('case-' + id)).borderLeftColor))",
     ))
@@ -256,9 +298,9 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         cases.iter().all(|c| c.3 > 0.0),
         "every case is shown: {cases:?}"
     );
-    let text = eval_string(&tab, "document.body.innerText");
+    let text = eval_string(tab, "document.body.innerText");
     assert_eq!(
-        eval_string(&tab, "document.getElementById('run-counts').innerText")
+        eval_string(tab, "document.getElementById('run-counts').innerText")
             .split(" · ")
             .take(4)
             .collect::<Vec<_>>(),
@@ -278,9 +320,10 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         "the threshold is the full suite's: {text}"
     );
     assert!(!text.contains("pass rate is 75%"), "{text}");
+}
 
-    // A reviewer writes feedback and exports it with the page's button.
-    let note = "Iteration 2 is wrong here: the empty backlog stops at 1.";
+/// A reviewer writes `note` as the failing case's feedback.
+fn write_feedback(tab: &headless_chrome::Tab, note: &str) {
     tab.find_element("textarea[data-case='fails-on-purpose']")
         .unwrap()
         .click()
@@ -292,22 +335,20 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
     })
     .unwrap();
     assert_eq!(
-        eval_string(
-            &tab,
-            "document.getElementById('feedback-count').textContent"
-        ),
+        eval_string(tab, "document.getElementById('feedback-count').textContent"),
         "1 case(s) with feedback"
     );
-    let png = tab
-        .capture_screenshot(Page::CaptureScreenshotFormatOption::Png, None, None, true)
-        .unwrap();
-    std::fs::write(out.join("report.png"), png).unwrap();
+}
 
-    tab.find_element("#export-feedback")
+/// Exports the feedback with the page's own button; what it saved.
+fn export_feedback(page: &Opened, downloads: &Path) -> serde_json::Value {
+    page.tab
+        .find_element("#export-feedback")
         .unwrap()
         .click()
         .unwrap();
-    let download = done_rx
+    let download = page
+        .downloads
         .recv_timeout(Duration::from_secs(30))
         .expect("the export button downloads a file");
     assert_eq!(
@@ -319,13 +360,5 @@ fn the_report_loads_shows_every_case_marks_the_failure_and_exports_feedback() {
         .map(PathBuf::from)
         .unwrap_or_else(|| downloads.join("feedback.json"));
     assert_eq!(saved.file_name().unwrap(), "feedback.json");
-    let feedback: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    assert_eq!(feedback["status"], "complete");
-    assert_eq!(feedback["reviews"][0]["run_id"], "fails-on-purpose");
-    assert_eq!(feedback["reviews"][0]["feedback"], note);
-    assert_eq!(feedback["reviews"].as_array().unwrap().len(), 1);
-
-    let errors = errors.lock().unwrap();
-    assert!(errors.is_empty(), "the page reported errors: {errors:#?}");
+    serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap()
 }

@@ -123,6 +123,19 @@ fn run_cases(
     results
 }
 
+/// What a run is set up with before its first case starts.
+struct Setup {
+    cases: Vec<Case>,
+    opts: Options,
+    snapshots: Snapshots,
+    jobs: usize,
+    out_dir: PathBuf,
+    /// The benchmark `--compare` names, and how to show its path.
+    compared: Option<(Benchmark, String)>,
+    plugin: Loaded,
+    load_took: Duration,
+}
+
 pub(super) fn run(
     env: &mut Env<'_>,
     args: RunArgs,
@@ -131,20 +144,85 @@ pub(super) fn run(
     fixtures: Fixtures,
 ) -> u8 {
     let run_started = Instant::now();
+    let setup = match set_up(env, &args, paths, workspace, fixtures) {
+        Ok(setup) => setup,
+        Err(code) => return code,
+    };
+    let first = slowest_first(&setup.cases, &setup.out_dir.join(report::BENCHMARK));
+    let started = Instant::now();
+    let mut results = run_cases(
+        env,
+        &setup.cases,
+        &setup.opts,
+        setup.snapshots,
+        setup.jobs,
+        &first,
+    );
+    let wall = started.elapsed();
+    results.extend(setup.plugin.results.iter().cloned());
+    let bench = match benchmark_of(env, &args, workspace, &setup, &results, wall) {
+        Ok(bench) => bench,
+        Err(code) => return code,
+    };
+    let old = setup
+        .compared
+        .as_ref()
+        .map(|(b, shown)| (b, shown.as_str()));
+    if args.json {
+        let _ = writeln!(env.stdout, "{}", report::grading(&results));
+    } else {
+        report::table(env.stdout, &results, wall);
+        let _ = writeln!(env.stdout);
+        benchmark::table(env.stdout, &bench, old.map(|(b, _)| b));
+    }
+    let writing = Instant::now();
+    if let Err(code) = write_reports(env, &setup, &results, &bench) {
+        return code;
+    }
+    if args.timings {
+        let suite = timings::Suite {
+            jobs: setup.jobs,
+            load: setup.load_took,
+            cases: wall,
+            reports: writing.elapsed(),
+            total: run_started.elapsed(),
+            cpu: process_cpu(),
+        };
+        let out: &mut dyn Write = if args.json { env.stderr } else { env.stdout };
+        let _ = writeln!(out);
+        timings::table(out, &results, &suite);
+    }
+    show_reports(env, &setup.out_dir);
+    if args.record
+        && let Err(code) = record(env, workspace, &bench)
+    {
+        return code;
+    }
+    outcome(env, &results, &bench, &setup.plugin)
+}
+
+/// Builds the binaries when asked, finds them, loads the benchmark to
+/// compare with, the plugin's evals and the cases, and gathers the run's
+/// options; the exit code when one of them fails.
+fn set_up(
+    env: &mut Env<'_>,
+    args: &RunArgs,
+    paths: &[PathBuf],
+    workspace: &Path,
+    fixtures: Fixtures,
+) -> Result<Setup, u8> {
     if let Some(cargo) = env.vars.get("CARGO").filter(|_| !args.no_build).cloned()
         && let Err(why) = build_binaries(env, &cargo, workspace)
     {
-        return error(
+        return Err(error(
             env,
             &why,
             "fix the build, or pass --no-build to use the binaries already built",
             exit::UNAVAILABLE,
-        );
+        ));
     }
-    let binaries = match Binaries::find(&env.exe, &env.vars, args.engine.clone()) {
-        Ok(b) => b,
-        Err(e) => return error(env, &e.to_string(), &e.help(), exit::UNAVAILABLE),
-    };
+    let binaries = Binaries::find(&env.exe, &env.vars, args.engine.clone())
+        .map_err(|e| error(env, &e.to_string(), &e.help(), exit::UNAVAILABLE))?;
     let compared = match &args.compare {
         None => None,
         Some(path) => match benchmark::load(&env.cwd.join(path)) {
@@ -156,53 +234,22 @@ pub(super) fn run(
                     .to_string();
                 Some((old, shown))
             }
-            Err(e) => return error(env, &e.to_string(), &e.help(), exit::BAD_CASE),
+            Err(e) => return Err(error(env, &e.to_string(), &e.help(), exit::BAD_CASE)),
         },
     };
-    let plugin = match Loaded::load(env, &args.plugin_evals) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+    let plugin = Loaded::load(env, &args.plugin_evals)?;
     let loading = Instant::now();
-    let (cases, bad) = match load(env, paths, &fixtures) {
-        Ok(loaded) => loaded,
-        Err(code) => return code,
-    };
+    let (cases, bad) = load(env, paths, &fixtures)?;
     let load_took = loading.elapsed();
     if bad > 0 {
-        return error(
+        return Err(error(
             env,
             &format!("{bad} case file(s) have errors; nothing was run"),
             &format!("fix them (`sdd-evals check` shows the same errors; {FORMAT_HELP})"),
             exit::BAD_CASE,
-        );
+        ));
     }
-    let opts = Options {
-        fixtures,
-        workspace: workspace.to_path_buf(),
-        binaries,
-        path: env.vars.get("PATH").cloned().unwrap_or_default().into(),
-        keep_sandbox: args.keep || env.vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
-        sandbox_parent: sandbox_parent(&env.vars),
-        worlds: None,
-        clis: Clis::find(&Places::from_vars(&env.vars)).required(
-            args.require_agents
-                || env
-                    .vars
-                    .get("SDD_EVALS_REQUIRE_AGENTS")
-                    .is_some_and(|v| v == "1"),
-        ),
-    };
-    // A case alone builds its own world; a suite builds each backlog once
-    // (when the cache's directory cannot be made, the sandboxes cannot
-    // either, and each case reports that itself).
-    let opts = Options {
-        worlds: (cases.len() > 1)
-            .then(|| Worlds::new(opts.sandbox_parent.as_deref()).ok())
-            .flatten()
-            .map(Arc::new),
-        ..opts
-    };
+    let opts = options(env, args, workspace, fixtures, binaries, cases.len());
     let snapshots = match (args.no_snapshots, args.accept) {
         (true, _) => Snapshots::Skip,
         (false, true) => Snapshots::AcceptNew,
@@ -217,13 +264,63 @@ pub(super) fn run(
         .clone()
         .map(|p| env.cwd.join(p))
         .unwrap_or_else(|| workspace.join("target").join("sdd-evals"));
-    let first = slowest_first(&cases, &out_dir.join(report::BENCHMARK));
-    let started = Instant::now();
-    let mut results = run_cases(env, &cases, &opts, snapshots, jobs, &first);
-    let wall = started.elapsed();
-    results.extend(plugin.results.iter().cloned());
+    Ok(Setup {
+        cases,
+        opts,
+        snapshots,
+        jobs,
+        out_dir,
+        compared,
+        plugin,
+        load_took,
+    })
+}
 
-    let mut bench = Benchmark::new(&results, wall);
+/// What every case of the run is given, from the flags and variables.
+fn options(
+    env: &Env<'_>,
+    args: &RunArgs,
+    workspace: &Path,
+    fixtures: Fixtures,
+    binaries: Binaries,
+    cases: usize,
+) -> Options {
+    let sandbox_parent = sandbox_parent(&env.vars);
+    Options {
+        fixtures,
+        workspace: workspace.to_path_buf(),
+        binaries,
+        path: env.vars.get("PATH").cloned().unwrap_or_default().into(),
+        keep_sandbox: args.keep || env.vars.get("SDD_EVALS_KEEP").is_some_and(|v| v == "1"),
+        // A case alone builds its own world; a suite builds each backlog
+        // once (when the cache's directory cannot be made, the sandboxes
+        // cannot either, and each case reports that itself).
+        worlds: (cases > 1)
+            .then(|| Worlds::new(sandbox_parent.as_deref()).ok())
+            .flatten()
+            .map(Arc::new),
+        sandbox_parent,
+        clis: Clis::find(&Places::from_vars(&env.vars)).required(
+            args.require_agents
+                || env
+                    .vars
+                    .get("SDD_EVALS_REQUIRE_AGENTS")
+                    .is_some_and(|v| v == "1"),
+        ),
+    }
+}
+
+/// The run's benchmark: its pass rates, the plugin's arms, and the
+/// commit measured when recording.
+fn benchmark_of(
+    env: &mut Env<'_>,
+    args: &RunArgs,
+    workspace: &Path,
+    setup: &Setup,
+    results: &[CaseResult],
+    wall: Duration,
+) -> Result<Benchmark, u8> {
+    let mut bench = Benchmark::new(results, wall);
     // SPEC-0017's threshold is the full suite's: a run of case files named
     // one by one (`cargo evals evals/loop/c4-pr-budget.yaml`) reports its
     // pass rates but is not failed on them — its failing cases fail it.
@@ -233,37 +330,43 @@ pub(super) fn run(
         .filter(|p| !env.cwd.join(p).is_dir())
         .count();
     if named > 0 {
-        bench.selected = Some(cases.len());
+        bench.selected = Some(setup.cases.len());
     }
-    crate::reporting::plugin_eval::add_arms(&mut bench, &results, &plugin.runs);
+    crate::reporting::plugin_eval::add_arms(&mut bench, results, &setup.plugin.runs);
     if args.record {
         match benchmark::revision(workspace) {
             Ok(rev) => bench.recorded = Some(rev),
             Err(why) => {
-                return error(
+                return Err(error(
                     env,
                     &format!("--record needs the commit being measured: {why}"),
                     "run it in a git checkout of the workspace",
                     exit::USAGE,
-                );
+                ));
             }
         }
     }
-    let old = compared.as_ref().map(|(b, shown)| (b, shown.as_str()));
-    if args.json {
-        let _ = writeln!(env.stdout, "{}", report::grading(&results));
-    } else {
-        report::table(env.stdout, &results, wall);
-        let _ = writeln!(env.stdout);
-        benchmark::table(env.stdout, &bench, old.map(|(b, _)| b));
-    }
-    let writing = Instant::now();
-    let mut summary = benchmark::summary(&bench, old, &Failing::of(&results));
-    summary.push_str(&plugin.catches_md());
+    Ok(bench)
+}
+
+/// Writes the reports: each case's, the benchmark, the summary and the
+/// viewer.
+fn write_reports(
+    env: &mut Env<'_>,
+    setup: &Setup,
+    results: &[CaseResult],
+    bench: &Benchmark,
+) -> Result<(), u8> {
+    let old = setup
+        .compared
+        .as_ref()
+        .map(|(b, shown)| (b, shown.as_str()));
+    let mut summary = benchmark::summary(bench, old, &Failing::of(results));
+    summary.push_str(&setup.plugin.catches_md());
     let page = viewer::render(
-        &results,
+        results,
         viewer::Run {
-            benchmark: &bench,
+            benchmark: bench,
             compared: old,
         },
     );
@@ -273,27 +376,19 @@ pub(super) fn run(
         (report::VIEWER, page),
     ];
     let others: Vec<(&str, &str)> = others.iter().map(|(n, t)| (*n, t.as_str())).collect();
-    if let Err(e) = report::write_files(&out_dir, &results, &others) {
-        return error(
+    let out_dir = &setup.out_dir;
+    report::write_files(out_dir, results, &others).map_err(|e| {
+        error(
             env,
             &format!("cannot write the reports to {}: {e}", out_dir.display()),
             "pass --out DIR with a writable directory",
             exit::CANT_WRITE,
-        );
-    }
-    if args.timings {
-        let suite = timings::Suite {
-            jobs,
-            load: load_took,
-            cases: wall,
-            reports: writing.elapsed(),
-            total: run_started.elapsed(),
-            cpu: process_cpu(),
-        };
-        let out: &mut dyn Write = if args.json { env.stderr } else { env.stdout };
-        let _ = writeln!(out);
-        timings::table(out, &results, &suite);
-    }
+        )
+    })
+}
+
+/// Where the reports are.
+fn show_reports(env: &mut Env<'_>, out_dir: &Path) {
     let shown = |name: &str| out_dir.join(name).display().to_string();
     let _ = writeln!(
         env.stderr,
@@ -303,28 +398,33 @@ pub(super) fn run(
         shown(report::BENCHMARK),
         shown(report::SUMMARY)
     );
-    if args.record {
-        match benchmark::record(&workspace.join(benchmark::HISTORY_DIR), &bench) {
-            Ok(path) => {
-                let _ = writeln!(
-                    env.stderr,
-                    "recorded: {} (commit it to keep the history)",
-                    path.display()
-                );
-            }
-            Err(e) => {
-                return error(
-                    env,
-                    &format!(
-                        "cannot record the benchmark in {}: {e}",
-                        benchmark::HISTORY_DIR
-                    ),
-                    "check that the directory is writable",
-                    exit::CANT_WRITE,
-                );
-            }
+}
+
+/// `--record`: the benchmark joins the history.
+fn record(env: &mut Env<'_>, workspace: &Path, bench: &Benchmark) -> Result<(), u8> {
+    match benchmark::record(&workspace.join(benchmark::HISTORY_DIR), bench) {
+        Ok(path) => {
+            let _ = writeln!(
+                env.stderr,
+                "recorded: {} (commit it to keep the history)",
+                path.display()
+            );
+            Ok(())
         }
+        Err(e) => Err(error(
+            env,
+            &format!(
+                "cannot record the benchmark in {}: {e}",
+                benchmark::HISTORY_DIR
+            ),
+            "check that the directory is writable",
+            exit::CANT_WRITE,
+        )),
     }
+}
+
+/// The run's exit code, with what failed it and how to look into it.
+fn outcome(env: &mut Env<'_>, results: &[CaseResult], bench: &Benchmark, plugin: &Loaded) -> u8 {
     let below = bench.below_threshold();
     for line in &below {
         let _ = writeln!(env.stderr, "error: {line}");
@@ -349,7 +449,7 @@ pub(super) fn run(
     {
         return exit::OK;
     }
-    let (missing, changed) = report::snapshot_trouble(&results);
+    let (missing, changed) = report::snapshot_trouble(results);
     if missing {
         let _ = writeln!(env.stderr, "help: {}", report::ACCEPT_HELP);
     }

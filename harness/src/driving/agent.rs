@@ -13,16 +13,12 @@
 //! Code session: `fake-claude` refuses to start when they reach it, so
 //! every claude case proves the engine removes them.
 
-use std::ffi::OsString;
-
 use sdd_mocks::agent::script::{AgentScript, AgentTick, Kind};
 use sdd_mocks::agent::{ENV_COUNTER, ENV_PROMPT, ENV_SCRIPT};
 use sdd_mocks::skill::Action;
 
-use super::record::TickRecord;
-use super::tick::{self, Prepared, TickRun};
+use super::tick::{Env, Tick, Ticked, io};
 use crate::world::error::HarnessError;
-use crate::world::procs::Reaper;
 
 /// The `--agent` value of a fake agent.
 pub fn flag(kind: Kind) -> &'static str {
@@ -34,42 +30,34 @@ pub fn flag(kind: Kind) -> &'static str {
 
 /// An agent tick: `sdd-loop <skill> --loop --agent claude|codex`, the
 /// engine driving the fake agent.
-pub fn run(
-    t: &TickRun<'_>,
-    kind: Kind,
-    reaper: &mut Reaper,
-) -> Result<(TickRecord, Option<String>), HarnessError> {
-    let prepared = tick::prepare(t)?;
-    let (mut args, mut env) = tick::loop_command(t, &prepared, reaper);
-    prepare(t, kind, &prepared, &mut args, &mut env)?;
-    tick::run_engine(t, prepared, args, env, reaper)
+pub fn run(tick: Tick<'_>, kind: Kind) -> Result<Ticked, HarnessError> {
+    let mut args = tick.loop_args();
+    args.extend(["--agent".into(), flag(kind).into()]);
+    let mut env = tick.env();
+    env.extend(agent_env(&tick)?);
+    tick.run_engine(args, env)
 }
 
-/// Writes the fake agent's script for this tick and adds what the engine
-/// needs to drive it to `args` and `env`.
-fn prepare(
-    t: &TickRun<'_>,
-    kind: Kind,
-    prepared: &Prepared,
-    args: &mut Vec<OsString>,
-    env: &mut Vec<(String, OsString)>,
-) -> Result<(), HarnessError> {
-    let fifo = prepared.dir.join("barrier.fifo");
+/// Writes the fake agent's script for this tick; what the engine needs to
+/// drive it.
+fn agent_env(tick: &Tick<'_>) -> Result<Env, HarnessError> {
+    let spec = tick.run.spec;
+    let prepared = &tick.prepared;
     let mut entry = AgentTick::default();
-    if let Some(skill) = &t.spec.skill {
+    if let Some(skill) = &spec.skill {
         entry.actions = skill.actions.clone();
         if skill.exit.value != 0 {
             entry.exit = Some(skill.exit.value);
         }
     }
-    if prepared.fifo.is_some() {
+    if let Some(fifo) = &prepared.barrier {
         for action in &mut entry.actions {
             if let Action::Barrier(p) = action {
                 *p = fifo.display().to_string();
             }
         }
     }
-    if let Some(stream) = &t.spec.agent {
+    if let Some(stream) = &spec.agent {
         entry.stream = stream.value.clone();
     }
     let script = AgentScript {
@@ -79,18 +67,13 @@ fn prepare(
     let path = prepared.dir.join("agent.yaml");
     let text = serde_saphyr::to_string(&script)
         .map_err(|e| HarnessError::Sandbox(format!("cannot write the fake agent's script: {e}")))?;
-    std::fs::write(&path, text).map_err(|source| HarnessError::Io {
-        what: "write the fake agent's script".to_owned(),
-        source,
-    })?;
-    args.extend(["--agent".into(), flag(kind).into()]);
-    let var = |k: &str, v: OsString| (k.to_owned(), v);
-    env.extend([
+    std::fs::write(&path, text).map_err(io("write the fake agent's script"))?;
+    let var = |k: &str, v: std::ffi::OsString| (k.to_owned(), v);
+    Ok(vec![
         var(ENV_SCRIPT, path.clone().into()),
         var(ENV_COUNTER, path.with_file_name("agent.count").into()),
         var(ENV_PROMPT, prepared.dir.join("prompt.txt").into()),
         var("CLAUDECODE", "1".into()),
         var("CLAUDE_CODE_ENTRYPOINT", "cli".into()),
-    ]);
-    Ok(())
+    ])
 }

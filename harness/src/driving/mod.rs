@@ -1,7 +1,8 @@
 //! Driving the ticks: [`runner`] runs one case — builds its world, applies
 //! each tick's events, hands the tick to its driver, and captures what the
 //! run left into a [`record::RunRecord`]. One file per driver, each
-//! running a [`tick::TickRun`] its own way: [`wrapper`] (the engine runs
+//! adding to a [`tick::Tick`] what is its own, chosen once per case
+//! ([`driver`]): [`wrapper`] (the engine runs
 //! the fake skill, `sdd-loop <skill> --loop`), [`agent`] (the engine drives
 //! a fake Claude Code or Codex with `--agent`) and [`session`] (the
 //! in-session protocol, `begin`/`end`, as a session would call it), and
@@ -9,7 +10,9 @@
 //! engine drives real Claude Code or Codex) and [`real_session`] (a real
 //! Claude Code session runs `begin`/`end` itself). What
 //! every driver shares — the prepared files, the engine's environment and
-//! command line, how a tick's end is read — is [`tick`]. [`parallel`] runs
+//! command line, running under the case's deadline, the finished
+//! [`record::TickRecord`] — is the [`tick::Tick`]; whether a tick's end
+//! stops the case is [`verdict`]'s, pure. [`parallel`] runs
 //! a suite's cases on N jobs; [`options`] is what the caller gives a run;
 //! [`phases`] is where a case's wall time went.
 //!
@@ -17,6 +20,7 @@
 //! and the world's redaction rules) to judging and reporting.
 
 pub mod agent;
+pub mod driver;
 pub mod options;
 pub mod parallel;
 pub mod phases;
@@ -26,6 +30,7 @@ pub mod record;
 pub mod runner;
 pub mod session;
 pub mod tick;
+pub mod verdict;
 pub mod wrapper;
 
 pub use options::Options;

@@ -21,27 +21,26 @@
 //! was given, or a request broke the script's `expect`: the message quotes
 //! the model's log ([`CaseModel::turns_verdict`]).
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::record::TickRecord;
-use super::tick::{self, Prepared, TickRun};
+use super::tick::{Env, Tick, Ticked};
+use super::verdict;
 use crate::loading::case::Case;
 use crate::world::clis::{Clis, INSTALL_HINT, Pinned};
 use crate::world::error::HarnessError;
 use crate::world::model::{BARRIER_VAR, CaseModel};
-use crate::world::procs::Reaper;
 use crate::world::sandbox::TRACKER_TOKEN;
 
 /// The pinned CLI a real-CLI case runs, and where it was found.
-pub fn cli(t: &TickRun<'_>) -> Result<(Pinned, PathBuf), HarnessError> {
-    let pinned = t
+pub fn cli(tick: &Tick<'_>) -> Result<(Pinned, PathBuf), HarnessError> {
+    let pinned = tick
+        .run
         .case
         .driver
         .real_cli()
         .and_then(Pinned::named)
         .ok_or_else(|| HarnessError::Sandbox("this driver runs no real CLI".to_owned()))?;
-    let path = t.opts.clis.get(&pinned).ok_or_else(|| {
+    let path = tick.run.opts.clis.get(&pinned).ok_or_else(|| {
         HarnessError::Sandbox(format!(
             "{} ({}) is not installed: install it with `{INSTALL_HINT}`",
             pinned.name,
@@ -66,8 +65,9 @@ pub fn missing_cli(case: &Case, clis: &Clis) -> Option<String> {
 }
 
 /// The case's model (a real-CLI sandbox always has one).
-pub fn model<'a>(t: &TickRun<'a>) -> Result<&'a CaseModel, HarnessError> {
-    t.sandbox
+pub fn model<'a>(tick: &Tick<'a>) -> Result<&'a CaseModel, HarnessError> {
+    tick.run
+        .sandbox
         .model
         .as_ref()
         .ok_or_else(|| HarnessError::Sandbox("the case's mock model did not start".to_owned()))
@@ -77,51 +77,32 @@ pub fn model<'a>(t: &TickRun<'a>) -> Result<&'a CaseModel, HarnessError> {
 /// confinement, `gh`'s token, the git identity and dates the world's own
 /// commits use (so a scripted `git commit` has the same SHA every run),
 /// and the barrier FIFO when the tick kills.
-pub fn cli_env(t: &TickRun<'_>, prepared: &Prepared) -> Vec<(String, OsString)> {
-    let mut env = t
-        .sandbox
+pub fn cli_env(tick: &Tick<'_>) -> Env {
+    let sandbox = tick.run.sandbox;
+    let mut env = sandbox
         .confinement
         .as_ref()
         .map(|c| c.env.clone())
         .unwrap_or_default();
     env.push(("GH_TOKEN".to_owned(), TRACKER_TOKEN.into()));
-    let id = &t.sandbox.git.identity;
+    let id = &sandbox.git.identity;
     for who in ["AUTHOR", "COMMITTER"] {
         env.push((format!("GIT_{who}_NAME"), id.name.clone().into()));
         env.push((format!("GIT_{who}_EMAIL"), id.email.clone().into()));
         env.push((format!("GIT_{who}_DATE"), id.date.clone().into()));
     }
-    if prepared.fifo.is_some() {
-        env.push((
-            BARRIER_VAR.to_owned(),
-            prepared.dir.join("barrier.fifo").into(),
-        ));
+    if let Some(fifo) = &tick.prepared.barrier {
+        env.push((BARRIER_VAR.to_owned(), fifo.clone().into()));
     }
     env
 }
 
-/// Adds the model's verdict on tick `t` to the driver's.
-pub fn with_model_verdict(
-    t: &TickRun<'_>,
-    model: &CaseModel,
-    abort: Option<String>,
-) -> Option<String> {
-    match (abort, model.turns_verdict(t.n)) {
-        (None, verdict) => verdict,
-        (Some(abort), None) => Some(abort),
-        (Some(abort), Some(verdict)) => Some(format!("{abort}\n  and {verdict}")),
-    }
-}
-
 /// A real-agent tick: the engine drives the pinned CLI.
-pub fn run(
-    t: &TickRun<'_>,
-    reaper: &mut Reaper,
-) -> Result<(TickRecord, Option<String>), HarnessError> {
-    let (pinned, exe) = cli(t)?;
-    let model = model(t)?;
-    let prepared = tick::prepare(t)?;
-    let (mut args, mut env) = tick::loop_command(t, &prepared, reaper);
+pub fn run(tick: Tick<'_>) -> Result<Ticked, HarnessError> {
+    let (pinned, exe) = cli(&tick)?;
+    let model = model(&tick)?;
+    let n = tick.run.n;
+    let mut args = tick.loop_args();
     args.extend([
         "--agent".into(),
         pinned.name.into(),
@@ -129,21 +110,21 @@ pub fn run(
         exe.into_os_string(),
     ]);
     if pinned.name == "codex"
-        && let Some(c) = &t.sandbox.confinement
+        && let Some(c) = &tick.run.sandbox.confinement
     {
         for pair in &c.codex_config {
             args.push("--agent-arg=-c".into());
             args.push(format!("--agent-arg={pair}").into());
         }
     }
-    env.extend(cli_env(t, &prepared));
+    let mut env = tick.env();
+    env.extend(cli_env(&tick));
     env.extend([
         ("CLAUDECODE".to_owned(), "1".into()),
         ("CLAUDE_CODE_ENTRYPOINT".to_owned(), "cli".into()),
     ]);
     let before = model.log().len();
-    let (mut record, abort) = tick::run_engine(t, prepared, args, env, reaper)?;
+    let (mut record, abort) = tick.run_engine(args, env)?;
     record.model_requests = before..model.log().len();
-    let abort = with_model_verdict(t, model, abort);
-    Ok((record, abort))
+    Ok((record, verdict::and(abort, model.turns_verdict(n))))
 }

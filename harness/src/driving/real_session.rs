@@ -34,16 +34,15 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use sdd_loop::exit::NOTHING_TO_DO;
+
 use super::real;
-use super::record::{TickEnd, TickRecord};
-use super::tick::{self, TickRun};
+use super::record::TickEnd;
+use super::tick::{Output, Tick, TickRun, Ticked};
+use super::verdict::{self, tick_end};
 use crate::loading::case::{Case, SessionMode};
 use crate::world::error::HarnessError;
-use crate::world::procs::Reaper;
-use crate::world::spawn::{self, Ended, Invocation};
-
-/// `begin`: nothing for the agent to do this tick.
-const NOTHING_TO_DO: i32 = 5;
+use crate::world::spawn::{Ended, Ran};
 
 /// The variable that tells `sdd-loop` on the sandbox PATH where to keep
 /// its runs.
@@ -144,135 +143,138 @@ fn result_error(stream: &str) -> Option<String> {
 
 impl RealSession {
     /// Runs one tick as a real Claude Code session.
-    pub fn run_tick(
-        &mut self,
-        t: &TickRun<'_>,
-        reaper: &mut Reaper,
-    ) -> Result<(TickRecord, Option<String>), HarnessError> {
-        let (_, exe) = real::cli(t)?;
-        let model = real::model(t)?;
-        let prepared = tick::prepare(t)?;
-        let kill = t.spec.kill.as_ref().map(|k| &k.value);
-        let mut env = tick::engine_env(t, &prepared.script, reaper);
-        env.extend(real::cli_env(t, &prepared));
-        env.push((TICK_DIR_VAR.to_owned(), prepared.dir.clone().into()));
-
-        let mut args: Vec<OsString> = vec![
-            "-p".into(),
-            t.spec
-                .prompt
-                .clone()
-                .unwrap_or_else(|| prompt(t.case))
-                .into(),
-            "--output-format".into(),
-            "stream-json".into(),
-            "--verbose".into(),
-            "--allowedTools".into(),
-            "Bash".into(),
-        ];
-        if self.live && t.spec.session != Some(SessionMode::New) {
-            args.push("--continue".into());
-        }
-        if t.case.plugin {
-            args.push("--plugin-dir".into());
-            args.push(t.opts.workspace.clone().into_os_string());
-        }
-        args.extend(t.case.claude_args.iter().map(OsString::from));
-        let before = tick::history_len(t);
+    pub fn run_tick(&mut self, mut tick: Tick<'_>) -> Result<Ticked, HarnessError> {
+        let (_, exe) = real::cli(&tick)?;
+        let model = real::model(&tick)?;
+        let kill = tick.kill();
+        let mut env = tick.env();
+        env.extend(real::cli_env(&tick));
+        env.push((TICK_DIR_VAR.to_owned(), tick.prepared.dir.clone().into()));
+        let args = self.claude_args(&tick);
         let requests_before = model.log().len();
-        let dir = prepared.dir.clone();
-        let ran = spawn::run(
-            &Invocation {
-                program: exe,
-                args,
-                env,
-                cwd: t.sandbox.project().to_path_buf(),
-            },
-            tick::control(t, prepared.fifo),
-            t.deadline,
-            reaper,
-        )
-        .map_err(tick::io("run claude"))?;
+        let invocation = tick.in_project(exe, args, env);
+        let control = tick.control();
+        let ran = tick.spawn(&invocation, control, "run claude")?;
+        let dir = &tick.prepared.dir;
         let _ = std::fs::write(dir.join("claude.jsonl"), &ran.stdout);
         let _ = std::fs::write(dir.join("claude.stderr.txt"), &ran.stderr);
         self.live = true;
         if kill.is_some() {
             // Whatever the kill hit, the session is gone with it.
             self.live = false;
-            reaper.sweep();
+            tick.reaper.sweep();
         }
-
-        let runs = engine_runs(&dir);
-        let (mut stdout, mut stderr) = (String::new(), String::new());
-        for run in &runs {
-            if run.args.first().is_some_and(|a| a == "hook") {
-                stdout.push_str(&hook_text(&run.stdout));
-                stderr.push_str(&run.stderr);
-                continue;
-            }
-            let json_begin =
-                run.args.iter().any(|a| a == "begin") && run.args.iter().any(|a| a == "--json");
-            let (report, rest) = if json_begin {
-                (&run.stderr, &run.stdout)
-            } else {
-                (&run.stdout, &run.stderr)
-            };
-            stdout.push_str(report);
-            stderr.push_str(rest);
-        }
-        let last_exit = runs
-            .iter()
-            .rev()
-            .find_map(|r| r.exit)
-            .map(|code| if code == NOTHING_TO_DO { 0 } else { code });
-        let end = match (&ran.ended, last_exit) {
+        let runs = engine_runs(dir);
+        let output = Output {
+            wall: ran.wall,
+            ..report(&runs)
+        };
+        let end = match (&ran.ended, last_exit(&runs)) {
             (Ended::Exited(0), Some(code)) => TickEnd::Exited(code),
             (Ended::Exited(0), None) => TickEnd::Exited(0),
-            (other, _) => tick::tick_end(other, kill),
+            (other, _) => tick_end(other, kill),
         };
-        let cli_failed = match &ran.ended {
-            Ended::Exited(0) | Ended::KilledAtBarrier | Ended::TimedOut => None,
-            Ended::Exited(code) => Some(format!("exited {code}")),
-            Ended::Signaled(sig) => Some(format!("was killed by signal {sig}")),
+        let abort = match session_failure(&tick, &ran, &runs) {
+            Some(why) => Some(why),
+            None => tick.verdict(&end, &output.stderr, ran.barrier_missed),
         };
-        let abort = match cli_failed {
-            Some(how) => Some(format!(
-                "claude {how}{}; its stderr:\n  {}",
-                result_error(&ran.stdout)
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default(),
-                tail(&ran.stderr, 10)
-            )),
-            None if runs.is_empty() && kill.is_none() && t.case.plugin => Some(format!(
-                "no hook of the plugin ran `sdd-loop`: `claude --plugin-dir {}` loaded no `hooks/hooks.json` (ticks/{}/claude.stderr.txt has the CLI's errors)",
-                t.opts.workspace.display(),
-                t.n
-            )),
-            None if runs.is_empty() && kill.is_none() => Some(format!(
-                "the session ran no `sdd-loop` command: its model turns must run `sdd-loop {} begin …` (ticks/{}/claude.jsonl has the session's stream)",
-                t.case.skill.as_str(),
-                t.n
-            )),
-            None => tick::verdict(t, &end, &stderr, ran.barrier_missed),
+        let abort = verdict::and(abort, model.turns_verdict(tick.run.n));
+        let from_hooks = tick.run.case.plugin;
+        let mut record = tick.finish(end, output);
+        record.model_requests = requests_before..model.log().len();
+        record.from_hooks = from_hooks;
+        Ok((record, abort))
+    }
+
+    /// `claude`'s command line this tick: the prompt, the stream, Bash,
+    /// the session continued unless a new one starts, the plugin, and the
+    /// case's own flags.
+    fn claude_args(&self, tick: &Tick<'_>) -> Vec<OsString> {
+        let TickRun {
+            case, spec, opts, ..
+        } = tick.run;
+        let mut args: Vec<OsString> = vec![
+            "-p".into(),
+            spec.prompt.clone().unwrap_or_else(|| prompt(case)).into(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--verbose".into(),
+            "--allowedTools".into(),
+            "Bash".into(),
+        ];
+        if self.live && spec.session != Some(SessionMode::New) {
+            args.push("--continue".into());
+        }
+        if case.plugin {
+            args.push("--plugin-dir".into());
+            args.push(opts.workspace.clone().into_os_string());
+        }
+        args.extend(case.claude_args.iter().map(OsString::from));
+        args
+    }
+}
+
+/// The tick's report and the rest, from the engine's runs in order: a
+/// hook's JSON as text, `begin --json`'s report from its stderr.
+fn report(runs: &[EngineRun]) -> Output {
+    let mut output = Output::default();
+    for run in runs {
+        if run.args.first().is_some_and(|a| a == "hook") {
+            output.stdout.push_str(&hook_text(&run.stdout));
+            output.stderr.push_str(&run.stderr);
+            continue;
+        }
+        let json_begin =
+            run.args.iter().any(|a| a == "begin") && run.args.iter().any(|a| a == "--json");
+        let (report, rest) = if json_begin {
+            (&run.stderr, &run.stdout)
+        } else {
+            (&run.stdout, &run.stderr)
         };
-        let abort = real::with_model_verdict(t, model, abort);
-        let after = tick::history_len(t);
-        let _ = std::fs::write(dir.join("stdout.txt"), &stdout);
-        let _ = std::fs::write(dir.join("stderr.txt"), &stderr);
-        Ok((
-            TickRecord {
-                number: t.n,
-                args: t.case.args.iter().chain(&t.spec.args).cloned().collect(),
-                end,
-                stdout,
-                stderr,
-                lines: before..after.max(before),
-                model_requests: requests_before..model.log().len(),
-                wall: ran.wall,
-                from_hooks: t.case.plugin,
-            },
-            abort,
-        ))
+        output.stdout.push_str(report);
+        output.stderr.push_str(rest);
+    }
+    output
+}
+
+/// The last run's exit status (`begin`'s nothing to do counts as 0).
+fn last_exit(runs: &[EngineRun]) -> Option<i32> {
+    runs.iter().rev().find_map(|r| r.exit).map(|code| {
+        if code == i32::from(NOTHING_TO_DO) {
+            0
+        } else {
+            code
+        }
+    })
+}
+
+/// Why the session itself stops the case, if it does: `claude` failed,
+/// or it ran no `sdd-loop` when nothing killed it.
+fn session_failure(tick: &Tick<'_>, ran: &Ran, runs: &[EngineRun]) -> Option<String> {
+    let TickRun { case, n, opts, .. } = tick.run;
+    let cli_failed = match &ran.ended {
+        Ended::Exited(0) | Ended::KilledAtBarrier | Ended::TimedOut => None,
+        Ended::Exited(code) => Some(format!("exited {code}")),
+        Ended::Signaled(sig) => Some(format!("was killed by signal {sig}")),
+    };
+    let quiet = runs.is_empty() && tick.kill().is_none();
+    match cli_failed {
+        Some(how) => Some(format!(
+            "claude {how}{}; its stderr:\n  {}",
+            result_error(&ran.stdout)
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default(),
+            tail(&ran.stderr, 10)
+        )),
+        None if quiet && case.plugin => Some(format!(
+            "no hook of the plugin ran `sdd-loop`: `claude --plugin-dir {}` loaded no `hooks/hooks.json` (ticks/{n}/claude.stderr.txt has the CLI's errors)",
+            opts.workspace.display(),
+        )),
+        None if quiet => Some(format!(
+            "the session ran no `sdd-loop` command: its model turns must run `sdd-loop {} begin …` (ticks/{n}/claude.jsonl has the session's stream)",
+            case.skill.as_str(),
+        )),
+        None => None,
     }
 }
 

@@ -21,14 +21,12 @@ use jiff::{SignedDuration, Timestamp};
 use sdd_mocks::git;
 use serde_json::Value;
 
+use super::driver::TickDriver;
 use super::options::Options;
 use super::phases::{Lap, Phases};
-use super::real_session::RealSession;
 use super::record::RunRecord;
-use super::session::Agent;
-use super::tick::TickRun;
-use super::{agent, real, wrapper};
-use crate::loading::case::{self, Case, Driver, Event, TickSpec};
+use super::tick::{Tick, TickRun};
+use crate::loading::case::{self, Case, Event, TickSpec};
 use crate::loading::duration;
 use crate::world::edit;
 use crate::world::error::HarnessError;
@@ -90,8 +88,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
     let mut ticks = Vec::new();
     let mut aborted = None;
     let mut clock = start;
-    let mut session = Agent::default();
-    let mut real_session = RealSession::default();
+    let mut driver = TickDriver::for_case(case);
     for (i, spec) in case.ticks().iter().enumerate() {
         let n = i + 1;
         let prefix = format!("case {}, tick {n}", case.id());
@@ -101,7 +98,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
             aborted = Some(format!("{prefix}: {msg}"));
             break;
         }
-        let t = TickRun {
+        let run = TickRun {
             case,
             spec,
             n,
@@ -111,16 +108,7 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
             timeout,
             opts,
         };
-        let (record, abort) = match (case.driver, case.driver.agent()) {
-            (Driver::Session, _) => session.run_tick(&t, &mut reaper)?,
-            (Driver::RealSession, _) => real_session.run_tick(&t, &mut reaper)?,
-            (
-                Driver::RealClaude | Driver::RealCodex | Driver::RealGemini | Driver::RealOpencode,
-                _,
-            ) => real::run(&t, &mut reaper)?,
-            (_, Some(kind)) => agent::run(&t, kind, &mut reaper)?,
-            (_, None) => wrapper::run(&t, &mut reaper)?,
-        };
+        let (record, abort) = driver.run(Tick::prepare(run, &mut reaper)?)?;
         phases.ticks.push(lap.lap());
         ticks.push(record);
         if let Some(msg) = abort {

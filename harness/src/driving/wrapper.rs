@@ -3,10 +3,8 @@
 
 use std::path::Path;
 
-use super::record::TickRecord;
-use super::tick::{self, TickRun};
+use super::tick::{Tick, Ticked};
 use crate::world::error::HarnessError;
-use crate::world::procs::Reaper;
 
 fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
@@ -14,17 +12,14 @@ fn shell_quote(path: &Path) -> String {
 
 /// A wrapper tick: `sdd-loop <skill> --loop`, the engine running the fake
 /// skill (`SDD_LOOP_SKILL_CMD`).
-pub fn run(
-    t: &TickRun<'_>,
-    reaper: &mut Reaper,
-) -> Result<(TickRecord, Option<String>), HarnessError> {
-    let prepared = tick::prepare(t)?;
-    let (args, mut env) = tick::loop_command(t, &prepared, reaper);
+pub fn run(tick: Tick<'_>) -> Result<Ticked, HarnessError> {
+    let args = tick.loop_args();
+    let mut env = tick.env();
     env.push((
         "SDD_LOOP_SKILL_CMD".to_owned(),
-        shell_quote(&t.opts.binaries.fake_skill).into(),
+        shell_quote(&tick.run.opts.binaries.fake_skill).into(),
     ));
-    tick::run_engine(t, prepared, args, env, reaper)
+    tick.run_engine(args, env)
 }
 
 #[cfg(test)]

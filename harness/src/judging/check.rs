@@ -16,7 +16,11 @@ use serde_json::Value;
 use super::docs;
 use super::status_layout;
 use crate::driving::record::RunRecord;
-use crate::loading::check::{Check, Comparison, ModelRequest, Stream, TickRef};
+use crate::loading::check::{
+    BudgetField, Check, Comparison, ExitCheck, GateCheck, GatesInOrder, HistoryField, ModelRequest,
+    ModelRequests, ModelTotals, OutcomeCheck, RepoFileContains, SkillDocs, Stream, TextCheck,
+    TickRef, TrackerRequests,
+};
 use crate::loading::names::NO_STOP;
 
 fn tick_of(r: &TickRef) -> Option<usize> {
@@ -153,19 +157,7 @@ fn stop_cause_of(line: &Value) -> &str {
 /// The verdict and its evidence.
 pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
     match check {
-        Check::StopCause(want) => match run.history.last() {
-            None => (false, "no history line was written".to_owned()),
-            Some(line) => {
-                let cause = stop_cause_of(line);
-                (
-                    cause == want.value,
-                    format!(
-                        "last history line (iteration {}) stop_conditions_fired = {}",
-                        line["iteration"], line["stop_conditions_fired"]
-                    ),
-                )
-            }
-        },
+        Check::StopCause(want) => stop_cause(run, &want.value),
         Check::FinalIteration(want) => match run.history.last() {
             None => (false, "no history line was written".to_owned()),
             Some(line) => (
@@ -173,57 +165,10 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
                 format!("last history line iteration = {}", line["iteration"]),
             ),
         },
-        Check::Exit(c) => {
-            let tick = match tick_of(&c.tick) {
-                Some(n) => run.tick(n),
-                None => run.last_tick(),
-            };
-            match tick {
-                None => (false, format!("{} did not run", scope(tick_of(&c.tick)))),
-                Some(t) => (
-                    t.end.code() == Some(c.code),
-                    format!("tick {}: {}", t.number, t.end),
-                ),
-            }
-        }
-        Check::Outcome(c) => {
-            let number = tick_of(&c.tick).unwrap_or(run.ticks.len());
-            match run.lines(Some(number)).last() {
-                None => (false, format!("tick {number} appended no history line")),
-                Some(line) => (
-                    line["outcome"].as_str() == Some(c.is.as_str()),
-                    format!(
-                        "tick {number} appended iteration {} with outcome {}",
-                        line["iteration"], line["outcome"]
-                    ),
-                ),
-            }
-        }
-        Check::Gate(c) => {
-            let tick = tick_of(&c.tick);
-            let gates = run.gates(tick);
-            let found = gates.iter().find(|(_, g)| {
-                gate_matches(g, &c.name.value, c.question.as_deref(), c.answer.as_deref())
-            });
-            match found {
-                Some((it, g)) => (true, format!("recorded {}", gate_line(*it, g))),
-                None => (false, recorded_gates(&gates, tick)),
-            }
-        }
-        Check::GatesInOrder(c) => {
-            let tick = tick_of(&c.tick);
-            let gates = run.gates(tick);
-            let passed = gates.len() == c.gates.len()
-                && gates.iter().zip(&c.gates).all(|((_, g), want)| {
-                    gate_matches(
-                        g,
-                        &want.name.value,
-                        want.question.as_deref(),
-                        want.answer.as_deref(),
-                    )
-                });
-            (passed, recorded_gates(&gates, tick))
-        }
+        Check::Exit(c) => exit(run, c),
+        Check::Outcome(c) => outcome(run, c),
+        Check::Gate(c) => gate(run, c),
+        Check::GatesInOrder(c) => gates_in_order(run, c),
         Check::NoGate(name) => {
             let gates = run.gates(None);
             match gates.iter().find(|(_, g)| g["name"] == name.value.as_str()) {
@@ -231,79 +176,15 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
                 None => (true, recorded_gates(&gates, None)),
             }
         }
-        Check::Printed(c) | Check::NotPrinted(c) => {
-            let want_present = matches!(check, Check::Printed(_));
-            let tick = tick_of(&c.tick);
-            let on = match c.stream {
-                Stream::Stdout => "",
-                Stream::Stderr => " on stderr",
-            };
-            let hit = run
-                .ticks
-                .iter()
-                .filter(|t| tick.is_none_or(|n| t.number == n))
-                .find_map(|t| {
-                    let text = match c.stream {
-                        Stream::Stdout => &t.stdout,
-                        Stream::Stderr => &t.stderr,
-                    };
-                    line_with(text, &c.text).map(|l| (t.number, l))
-                });
-            match hit {
-                Some((n, line)) => (want_present, format!("tick {n} printed{on}: {line}")),
-                None => (
-                    !want_present,
-                    format!(
-                        "{} printed nothing{on} containing {:?}{}",
-                        scope(tick),
-                        c.text,
-                        stderr_tail(run, tick, c.stream)
-                    ),
-                ),
-            }
-        }
+        Check::Printed(c) => printed(run, c, true),
+        Check::NotPrinted(c) => printed(run, c, false),
         Check::HistoryLines(c) => {
             let count = Value::from(run.history.len());
             let (passed, seen) = compare(&c.is, Some(&count), &Value::Null);
             (passed, format!("history lines: {seen}"))
         }
-        Check::HistoryField(c) => {
-            let (number, line) = match &c.line {
-                Some(n) => (
-                    n.value,
-                    n.value.checked_sub(1).and_then(|i| run.history.get(i)),
-                ),
-                None => (run.history.len(), run.history.last()),
-            };
-            match line {
-                None => (false, format!("there is no history line {number}")),
-                Some(line) => {
-                    let (passed, seen) = compare(&c.is, line.pointer(&c.pointer.value), line);
-                    (
-                        passed,
-                        format!(
-                            "history line {number} {} = {seen}{}",
-                            c.pointer.value,
-                            what_is_there(line, &c.pointer.value)
-                        ),
-                    )
-                }
-            }
-        }
-        Check::BudgetField(c) => match &run.budget {
-            None => (false, "there is no budget.json".to_owned()),
-            Some(doc) => {
-                let (passed, seen) = compare(&c.is, doc.pointer(&c.pointer.value), doc);
-                (
-                    passed,
-                    format!(
-                        "budget.json {} = {seen}{}",
-                        c.pointer.value,
-                        what_is_there(doc, &c.pointer.value)
-                    ),
-                )
-            }
-        },
+        Check::HistoryField(c) => history_field(run, c),
+        Check::BudgetField(c) => budget_field(run, c),
         Check::LockField(c) => match &run.lock {
             None => (
                 false,
@@ -314,98 +195,252 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
                 (passed, format!("the lockfile {} = {seen}", c.pointer.value))
             }
         },
-        Check::FilePresent(path) | Check::FileAbsent(path) => {
-            let want_present = matches!(check, Check::FilePresent(_));
-            let present = run.files.contains(path.trim_end_matches('/'));
-            (
-                present == want_present,
-                format!(
-                    "{path} is {} in the project",
-                    if present { "present" } else { "absent" }
-                ),
-            )
-        }
-        Check::RepoFileContains(c) => {
-            match std::fs::read_to_string(run.workspace.join(&c.path.value)) {
-                Err(e) => (false, format!("cannot read {}: {e}", c.path.value)),
-                Ok(text) => match find_prose(&text, &c.text) {
-                    Some((n, line)) => (true, format!("{}:{n}: {line}", c.path.value)),
-                    None => (
-                        false,
-                        format!("{} does not contain {:?}", c.path.value, c.text),
-                    ),
-                },
-            }
-        }
-        Check::SkillDocs(c) => {
-            let shown = c
-                .plugin_root
-                .as_ref()
-                .map_or_else(|| std::path::PathBuf::from("."), |p| p.value.clone().into());
-            // The engine's command line is the same for every case: read
-            // through clap once a run, not once a case.
-            static CLI: LazyLock<docs::engine::Cli> = LazyLock::new(docs::engine::Cli::read);
-            let cli = &*CLI;
-            match docs::check(&run.workspace.join(&shown), &shown, c.skill, cli) {
-                Ok(report) => (report.passed(), report.render().trim_end().to_owned()),
-                Err(e) => (false, format!("{e} ({})", e.help())),
-            }
-        }
+        Check::FilePresent(path) => file(run, path, true),
+        Check::FileAbsent(path) => file(run, path, false),
+        Check::RepoFileContains(c) => repo_file_contains(run, c),
+        Check::SkillDocs(c) => skill_docs(run, c),
         Check::StatusLayout(c) => status_layout(run, tick_of(&c.tick)),
         Check::ModelRequest(c) => model_request(run, c),
-        Check::ModelRequests(c) => {
-            let want = c.outcome.as_ref().map(|o| o.value.as_str());
-            let count = model_entries(run, tick_of(&c.tick))
-                .iter()
-                .filter(|e| want.is_none_or(|w| outcome_name(e) == w))
-                .count();
-            let (passed, seen) = compare(&c.is, Some(&Value::from(count)), &Value::Null);
-            (
-                passed,
-                format!(
-                    "model requests{} in {}: {seen}",
-                    want.map(|w| format!(" answered `{w}`")).unwrap_or_default(),
-                    scope(tick_of(&c.tick))
-                ),
+        Check::ModelRequests(c) => model_requests(run, c),
+        Check::ModelTotals(c) => model_totals(run, c),
+        Check::TrackerRequests(c) => tracker_requests(run, c),
+    }
+}
+
+fn stop_cause(run: &RunRecord, want: &str) -> (bool, String) {
+    match run.history.last() {
+        None => (false, "no history line was written".to_owned()),
+        Some(line) => (
+            stop_cause_of(line) == want,
+            format!(
+                "last history line (iteration {}) stop_conditions_fired = {}",
+                line["iteration"], line["stop_conditions_fired"]
+            ),
+        ),
+    }
+}
+
+fn exit(run: &RunRecord, c: &ExitCheck) -> (bool, String) {
+    let tick = match tick_of(&c.tick) {
+        Some(n) => run.tick(n),
+        None => run.last_tick(),
+    };
+    match tick {
+        None => (false, format!("{} did not run", scope(tick_of(&c.tick)))),
+        Some(t) => (
+            t.end.code() == Some(c.code),
+            format!("tick {}: {}", t.number, t.end),
+        ),
+    }
+}
+
+fn outcome(run: &RunRecord, c: &OutcomeCheck) -> (bool, String) {
+    let number = tick_of(&c.tick).unwrap_or(run.ticks.len());
+    match run.lines(Some(number)).last() {
+        None => (false, format!("tick {number} appended no history line")),
+        Some(line) => (
+            line["outcome"].as_str() == Some(c.is.as_str()),
+            format!(
+                "tick {number} appended iteration {} with outcome {}",
+                line["iteration"], line["outcome"]
+            ),
+        ),
+    }
+}
+
+fn gate(run: &RunRecord, c: &GateCheck) -> (bool, String) {
+    let tick = tick_of(&c.tick);
+    let gates = run.gates(tick);
+    let found = gates
+        .iter()
+        .find(|(_, g)| gate_matches(g, &c.name.value, c.question.as_deref(), c.answer.as_deref()));
+    match found {
+        Some((it, g)) => (true, format!("recorded {}", gate_line(*it, g))),
+        None => (false, recorded_gates(&gates, tick)),
+    }
+}
+
+fn gates_in_order(run: &RunRecord, c: &GatesInOrder) -> (bool, String) {
+    let tick = tick_of(&c.tick);
+    let gates = run.gates(tick);
+    let passed = gates.len() == c.gates.len()
+        && gates.iter().zip(&c.gates).all(|((_, g), want)| {
+            gate_matches(
+                g,
+                &want.name.value,
+                want.question.as_deref(),
+                want.answer.as_deref(),
             )
-        }
-        Check::ModelTotals(c) => {
-            let entries = model_entries(run, tick_of(&c.tick));
-            let mut totals = serde_json::to_value(Totals::of(entries)).unwrap_or_default();
-            let (tokens_in, tokens_out) = engine_tokens(entries);
-            if let Some(map) = totals.as_object_mut() {
-                map.insert("tokens_in".to_owned(), tokens_in.into());
-                map.insert("tokens_out".to_owned(), tokens_out.into());
-            }
-            let (passed, seen) = compare(&c.is, totals.pointer(&c.pointer.value), &totals);
+        });
+    (passed, recorded_gates(&gates, tick))
+}
+
+/// `printed` (`want_present`) or `not_printed`.
+fn printed(run: &RunRecord, c: &TextCheck, want_present: bool) -> (bool, String) {
+    let tick = tick_of(&c.tick);
+    let on = match c.stream {
+        Stream::Stdout => "",
+        Stream::Stderr => " on stderr",
+    };
+    let hit = run
+        .ticks
+        .iter()
+        .filter(|t| tick.is_none_or(|n| t.number == n))
+        .find_map(|t| {
+            let text = match c.stream {
+                Stream::Stdout => &t.stdout,
+                Stream::Stderr => &t.stderr,
+            };
+            line_with(text, &c.text).map(|l| (t.number, l))
+        });
+    match hit {
+        Some((n, line)) => (want_present, format!("tick {n} printed{on}: {line}")),
+        None => (
+            !want_present,
+            format!(
+                "{} printed nothing{on} containing {:?}{}",
+                scope(tick),
+                c.text,
+                stderr_tail(run, tick, c.stream)
+            ),
+        ),
+    }
+}
+
+fn history_field(run: &RunRecord, c: &HistoryField) -> (bool, String) {
+    let (number, line) = match &c.line {
+        Some(n) => (
+            n.value,
+            n.value.checked_sub(1).and_then(|i| run.history.get(i)),
+        ),
+        None => (run.history.len(), run.history.last()),
+    };
+    match line {
+        None => (false, format!("there is no history line {number}")),
+        Some(line) => {
+            let (passed, seen) = compare(&c.is, line.pointer(&c.pointer.value), line);
             (
                 passed,
                 format!(
-                    "the model's totals in {} {} = {seen} (totals: {totals})",
-                    scope(tick_of(&c.tick)),
-                    c.pointer.value
-                ),
-            )
-        }
-        Check::TrackerRequests(c) => {
-            let route = RouteMatcher::new(c.method.as_deref().unwrap_or("*"), &c.path);
-            let count = run
-                .requests
-                .iter()
-                .filter(|r| route.matches(&r.method, &r.path))
-                .count();
-            let count = Value::from(count);
-            let (passed, seen) = compare(&c.is, Some(&count), &Value::Null);
-            (
-                passed,
-                format!(
-                    "{} {} requests: {seen}",
-                    c.method.as_deref().unwrap_or("*"),
-                    c.path
+                    "history line {number} {} = {seen}{}",
+                    c.pointer.value,
+                    what_is_there(line, &c.pointer.value)
                 ),
             )
         }
     }
+}
+
+fn budget_field(run: &RunRecord, c: &BudgetField) -> (bool, String) {
+    match &run.budget {
+        None => (false, "there is no budget.json".to_owned()),
+        Some(doc) => {
+            let (passed, seen) = compare(&c.is, doc.pointer(&c.pointer.value), doc);
+            (
+                passed,
+                format!(
+                    "budget.json {} = {seen}{}",
+                    c.pointer.value,
+                    what_is_there(doc, &c.pointer.value)
+                ),
+            )
+        }
+    }
+}
+
+/// `file_present` (`want_present`) or `file_absent`.
+fn file(run: &RunRecord, path: &str, want_present: bool) -> (bool, String) {
+    let present = run.files.contains(path.trim_end_matches('/'));
+    (
+        present == want_present,
+        format!(
+            "{path} is {} in the project",
+            if present { "present" } else { "absent" }
+        ),
+    )
+}
+
+fn repo_file_contains(run: &RunRecord, c: &RepoFileContains) -> (bool, String) {
+    match std::fs::read_to_string(run.workspace.join(&c.path.value)) {
+        Err(e) => (false, format!("cannot read {}: {e}", c.path.value)),
+        Ok(text) => match find_prose(&text, &c.text) {
+            Some((n, line)) => (true, format!("{}:{n}: {line}", c.path.value)),
+            None => (
+                false,
+                format!("{} does not contain {:?}", c.path.value, c.text),
+            ),
+        },
+    }
+}
+
+fn skill_docs(run: &RunRecord, c: &SkillDocs) -> (bool, String) {
+    let shown = c
+        .plugin_root
+        .as_ref()
+        .map_or_else(|| std::path::PathBuf::from("."), |p| p.value.clone().into());
+    // The engine's command line is the same for every case: read
+    // through clap once a run, not once a case.
+    static CLI: LazyLock<docs::engine::Cli> = LazyLock::new(docs::engine::Cli::read);
+    let cli = &*CLI;
+    match docs::check(&run.workspace.join(&shown), &shown, c.skill, cli) {
+        Ok(report) => (report.passed(), report.render().trim_end().to_owned()),
+        Err(e) => (false, format!("{e} ({})", e.help())),
+    }
+}
+
+fn model_requests(run: &RunRecord, c: &ModelRequests) -> (bool, String) {
+    let want = c.outcome.as_ref().map(|o| o.value.as_str());
+    let count = model_entries(run, tick_of(&c.tick))
+        .iter()
+        .filter(|e| want.is_none_or(|w| outcome_name(e) == w))
+        .count();
+    let (passed, seen) = compare(&c.is, Some(&Value::from(count)), &Value::Null);
+    (
+        passed,
+        format!(
+            "model requests{} in {}: {seen}",
+            want.map(|w| format!(" answered `{w}`")).unwrap_or_default(),
+            scope(tick_of(&c.tick))
+        ),
+    )
+}
+
+fn model_totals(run: &RunRecord, c: &ModelTotals) -> (bool, String) {
+    let entries = model_entries(run, tick_of(&c.tick));
+    let mut totals = serde_json::to_value(Totals::of(entries)).unwrap_or_default();
+    let (tokens_in, tokens_out) = engine_tokens(entries);
+    if let Some(map) = totals.as_object_mut() {
+        map.insert("tokens_in".to_owned(), tokens_in.into());
+        map.insert("tokens_out".to_owned(), tokens_out.into());
+    }
+    let (passed, seen) = compare(&c.is, totals.pointer(&c.pointer.value), &totals);
+    (
+        passed,
+        format!(
+            "the model's totals in {} {} = {seen} (totals: {totals})",
+            scope(tick_of(&c.tick)),
+            c.pointer.value
+        ),
+    )
+}
+
+fn tracker_requests(run: &RunRecord, c: &TrackerRequests) -> (bool, String) {
+    let route = RouteMatcher::new(c.method.as_deref().unwrap_or("*"), &c.path);
+    let count = run
+        .requests
+        .iter()
+        .filter(|r| route.matches(&r.method, &r.path))
+        .count();
+    let count = Value::from(count);
+    let (passed, seen) = compare(&c.is, Some(&count), &Value::Null);
+    (
+        passed,
+        format!(
+            "{} {} requests: {seen}",
+            c.method.as_deref().unwrap_or("*"),
+            c.path
+        ),
+    )
 }
 
 /// For a text not found on stderr: the last lines the tick (or the last

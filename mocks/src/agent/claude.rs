@@ -141,7 +141,7 @@ impl<W: Write> std::fmt::Debug for ClaudeStream<W> {
     }
 }
 
-fn anthropic_usage(t: &ModelTokens, output: u64) -> Value {
+pub(crate) fn anthropic_usage(t: &ModelTokens, output: u64) -> Value {
     let write_1h = t.cache_write_1h_tokens.min(t.cache_write_tokens);
     json!({
         "input_tokens": t.tokens_in.saturating_sub(t.cache_read_tokens).saturating_sub(t.cache_write_tokens),

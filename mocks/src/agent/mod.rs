@@ -15,10 +15,14 @@
 //! file — the engine must learn everything from their stream and from
 //! the world. Their own failures are prefixed `[fake-claude]` /
 //! `[fake-codex]` and exit 90–94, like the fake skill's.
+//!
+//! A played in-session agent leaves what Claude Code leaves: a session
+//! transcript ([`transcript`]).
 
 pub mod claude;
 pub mod codex;
 pub mod script;
+pub mod transcript;
 
 use std::io::Write;
 use std::path::PathBuf;

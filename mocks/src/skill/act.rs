@@ -111,68 +111,21 @@ impl Actor {
         sink: &mut dyn Sink,
         err: &mut dyn Write,
     ) -> Result<(), ActError> {
-        let cwd = self.cwd.clone();
         match action {
-            Action::Qmd(call) => qmd(call, &cwd)?,
+            Action::Qmd(call) => qmd(call, &self.cwd)?,
             Action::OpenPr {
                 branch,
                 title,
                 base,
                 body,
                 commits,
-            } => {
-                let sha = git::push_commits(&self.git, &cwd, branch, base, *commits, title)?;
-                let number = self.tracker()?.create_pull(title, branch, base, body)?;
-                sink.pr(
-                    PrReport {
-                        number,
-                        branch: branch.clone(),
-                        head_sha_at_start: None,
-                        head_sha_at_end: Some(sha),
-                        state: PrState::Open,
-                        opened: true,
-                    },
-                    &format!("git push -u origin {branch} && gh pr create --title {title:?}"),
-                )?;
-            }
+            } => self.open_pr(sink, branch, title, base, body, *commits)?,
             Action::Push {
                 pr,
                 commits,
                 message,
-            } => {
-                let (branch, base, start) = self.tracker()?.pull(*pr)?;
-                let message = message
-                    .clone()
-                    .unwrap_or_else(|| format!("Address review on #{pr}"));
-                let sha = git::push_commits(&self.git, &cwd, &branch, &base, *commits, &message)?;
-                sink.pr(
-                    PrReport {
-                        number: *pr,
-                        branch: branch.clone(),
-                        head_sha_at_start: start,
-                        head_sha_at_end: Some(sha),
-                        state: PrState::Open,
-                        opened: false,
-                    },
-                    &format!("git push origin {branch}"),
-                )?;
-            }
-            Action::ForcePush { pr, message } => {
-                let (branch, _, start) = self.tracker()?.pull(*pr)?;
-                let message = message.clone().unwrap_or_else(|| format!("Rebase #{pr}"));
-                let sha = git::rewrite_branch(&self.git, &cwd, &branch, &message)?;
-                sink.pr(
-                    PrReport {
-                        number: *pr,
-                        branch: branch.clone(),
-                        head_sha_at_start: start,
-                        head_sha_at_end: Some(sha),
-                        state: PrState::Open,
-                        opened: false,
-                    },
-                    &format!("git push --force-with-lease origin {branch}"),
-                )?;
-            }
+            } => self.push(sink, *pr, *commits, message.as_deref())?,
+            Action::ForcePush { pr, message } => self.force_push(sink, *pr, message.as_deref())?,
             Action::Comment { on, body } => {
                 self.tracker()?.comment(*on, body)?;
                 sink.comment(*on, body)?;
@@ -181,29 +134,7 @@ impl Actor {
                 self.tracker()?.reply(*pr, *to, body)?;
                 sink.comment(*pr, body)?;
             }
-            Action::Merge { pr } => {
-                sink.merge_attempted(*pr)?;
-                match self.tracker()?.merge(*pr)? {
-                    Merge::Merged { sha } => {
-                        let (branch, _, _) = self.tracker()?.pull(*pr)?;
-                        sink.pr(
-                            PrReport {
-                                number: *pr,
-                                branch,
-                                head_sha_at_start: None,
-                                head_sha_at_end: Some(sha),
-                                state: PrState::Merged,
-                                opened: false,
-                            },
-                            &format!("gh pr merge {pr}"),
-                        )?;
-                    }
-                    Merge::Refused { message } => sink.failure(Failure {
-                        target: format!("#{pr}"),
-                        root_cause: format!("merge refused: {message}"),
-                    })?,
-                }
-            }
+            Action::Merge { pr } => self.merge(sink, *pr)?,
             Action::AddLabels { on, labels } => {
                 self.tracker()?.add_labels(*on, labels)?;
                 sink.tool(&format!(
@@ -229,17 +160,7 @@ impl Actor {
                 path,
                 branch,
                 start,
-            } => {
-                let path = cwd.join(path);
-                let start = start.as_deref().unwrap_or("HEAD");
-                let head_sha = git::worktree_add(&self.git, &cwd, &path, branch, start)?;
-                let path = path.canonicalize().unwrap_or(path);
-                sink.worktree(WorktreeReport {
-                    path: path.display().to_string(),
-                    branch: branch.clone(),
-                    head_sha,
-                })?;
-            }
+            } => self.worktree(sink, path, branch, start.as_deref())?,
             Action::Failure(failure) => sink.failure(failure.clone())?,
             Action::Chain(chain) => sink.chain(chain.clone()),
             Action::ReviewRound { pr, rounds } => sink.review_round(*pr, *rounds),
@@ -249,18 +170,144 @@ impl Actor {
                 writeln!(err, "{line}")?;
                 err.flush()?;
             }
-            Action::Barrier(path) => {
-                err.flush()?;
-                barrier::signal_ready(&cwd.join(path), self.pid)?;
-                barrier::block_until_killed_or_interrupted()?;
-                writeln!(err, "interrupted at the barrier: draining")?;
-                err.flush()?;
-            }
+            Action::Barrier(path) => self.barrier(err, path)?,
             Action::Hang => {
                 err.flush()?;
                 barrier::block_until_killed();
             }
         }
+        Ok(())
+    }
+
+    /// Pushes `branch` and opens its pull request.
+    fn open_pr(
+        &mut self,
+        sink: &mut dyn Sink,
+        branch: &str,
+        title: &str,
+        base: &str,
+        body: &str,
+        commits: u32,
+    ) -> Result<(), ActError> {
+        let sha = git::push_commits(&self.git, &self.cwd, branch, base, commits, title)?;
+        let number = self.tracker()?.create_pull(title, branch, base, body)?;
+        sink.pr(
+            PrReport {
+                number,
+                branch: branch.to_owned(),
+                head_sha_at_start: None,
+                head_sha_at_end: Some(sha),
+                state: PrState::Open,
+                opened: true,
+            },
+            &format!("git push -u origin {branch} && gh pr create --title {title:?}"),
+        )?;
+        Ok(())
+    }
+
+    /// Pushes `commits` onto pull request `pr`'s branch.
+    fn push(
+        &mut self,
+        sink: &mut dyn Sink,
+        pr: u64,
+        commits: u32,
+        message: Option<&str>,
+    ) -> Result<(), ActError> {
+        let (branch, base, start) = self.tracker()?.pull(pr)?;
+        let message = message.map_or_else(|| format!("Address review on #{pr}"), str::to_owned);
+        let sha = git::push_commits(&self.git, &self.cwd, &branch, &base, commits, &message)?;
+        sink.pr(
+            PrReport {
+                number: pr,
+                branch: branch.clone(),
+                head_sha_at_start: start,
+                head_sha_at_end: Some(sha),
+                state: PrState::Open,
+                opened: false,
+            },
+            &format!("git push origin {branch}"),
+        )?;
+        Ok(())
+    }
+
+    /// Rewrites pull request `pr`'s branch and force-pushes it.
+    fn force_push(
+        &mut self,
+        sink: &mut dyn Sink,
+        pr: u64,
+        message: Option<&str>,
+    ) -> Result<(), ActError> {
+        let (branch, _, start) = self.tracker()?.pull(pr)?;
+        let message = message.map_or_else(|| format!("Rebase #{pr}"), str::to_owned);
+        let sha = git::rewrite_branch(&self.git, &self.cwd, &branch, &message)?;
+        sink.pr(
+            PrReport {
+                number: pr,
+                branch: branch.clone(),
+                head_sha_at_start: start,
+                head_sha_at_end: Some(sha),
+                state: PrState::Open,
+                opened: false,
+            },
+            &format!("git push --force-with-lease origin {branch}"),
+        )?;
+        Ok(())
+    }
+
+    /// Merges pull request `pr`, or reports why the tracker refused.
+    fn merge(&mut self, sink: &mut dyn Sink, pr: u64) -> Result<(), ActError> {
+        sink.merge_attempted(pr)?;
+        match self.tracker()?.merge(pr)? {
+            Merge::Merged { sha } => {
+                let (branch, _, _) = self.tracker()?.pull(pr)?;
+                sink.pr(
+                    PrReport {
+                        number: pr,
+                        branch,
+                        head_sha_at_start: None,
+                        head_sha_at_end: Some(sha),
+                        state: PrState::Merged,
+                        opened: false,
+                    },
+                    &format!("gh pr merge {pr}"),
+                )?;
+            }
+            Merge::Refused { message } => sink.failure(Failure {
+                target: format!("#{pr}"),
+                root_cause: format!("merge refused: {message}"),
+            })?,
+        }
+        Ok(())
+    }
+
+    /// Adds a worktree at `path` (under the working directory) on `branch`.
+    fn worktree(
+        &mut self,
+        sink: &mut dyn Sink,
+        path: &str,
+        branch: &str,
+        start: Option<&str>,
+    ) -> Result<(), ActError> {
+        let path = self.cwd.join(path);
+        let start = start.unwrap_or("HEAD");
+        let head_sha = git::worktree_add(&self.git, &self.cwd, &path, branch, start)?;
+        let path = path.canonicalize().unwrap_or(path);
+        sink.worktree(WorktreeReport {
+            path: path.display().to_string(),
+            branch: branch.to_owned(),
+            head_sha,
+        })?;
+        Ok(())
+    }
+
+    /// Signals the barrier FIFO at `path` and blocks until killed or
+    /// interrupted.
+    fn barrier(&self, err: &mut dyn Write, path: &str) -> Result<(), ActError> {
+        err.flush()?;
+        barrier::signal_ready(&self.cwd.join(path), self.pid)?;
+        barrier::block_until_killed_or_interrupted()?;
+        writeln!(err, "interrupted at the barrier: draining")?;
+        err.flush()?;
         Ok(())
     }
 }

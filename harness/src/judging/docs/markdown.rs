@@ -108,155 +108,22 @@ impl Doc {
         let options = Options::ENABLE_TABLES
             | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
             | Options::ENABLE_STRIKETHROUGH;
-        let mut doc = Doc {
-            path: path.to_path_buf(),
-            blocks: Vec::new(),
-            tables: Vec::new(),
-        };
-        // Open blocks, innermost last; a paragraph inside a list item adds
-        // to the item, so only blocks that become a `Block` are here.
-        let mut open: Vec<(Kind, Builder)> = Vec::new();
-        let mut cell: Option<Builder> = None;
-        let mut section: Option<usize> = None;
-        let mut in_metadata = false;
+        let mut parsing = Parsing::new(path);
         for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
             let line = line_of(range.start);
             match event {
-                Event::Start(tag) => match tag {
-                    Tag::MetadataBlock(_) => in_metadata = true,
-                    Tag::Heading { level, .. } => {
-                        open.push((Kind::Heading(level as u8), Builder::at(line)));
-                    }
-                    Tag::Paragraph if !matches!(open.last(), Some((Kind::Item, _))) => {
-                        open.push((Kind::Paragraph, Builder::at(line)));
-                    }
-                    Tag::List(_) => {
-                        // A nested list ends its item's own text: emit it now,
-                        // so blocks stay in document order.
-                        if let Some((Kind::Item, b)) = open.last_mut()
-                            && !b.text.trim().is_empty()
-                        {
-                            let done = std::mem::replace(b, Builder::at(line));
-                            doc.blocks.push(Block {
-                                kind: Kind::Item,
-                                line: done.line,
-                                text: squeeze(&done.text),
-                                prose: squeeze(&done.prose),
-                                code: done.code,
-                                cells: Vec::new(),
-                                section,
-                            });
-                        }
-                    }
-                    Tag::Item => open.push((Kind::Item, Builder::at(line))),
-                    Tag::CodeBlock(_) => open.push((Kind::Code, Builder::at(line))),
-                    Tag::Table(_) => doc.tables.push(Vec::new()),
-                    Tag::TableHead => open.push((
-                        Kind::Row {
-                            header: true,
-                            table: doc.tables.len() - 1,
-                        },
-                        Builder::at(line),
-                    )),
-                    Tag::TableRow => open.push((
-                        Kind::Row {
-                            header: false,
-                            table: doc.tables.len() - 1,
-                        },
-                        Builder::at(line),
-                    )),
-                    Tag::TableCell => cell = Some(Builder::at(line)),
-                    _ => {}
-                },
-                Event::End(end) => match end {
-                    TagEnd::MetadataBlock(_) => in_metadata = false,
-                    TagEnd::TableCell => {
-                        if let (Some(c), Some((_, row))) = (cell.take(), open.last_mut()) {
-                            let text = squeeze(&c.text);
-                            if !row.text.is_empty() {
-                                row.text.push_str(" | ");
-                                row.prose.push_str(" | ");
-                            }
-                            row.text.push_str(&text);
-                            row.prose.push_str(&squeeze(&c.prose));
-                            row.code.extend(c.code);
-                            row.cells.push(text);
-                        }
-                    }
-                    TagEnd::Paragraph if !matches!(open.last(), Some((Kind::Paragraph, _))) => {}
-                    TagEnd::Heading(_)
-                    | TagEnd::Paragraph
-                    | TagEnd::Item
-                    | TagEnd::CodeBlock
-                    | TagEnd::TableHead
-                    | TagEnd::TableRow => {
-                        let Some((kind, b)) = open.pop() else {
-                            continue;
-                        };
-                        if let Kind::Row {
-                            header: true,
-                            table,
-                        } = kind
-                        {
-                            doc.tables[table] = b.cells.clone();
-                        }
-                        let is_heading = matches!(kind, Kind::Heading(_));
-                        let (text, prose) = if kind == Kind::Code {
-                            (b.text.clone(), b.prose.clone())
-                        } else {
-                            (squeeze(&b.text), squeeze(&b.prose))
-                        };
-                        if text.is_empty() && b.cells.is_empty() {
-                            continue;
-                        }
-                        doc.blocks.push(Block {
-                            kind,
-                            line: b.line,
-                            text,
-                            prose,
-                            code: b.code,
-                            cells: b.cells,
-                            section,
-                        });
-                        if is_heading {
-                            section = Some(doc.blocks.len() - 1);
-                        }
-                    }
-                    _ => {}
-                },
-                Event::Text(t) if !in_metadata => {
-                    let target = cell.as_mut().or(open.last_mut().map(|(_, b)| b));
-                    if let Some(b) = target {
-                        b.push_text(&t);
-                    }
-                }
-                Event::Code(c) => {
-                    let c = unescape(&c);
-                    let target = cell.as_mut().or(open.last_mut().map(|(_, b)| b));
-                    if let Some(b) = target {
-                        b.text.push_str(&c);
-                        b.prose.push(' ');
-                        b.code.push(c);
-                    }
-                }
+                Event::Start(tag) => parsing.start(tag, line),
+                Event::End(end) => parsing.end(end),
+                Event::Text(t) if !parsing.in_metadata => parsing.push_text(&t),
+                Event::Code(c) => parsing.push_code(unescape(&c)),
                 // `<N>` or `<root cause>` parse as inline HTML; an author
                 // writing them means the placeholder.
-                Event::InlineHtml(html) if !html.starts_with("<!--") => {
-                    let target = cell.as_mut().or(open.last_mut().map(|(_, b)| b));
-                    if let Some(b) = target {
-                        b.push_text(&html);
-                    }
-                }
-                Event::SoftBreak | Event::HardBreak => {
-                    let target = cell.as_mut().or(open.last_mut().map(|(_, b)| b));
-                    if let Some(b) = target {
-                        b.push_text(" ");
-                    }
-                }
+                Event::InlineHtml(html) if !html.starts_with("<!--") => parsing.push_text(&html),
+                Event::SoftBreak | Event::HardBreak => parsing.push_text(" "),
                 _ => {}
             }
         }
-        doc
+        parsing.doc
     }
 
     /// The header of the table a row belongs to.
@@ -303,6 +170,169 @@ impl Doc {
         }
         out.reverse();
         out
+    }
+}
+
+/// A document being parsed: the blocks so far and the ones still open.
+struct Parsing {
+    doc: Doc,
+    /// Open blocks, innermost last; a paragraph inside a list item adds
+    /// to the item, so only blocks that become a `Block` are here.
+    open: Vec<(Kind, Builder)>,
+    cell: Option<Builder>,
+    /// The last heading's block.
+    section: Option<usize>,
+    in_metadata: bool,
+}
+
+impl Parsing {
+    fn new(path: &Path) -> Self {
+        Self {
+            doc: Doc {
+                path: path.to_path_buf(),
+                blocks: Vec::new(),
+                tables: Vec::new(),
+            },
+            open: Vec::new(),
+            cell: None,
+            section: None,
+            in_metadata: false,
+        }
+    }
+
+    /// A block starts at `line`.
+    fn start(&mut self, tag: Tag<'_>, line: usize) {
+        let row = |header: bool, tables: &[Vec<String>]| Kind::Row {
+            header,
+            table: tables.len() - 1,
+        };
+        match tag {
+            Tag::MetadataBlock(_) => self.in_metadata = true,
+            Tag::Heading { level, .. } => {
+                self.open
+                    .push((Kind::Heading(level as u8), Builder::at(line)));
+            }
+            Tag::Paragraph if !matches!(self.open.last(), Some((Kind::Item, _))) => {
+                self.open.push((Kind::Paragraph, Builder::at(line)));
+            }
+            Tag::List(_) => self.end_item_text(line),
+            Tag::Item => self.open.push((Kind::Item, Builder::at(line))),
+            Tag::CodeBlock(_) => self.open.push((Kind::Code, Builder::at(line))),
+            Tag::Table(_) => self.doc.tables.push(Vec::new()),
+            Tag::TableHead => self
+                .open
+                .push((row(true, &self.doc.tables), Builder::at(line))),
+            Tag::TableRow => self
+                .open
+                .push((row(false, &self.doc.tables), Builder::at(line))),
+            Tag::TableCell => self.cell = Some(Builder::at(line)),
+            _ => {}
+        }
+    }
+
+    /// A nested list ends its item's own text: emit it now, so blocks
+    /// stay in document order.
+    fn end_item_text(&mut self, line: usize) {
+        if let Some((Kind::Item, b)) = self.open.last_mut()
+            && !b.text.trim().is_empty()
+        {
+            let done = std::mem::replace(b, Builder::at(line));
+            self.doc.blocks.push(Block {
+                kind: Kind::Item,
+                line: done.line,
+                text: squeeze(&done.text),
+                prose: squeeze(&done.prose),
+                code: done.code,
+                cells: Vec::new(),
+                section: self.section,
+            });
+        }
+    }
+
+    /// A block ends.
+    fn end(&mut self, end: TagEnd) {
+        match end {
+            TagEnd::MetadataBlock(_) => self.in_metadata = false,
+            TagEnd::TableCell => self.end_cell(),
+            TagEnd::Paragraph if !matches!(self.open.last(), Some((Kind::Paragraph, _))) => {}
+            TagEnd::Heading(_)
+            | TagEnd::Paragraph
+            | TagEnd::Item
+            | TagEnd::CodeBlock
+            | TagEnd::TableHead
+            | TagEnd::TableRow => self.close(),
+            _ => {}
+        }
+    }
+
+    /// A table cell ends: its text joins its row's.
+    fn end_cell(&mut self) {
+        if let (Some(c), Some((_, row))) = (self.cell.take(), self.open.last_mut()) {
+            let text = squeeze(&c.text);
+            if !row.text.is_empty() {
+                row.text.push_str(" | ");
+                row.prose.push_str(" | ");
+            }
+            row.text.push_str(&text);
+            row.prose.push_str(&squeeze(&c.prose));
+            row.code.extend(c.code);
+            row.cells.push(text);
+        }
+    }
+
+    /// The innermost open block ends and becomes a `Block` (an empty one
+    /// is dropped); a heading starts a section, a header row its table.
+    fn close(&mut self) {
+        let Some((kind, b)) = self.open.pop() else {
+            return;
+        };
+        if let Kind::Row {
+            header: true,
+            table,
+        } = kind
+        {
+            self.doc.tables[table] = b.cells.clone();
+        }
+        let is_heading = matches!(kind, Kind::Heading(_));
+        let (text, prose) = if kind == Kind::Code {
+            (b.text.clone(), b.prose.clone())
+        } else {
+            (squeeze(&b.text), squeeze(&b.prose))
+        };
+        if text.is_empty() && b.cells.is_empty() {
+            return;
+        }
+        self.doc.blocks.push(Block {
+            kind,
+            line: b.line,
+            text,
+            prose,
+            code: b.code,
+            cells: b.cells,
+            section: self.section,
+        });
+        if is_heading {
+            self.section = Some(self.doc.blocks.len() - 1);
+        }
+    }
+
+    /// Where text goes: the open cell, else the innermost open block.
+    fn target(&mut self) -> Option<&mut Builder> {
+        self.cell.as_mut().or(self.open.last_mut().map(|(_, b)| b))
+    }
+
+    fn push_text(&mut self, text: &str) {
+        if let Some(b) = self.target() {
+            b.push_text(text);
+        }
+    }
+
+    fn push_code(&mut self, code: String) {
+        if let Some(b) = self.target() {
+            b.text.push_str(&code);
+            b.prose.push(' ');
+            b.code.push(code);
+        }
     }
 }
 
