@@ -149,12 +149,7 @@ pub(super) fn gather(
     let crash = keep(&mut problems, crash_points(&var));
     let lock_poll = keep(&mut problems, lock_poll(&var));
     keep(&mut problems, max_dollars(request.args));
-    let repository = request
-        .common
-        .repo
-        .clone()
-        .or_else(|| var("SDD_LOOP_REPO"))
-        .or_else(|| lookups.remote_repository(&request.common.remote));
+    let repository = repository(request.common, &var, lookups);
     let tracker_url = request
         .common
         .tracker_url
@@ -250,6 +245,20 @@ pub(super) fn gather(
 /// `result`'s value, or `None` with its problem kept.
 fn keep<T>(problems: &mut Vec<Problem>, result: Result<T, Problem>) -> Option<T> {
     result.map_err(|p| problems.push(p)).ok()
+}
+
+/// `--repo`, else `SDD_LOOP_REPO`, else — asked only then — the
+/// repository the git remote points at.
+fn repository(
+    common: &CommonArgs,
+    var: &dyn Fn(&str) -> Option<String>,
+    lookups: &dyn Lookups,
+) -> Option<String> {
+    common
+        .repo
+        .clone()
+        .or_else(|| var("SDD_LOOP_REPO"))
+        .or_else(|| lookups.remote_repository(&common.remote))
 }
 
 /// The variables' token, else — asked only when there is a tracker to
