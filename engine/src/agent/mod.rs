@@ -34,7 +34,7 @@ pub mod world;
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -363,12 +363,7 @@ impl AgentRunner<'_> {
 impl SkillRunner for AgentRunner<'_> {
     fn run(&mut self, spec: &RunSpec, exchange: &Exchange, echo: &mut dyn Write) -> RunOutcome {
         let kind = self.settings.kind;
-        let request: SkillRequest = match files::read_bytes(&exchange.request_path())
-            .map_err(|e| e.to_string())
-            .and_then(|b| {
-                let b = b.ok_or_else(|| "the request file is missing".to_owned())?;
-                serde_json::from_slice(&b).map_err(|e| e.to_string())
-            }) {
+        let request = match read_request(exchange) {
             Ok(r) => r,
             Err(e) => return failed(format!("{kind}: not started — {e}")),
         };
@@ -393,38 +388,7 @@ impl SkillRunner for AgentRunner<'_> {
             return failed(format!("{kind}: not started — {e}"));
         }
         let (program, args, stream) = self.command(spec);
-        let mut command = match &spec.guard {
-            // Under the guard, as a skill: the kernel tells the agent when
-            // the engine dies (crate::skill::guard).
-            Some(binary) => {
-                let mut argv = vec![program.clone().into_os_string()];
-                argv.extend(args.iter().cloned());
-                let mut c = Command::new(binary);
-                c.args(crate::skill::guard::args(
-                    &crate::skill::guard::Guarded::Exec(argv),
-                    std::process::id(),
-                ));
-                c
-            }
-            None => {
-                let mut c = Command::new(&program);
-                c.args(&args);
-                c
-            }
-        };
-        command
-            .current_dir(&spec.cwd)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for name in ENV_REMOVED {
-            command.env_remove(name);
-        }
-        // Its own group, as a skill's: the watchdog and the interrupt reach
-        // the agent and everything it started.
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut child = match command.spawn() {
+        let mut child = match agent_command(spec, &program, &args).spawn() {
             Ok(c) => c,
             Err(e) => {
                 return failed(format!(
@@ -440,6 +404,122 @@ impl SkillRunner for AgentRunner<'_> {
                 let _ = stdin.write_all(prompt.as_bytes());
             });
         }
+        let (mut outcome, mut stream, journal_error) =
+            self.supervise_streaming(child, spec, exchange, echo, stream);
+        let mut verdict = stream.finish(&outcome);
+        for n in &verdict.notes {
+            let _ = writeln!(echo, "note: {kind}: {n}");
+        }
+        let mut causes: Vec<String> = verdict.failure.take().into_iter().collect();
+        let found = match world::discover(&before, self.tracker, self.git, &self.remote, &request) {
+            Ok(found) => found,
+            Err(e) => {
+                causes.push(format!(
+                    "could not find this tick's PRs on the tracker: {e}"
+                ));
+                world::Found::default()
+            }
+        };
+        for n in &found.notes {
+            let _ = writeln!(echo, "note: {n}");
+        }
+        if let Some(e) = journal_error {
+            causes.push(format!("could not journal the streamed usage: {e}"));
+        }
+        if let Err(e) = write_result(exchange, kind, spec, verdict, found) {
+            causes.push(format!("could not write the result: {e}"));
+        }
+        if !causes.is_empty() {
+            outcome.cause = Some(quote(&spec.redactor, &causes.join("; ")));
+        }
+        outcome
+    }
+}
+
+/// The request the engine wrote for this iteration.
+fn read_request(exchange: &Exchange) -> Result<SkillRequest, String> {
+    let bytes = files::read_bytes(&exchange.request_path())
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "the request file is missing".to_owned())?;
+    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+}
+
+/// The agent's command line, under the guard when there is one, in its
+/// own process group, with the agent's own variables removed.
+fn agent_command(spec: &RunSpec, program: &Path, args: &[OsString]) -> Command {
+    let mut command = match &spec.guard {
+        // Under the guard, as a skill: the kernel tells the agent when
+        // the engine dies (crate::skill::guard).
+        Some(binary) => {
+            let mut argv = vec![program.as_os_str().to_owned()];
+            argv.extend(args.iter().cloned());
+            let mut c = Command::new(binary);
+            c.args(crate::skill::guard::args(
+                &crate::skill::guard::Guarded::Exec(argv),
+                std::process::id(),
+            ));
+            c
+        }
+        None => {
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        }
+    };
+    command
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for name in ENV_REMOVED {
+        command.env_remove(name);
+    }
+    // Its own group, as a skill's: the watchdog and the interrupt reach
+    // the agent and everything it started.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    command
+}
+
+/// The agent's result file, from its stream and what the tracker shows.
+fn write_result(
+    exchange: &Exchange,
+    kind: AgentKind,
+    spec: &RunSpec,
+    verdict: Verdict,
+    found: world::Found,
+) -> Result<(), files::FileError> {
+    let result = SkillResult {
+        protocol: PROTOCOL_VERSION,
+        prs: found.prs,
+        usage: verdict.usage,
+        agents_dispatched: verdict.agents,
+        comments_pushed: found.comments,
+        merges_attempted: found.merges,
+        summary: verdict
+            .summary
+            .map(|s| format!("{kind}: {}", spec.redactor.apply(&s))),
+        agent_cost_usd: verdict.agent_cost,
+        ..SkillResult::default()
+    };
+    let mut json = serde_json::to_vec_pretty(&result).expect("results serialise");
+    json.push(b'\n');
+    files::write_atomic(&exchange.result_path(), &json)
+}
+
+impl AgentRunner<'_> {
+    /// Supervises the agent while its stream is read: stdout line by line,
+    /// other usage on a timer and once after it exits, each event
+    /// journaled at once. Returns the outcome, the reader, and the first
+    /// error journaling met.
+    fn supervise_streaming(
+        &self,
+        child: std::process::Child,
+        spec: &RunSpec,
+        exchange: &Exchange,
+        echo: &mut dyn Write,
+        stream: Box<dyn StreamReader>,
+    ) -> (RunOutcome, Box<dyn StreamReader>, Option<String>) {
         let events = exchange.events_path();
         let journal_error: Mutex<Option<String>> = Mutex::new(None);
         // One lock for the reader and the journal: the timer's polls and
@@ -457,7 +537,7 @@ impl SkillRunner for AgentRunner<'_> {
             }
         };
         let done = AtomicBool::new(false);
-        let mut outcome = std::thread::scope(|scope| {
+        let outcome = std::thread::scope(|scope| {
             let poller = scope.spawn(|| {
                 while !done.load(Ordering::Relaxed) {
                     std::thread::park_timeout(POLL_EVERY);
@@ -487,47 +567,6 @@ impl SkillRunner for AgentRunner<'_> {
         let journal_error = journal_error
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
-        let verdict = stream.finish(&outcome);
-        for n in &verdict.notes {
-            let _ = writeln!(echo, "note: {kind}: {n}");
-        }
-        let mut causes: Vec<String> = verdict.failure.into_iter().collect();
-        let found = match world::discover(&before, self.tracker, self.git, &self.remote, &request) {
-            Ok(found) => found,
-            Err(e) => {
-                causes.push(format!(
-                    "could not find this tick's PRs on the tracker: {e}"
-                ));
-                world::Found::default()
-            }
-        };
-        for n in &found.notes {
-            let _ = writeln!(echo, "note: {n}");
-        }
-        if let Some(e) = journal_error {
-            causes.push(format!("could not journal the streamed usage: {e}"));
-        }
-        let result = SkillResult {
-            protocol: PROTOCOL_VERSION,
-            prs: found.prs,
-            usage: verdict.usage,
-            agents_dispatched: verdict.agents,
-            comments_pushed: found.comments,
-            merges_attempted: found.merges,
-            summary: verdict
-                .summary
-                .map(|s| format!("{kind}: {}", spec.redactor.apply(&s))),
-            agent_cost_usd: verdict.agent_cost,
-            ..SkillResult::default()
-        };
-        let mut json = serde_json::to_vec_pretty(&result).expect("results serialise");
-        json.push(b'\n');
-        if let Err(e) = files::write_atomic(&exchange.result_path(), &json) {
-            causes.push(format!("could not write the result: {e}"));
-        }
-        if !causes.is_empty() {
-            outcome.cause = Some(quote(&spec.redactor, &causes.join("; ")));
-        }
-        outcome
+        (outcome, stream, journal_error)
     }
 }

@@ -6,25 +6,24 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{CommonArgs, EndArgs, EventArgs, HolderArgs, TickArgs};
-use super::{Env, clock_from, usage};
+use super::gather::{Mode, Refusal, Request, WorldLookups, gather};
+use super::{Env, usage};
 use crate::agent::prompt::Template;
 use crate::agent::{AgentKind, AgentRunner, AgentSettings};
-use crate::config::{self, TickConfig};
+use crate::config::TickConfig;
 use crate::exit;
 use crate::os::clock::Clock;
-use crate::os::crash::CrashPoints;
 use crate::os::liveness::OsProbe;
 use crate::rules::gates::{LinePrompt, NoPrompt, Prompt};
 use crate::skill::runner::{Interrupts, NoInterrupts, ProcessRunner, SkillRunner};
-use crate::state::budget::CeilingFlags;
 use crate::state::holder;
 use crate::state::lock::Identity;
 use crate::state::paths::{Skill, StatePaths};
 use crate::state::protocol::ModelUsage;
 use crate::tick::{self, EndFlags, EndInput, ResultInput, TranscriptSource, WorkReport, World};
 use crate::transcript::{ClaudeDirs, Settle, TranscriptChoice};
-use crate::world::git::{Git, GitCli};
-use crate::world::tracker::{self, HttpTracker, Tracker, TrackerConfig, TrackerError};
+use crate::world::git::GitCli;
+use crate::world::tracker::{self, HttpTracker, Tracker, TrackerError};
 
 /// A tracker that is not configured: every call says so.
 #[derive(Debug)]
@@ -168,14 +167,8 @@ fn agent_settings(
     }))
 }
 
-/// Which command of a tick a [`Setup`] is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Wrapper,
-    Begin,
-    End,
-}
-
+/// The tick's [`Setup`]: the agent chosen, the configuration gathered
+/// ([`gather`]), every problem printed at once, and the world built.
 fn setup(
     skill: Skill,
     pr: Option<u64>,
@@ -184,224 +177,71 @@ fn setup(
     mode: Mode,
     env: &mut Env<'_>,
 ) -> Result<Setup, u8> {
-    let root: PathBuf = env.cwd.join(&common.project).components().collect();
     let agent = agent_settings(args, mode, env)?;
-    let vars = env.vars.clone();
-    let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).cloned();
-    let skill_cmd = args.and_then(|a| a.skill_cmd.clone());
-    // Settings a first run may lack are gathered, not reported one per
-    // attempt: each missing one is an error line, all in one answer.
-    let mut missing: Vec<(String, String)> = Vec::new();
-    let skill_cmd = match mode {
-        Mode::Wrapper if agent.is_some() => String::new(),
-        Mode::Wrapper => match skill_cmd.or_else(|| var("SDD_LOOP_SKILL_CMD")) {
-            Some(c) => c,
-            None => {
-                missing.push((
-                    "no skill command: the engine wraps a skill and needs to know how to run it".to_owned(),
-                    format!(
-                        "pass --skill-cmd 'CMD' or set SDD_LOOP_SKILL_CMD, or drive an agent with --agent claude|codex|gemini|opencode — or, inside an agent session, bracket the work with `sdd-loop {skill} begin --loop` and `sdd-loop {skill} end`"
-                    ),
-                ));
-                String::new()
-            }
-        },
-        Mode::Begin | Mode::End => {
-            if skill_cmd.is_some() {
-                return Err(usage(
-                    env,
-                    "--skill-cmd does not apply to begin: the calling session does the work",
-                    "drop --skill-cmd, or run a wrapper tick (`sdd-loop work --loop --skill-cmd CMD`)",
-                ));
-            }
-            String::new()
-        }
+    let cwd = env.cwd.clone();
+    let request = Request {
+        skill,
+        pr,
+        args,
+        common,
+        mode,
+        cwd: &cwd,
+        agent: agent.is_some(),
     };
-    if mode == Mode::Begin && !args.is_some_and(|a| a.loop_mode) {
-        return Err(usage(
-            env,
-            "begin needs --loop: the in-session halves exist only in loop mode",
-            &format!(
-                "run `sdd-loop {skill} begin --loop …`; without --loop the skill runs once, as it always has, with no engine"
-            ),
-        ));
+    let git = GitCli {
+        dir: cwd.join(&common.project).components().collect(),
+    };
+    let lookups = WorldLookups {
+        vars: &env.vars,
+        git: &git,
+    };
+    let gathered = match gather(&request, &env.vars, &lookups) {
+        Ok(g) => g,
+        Err(refusal) => return Err(refuse(&refusal, env)),
+    };
+    if let Some(note) = &gathered.note {
+        let _ = writeln!(env.stderr, "{note}");
     }
-    let clock = clock_from(env).map_err(|msg| {
-        usage(
-            env,
-            &msg,
-            "SDD_LOOP_NOW takes an RFC 3339 instant such as 2026-05-09T14:50:00Z",
-        )
-    })?;
-    let crash = match var("SDD_LOOP_CRASH_AT") {
-        None => CrashPoints::none(),
-        Some(name) => CrashPoints::arm(&name)
-            .map_err(|msg| usage(env, &msg, "run `sdd-loop crash-points` for the list"))?,
-    };
-    let lock_poll = match var("SDD_LOOP_POLL_MS").map(|v| v.parse::<u64>()) {
-        None => Duration::from_millis(config::DEFAULT_LOCK_POLL_MS),
-        Some(Ok(ms)) => Duration::from_millis(ms.max(1)),
-        Some(Err(_)) => {
-            return Err(usage(
-                env,
-                "SDD_LOOP_POLL_MS must be a whole number of milliseconds",
-                "e.g. SDD_LOOP_POLL_MS=200",
-            ));
-        }
-    };
-    if let Some(d) = args.and_then(|a| a.max_dollars)
-        && !(d.is_finite() && d >= 0.0)
-    {
-        return Err(usage(
-            env,
-            &format!("--max-dollars {d} is not a non-negative amount"),
-            "e.g. --max-dollars 25, or 0 to disable the cost stop",
-        ));
-    }
-    let git = GitCli { dir: root.clone() };
-    let repository = common
-        .repo
-        .clone()
-        .or_else(|| var("SDD_LOOP_REPO"))
-        .or_else(|| {
-            git.remote_url(&common.remote)
-                .and_then(|u| tracker::repo_from_remote(&u))
-        });
-    let tracker_url = common
-        .tracker_url
-        .clone()
-        .or_else(|| var("SDD_LOOP_TRACKER_URL"))
-        .unwrap_or_else(|| config::DEFAULT_TRACKER_URL.to_owned());
-    let loop_tick = mode != Mode::End && args.is_some_and(|a| a.loop_mode);
-    // The variables, else `gh`'s token for the tracker's host — asked once,
-    // and only when there is a tracker to ask.
-    let found = if repository.is_some() {
-        tracker::token::find(&vars, &tracker_url)
-    } else {
-        tracker::token::from_vars(&vars).ok_or(tracker::token::NoToken::GhAbsent)
-    };
-    let token = found.as_ref().ok().map(|t| t.value.clone());
-    if loop_tick && repository.is_none() {
-        missing.push((
-            "no tracker repository configured: a loop tick reads its backlog from the tracker".to_owned(),
-            "pass --repo OWNER/NAME (or set SDD_LOOP_REPO), or run inside a clone whose origin is on the tracker".to_owned(),
-        ));
-    }
-    if !missing.is_empty() {
-        for (message, help) in &missing {
-            let _ = writeln!(env.stderr, "error: {message}");
-            let _ = writeln!(env.stderr, "help: {help}");
-        }
-        if loop_tick && token.is_none() {
-            let _ = writeln!(
-                env.stderr,
-                "note: no tracker token either (SDD_LOOP_TRACKER_TOKEN, else GITHUB_TOKEN, else `gh auth token`): the tracker is asked anonymously, which a private repository refuses"
-            );
-        }
-        if missing.len() > 1 {
-            let _ = writeln!(
-                env.stderr,
-                "{} settings are missing; nothing was changed",
-                missing.len()
-            );
-        }
-        return Err(exit::USAGE);
-    }
-    let seconds = |flag: Option<u64>, name: &str, env_name: &str, default: u64| match flag
-        .map(Ok)
-        .or_else(|| var(env_name).map(|v| v.trim().parse::<u64>()))
-    {
-        None => Ok(default),
-        Some(Ok(n)) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "--{name} (or {env_name}) must be a whole number of seconds above 0"
-        )),
-    };
-    let limits = seconds(
-        common.tracker_timeout,
-        "tracker-timeout",
-        "SDD_LOOP_TRACKER_TIMEOUT",
-        config::DEFAULT_TRACKER_TIMEOUT_SECS,
-    )
-    .and_then(|timeout| {
-        seconds(
-            common.tracker_retry_budget,
-            "tracker-retry-budget",
-            "SDD_LOOP_TRACKER_RETRY_BUDGET",
-            config::DEFAULT_TRACKER_RETRY_BUDGET_SECS,
-        )
-        .map(|budget| (timeout, budget))
-    });
-    let (timeout, retry_budget) = match limits {
-        Ok(l) => l,
-        Err(msg) => {
-            return Err(usage(
-                env,
-                &msg,
-                "e.g. --tracker-timeout 10 --tracker-retry-budget 30",
-            ));
-        }
-    };
-    if loop_tick && let Err(why) = &found {
-        let _ = writeln!(
-            env.stderr,
-            "note: no tracker token: {why}; the tracker is asked anonymously, which a private repository refuses"
-        );
-    }
-    let tracker: Box<dyn Tracker> = match &repository {
-        Some(repo) => {
-            let mut config = TrackerConfig::new(&tracker_url, repo, token.clone());
-            config.now = Some(clock.now());
-            config.token_source = found.as_ref().ok().map(|t| t.source.clone());
-            config.timeout = Duration::from_secs(timeout);
-            config.retry_budget = Duration::from_secs(retry_budget);
+    let mut cfg = gathered.cfg;
+    // The skill runs under this binary's guard (signalled if we die).
+    cfg.guard = std::env::current_exe().ok();
+    let tracker: Box<dyn Tracker> = match gathered.tracker {
+        Some(mut config) => {
+            config.now = Some(gathered.clock.now());
             Box::new(HttpTracker::new(config))
         }
         None => Box::new(NoTracker),
     };
-    let mut cfg = TickConfig::new(skill, root.clone(), skill_cmd);
-    cfg.pr = pr;
-    cfg.lock_poll = lock_poll;
-    cfg.json = common.json;
-    cfg.repository = repository;
-    cfg.remote = common.remote.clone();
-    cfg.crash = crash;
-    cfg.environment = vars.clone();
-    cfg.tracker_token = token.clone();
-    // The skill runs under this binary's guard (signalled if we die).
-    cfg.guard = std::env::current_exe().ok();
-    if let Some(args) = args {
-        cfg.claude_md = args
-            .claude_md
-            .as_ref()
-            .map(|p| env.cwd.join(p))
-            .unwrap_or_else(|| root.join("CLAUDE.md"));
-        cfg.loop_mode = args.loop_mode;
-        cfg.ceilings = CeilingFlags {
-            max_iterations: args.max_iterations,
-            max_prs: args.max_prs,
-            max_minutes: args.max_minutes,
-            max_dollars: args.max_dollars,
-        };
-        cfg.lock = args.lock;
-        cfg.resume = args.resume;
-        cfg.fresh = args.fresh;
-        cfg.budget_file = args.budget_file.as_ref().map(|p| env.cwd.join(p));
-        cfg.no_chain = args.no_chain;
-        cfg.dry_run = args.dry_run;
-        cfg.answers = args.answer.clone();
-        cfg.answers_file = args.answers.as_ref().map(|p| env.cwd.join(p));
-        cfg.max_agents = args.max_agents.max(1);
-        cfg.stall_timeout = Duration::from_secs(args.stall_timeout.max(1));
-        cfg.drain_timeout = Duration::from_secs(args.drain_timeout);
-    }
     Ok(Setup {
         cfg,
-        clock,
+        clock: gathered.clock,
         git,
         tracker,
         agent,
     })
+}
+
+/// Prints every problem, then what follows them; the usage exit code.
+fn refuse(refusal: &Refusal, env: &mut Env<'_>) -> u8 {
+    let redactor = super::env_redactor(&env.vars);
+    for problem in &refusal.problems {
+        // A value given wrong is quoted, so redacted; a missing setting's
+        // lines quote nothing.
+        let (message, help) = if problem.missing {
+            (problem.message.clone(), problem.help.clone())
+        } else {
+            (
+                redactor.redact(&problem.message).into_owned(),
+                redactor.redact(&problem.help).into_owned(),
+            )
+        };
+        let _ = writeln!(env.stderr, "error: {message}");
+        let _ = writeln!(env.stderr, "help: {help}");
+    }
+    for line in refusal.trailer() {
+        let _ = writeln!(env.stderr, "{line}");
+    }
+    exit::USAGE
 }
 
 /// Runs `f` with the world a [`Setup`] describes, `me` holding the lock.

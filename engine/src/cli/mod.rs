@@ -6,6 +6,7 @@
 mod args;
 mod commands;
 pub mod doctor;
+mod gather;
 mod hook;
 pub mod status;
 
@@ -175,11 +176,12 @@ fn write_or(env: &mut Env<'_>, text: &str) -> u8 {
 }
 
 pub(crate) fn clock_from(env: &Env<'_>) -> Result<Box<dyn Clock>, String> {
-    match env
-        .vars
-        .get("SDD_LOOP_NOW")
-        .filter(|v| !v.trim().is_empty())
-    {
+    clock_from_vars(&env.vars)
+}
+
+/// The system clock, or the instant `SDD_LOOP_NOW` fixes.
+pub(crate) fn clock_from_vars(vars: &BTreeMap<String, String>) -> Result<Box<dyn Clock>, String> {
+    match vars.get("SDD_LOOP_NOW").filter(|v| !v.trim().is_empty()) {
         None => Ok(Box::new(SystemClock)),
         Some(v) => clock::parse(v)
             .map(|ts| Box::new(FixedClock(ts)) as Box<dyn Clock>)

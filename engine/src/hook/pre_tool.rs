@@ -386,6 +386,9 @@ fn new_branch(
         .map(|n| format!("{n} is a new branch on {remote}"))
 }
 
+/// The calls of `actions` checked against the open iteration `journal`
+/// records: a push of a new branch first, then each call in turn against
+/// the PRs and reviews this iteration let through.
 fn in_tick(
     hook: &mut Hook<'_>,
     input: &ToolInput,
@@ -394,176 +397,45 @@ fn in_tick(
     actions: &[Action],
     redactor: &crate::rules::redact::Redactor,
 ) -> Result<Decided, String> {
-    let skill = paths.skill;
-    let n = journal.iteration;
-    let request: &SkillRequest = &journal.request;
+    let contract = Contract::of(paths.skill, journal);
     let decided = |answer| Decided {
         answer,
-        skill: Some(skill),
-        iteration: Some(n),
+        skill: Some(contract.skill),
+        iteration: Some(journal.iteration),
     };
     let cwd = &input.common.cwd;
-    let exchange = Exchange::for_iteration(paths, n);
-    let requested: BTreeSet<u64> = request.issues.iter().map(|i| i.number).collect();
-    let dry = request.dry_run;
-    let limit = |opened: u64| match request.max_new_prs {
-        Some(max) => format!("max_new_prs is {max}, and {opened} PR(s) were opened this iteration"),
-        None => String::new(),
-    };
-
+    let exchange = Exchange::for_iteration(paths, journal.iteration);
     // The bodies are read before the counts are locked.
-    let mut bodies = Vec::new();
-    for a in actions {
-        if let Action::OpenPr { body, .. } = a {
-            bodies.push(closes(body, cwd));
-        }
-    }
+    let bodies: Vec<_> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::OpenPr { body, .. } => Some(closes(body, cwd)),
+            _ => None,
+        })
+        .collect();
     let seen = Counts::update(&exchange, redactor, |c| (false, c.prs_opened))
         .map_err(|e| e.to_string())?;
-    let left_before = request.max_new_prs.map(|m| m.saturating_sub(seen));
-    for a in actions {
-        if let Action::Push {
-            dir,
-            remote,
-            branches,
-        } = a
-        {
-            if !(dry || left_before == Some(0)) {
-                continue;
-            }
-            if let Some(why) = new_branch(
-                hook,
-                cwd,
-                dir.as_deref(),
-                remote.as_deref(),
-                branches.as_deref(),
-            ) {
-                let because = if dry {
-                    "this tick is a dry run".to_owned()
-                } else {
-                    format!("no new PR is left this tick ({})", limit(seen))
-                };
-                return Ok(decided(refused(format!(
-                    "{} — {why}, and {because}. Push only to the branches of PRs you already opened.",
-                    a.describe()
-                ))));
-            }
-        }
+    if let Some(why) = contract.new_branch_push(hook, cwd, actions, seen) {
+        return Ok(decided(refused(why)));
     }
-
     let answer = Counts::update(&exchange, redactor, |counts| {
         let mut opened = counts.prs_opened;
         let mut reviews = counts.reviews.clone();
         let mut bodies = bodies.into_iter();
         for a in actions {
             let deny = match a {
-                Action::Begin { .. } => Some(format!(
-                    "`sdd-loop {skill} begin` already ran for this prompt: iteration {n} of the {skill} loop is open, held by this session. Do the work in the request; `end` runs when you stop."
-                )),
+                Action::Begin { .. } => Some(contract.begun()),
                 Action::Push { .. } | Action::Touch { .. } => None,
                 Action::OpenPr { .. } => {
                     let closed = bodies.next().unwrap_or_else(|| Err("no body".into()));
-                    let why = if dry {
-                        Some(format!("{} — this tick is a dry run: plan and report, open nothing.", a.describe()))
-                    } else if request.max_new_prs.is_some_and(|max| opened >= max) {
-                        Some(format!(
-                            "{} — this tick may open no more pull requests: {}. Do not open more; finish and stop (end records what you did).",
-                            a.describe(),
-                            limit(opened)
-                        ))
-                    } else if skill == Skill::Work {
-                        match closed {
-                            Ok(issues) if issues.is_empty() => Some(format!(
-                                "{} — its body closes no issue; a PR in this tick implements one issue of the request and says so: put `Closes #N` in the body, for one of {}.",
-                                a.describe(),
-                                list(requested.iter().copied())
-                            )),
-                            Ok(issues) if !issues.is_subset(&requested) => Some(format!(
-                                "{} — it closes {}, which this tick's request does not hold (the request: {}). Open PRs only for the issues of the request.",
-                                a.describe(),
-                                list(issues.difference(&requested).copied()),
-                                list(requested.iter().copied())
-                            )),
-                            Ok(_) => None,
-                            Err(why) => Some(format!(
-                                "{} — which issue it closes cannot be seen ({why}); open it with `--body 'Closes #N'` for one of {}.",
-                                a.describe(),
-                                list(requested.iter().copied())
-                            )),
-                        }
-                    } else {
-                        None
-                    };
+                    let why = contract.open_pr(a, closed, opened);
                     if why.is_none() {
                         opened += 1;
                     }
                     why
                 }
-                Action::Merge { pr, .. } => {
-                    if dry {
-                        Some(format!("{} — this tick is a dry run: merge nothing.", a.describe()))
-                    } else if skill == Skill::Work {
-                        Some(format!(
-                            "{} — a /sdd:work tick merges nothing: merging is the review loop's, under its post-feedback-merge gate.",
-                            a.describe()
-                        ))
-                    } else {
-                        match pr {
-                            None => Some(format!(
-                                "{} — name the PR by its number, so the hook can check that merging it is allowed this tick (the request: {}).",
-                                a.describe(),
-                                list(request.prs.iter().map(|p| p.number))
-                            )),
-                            Some(number) => match request.prs.iter().find(|p| p.number == *number) {
-                                None => Some(format!(
-                                    "{} — PR #{number} is not in this tick's request (the request: {}).",
-                                    a.describe(),
-                                    list(request.prs.iter().map(|p| p.number))
-                                )),
-                                Some(p) if !p.merge_allowed => {
-                                    let held = journal.gates.iter().any(|g| {
-                                        g.name == "post-feedback-merge"
-                                            && g.answer.starts_with("hold")
-                                            && mentions(&g.question, *number)
-                                    });
-                                    Some(if held {
-                                        format!(
-                                            "{} — the post-feedback-merge gate was answered `hold` for PR #{number} this tick: it waits for a human re-review. Do not merge it.",
-                                            a.describe()
-                                        )
-                                    } else {
-                                        format!(
-                                            "{} — merging PR #{number} is not allowed this tick (merge_allowed is false in the request).",
-                                            a.describe()
-                                        )
-                                    })
-                                }
-                                Some(_) => None,
-                            },
-                        }
-                    }
-                }
-                Action::Review { pr, .. } => {
-                    let key = pr.map_or_else(|| "?".to_owned(), |p| p.to_string());
-                    if skill == Skill::Review
-                        && let Some(number) = pr
-                        && !request.prs.iter().any(|p| p.number == *number)
-                    {
-                        Some(format!(
-                            "{} — PR #{number} is not in this tick's request (the request: {}).",
-                            a.describe(),
-                            list(request.prs.iter().map(|p| p.number))
-                        ))
-                    } else if reviews.get(&key).copied().unwrap_or(0) >= 1 {
-                        Some(format!(
-                            "{} — it was already reviewed in this tick, and ADR-0010 allows one review-response round per PR per tick. Reply in the threads, push fixes, and stop; the next tick may review it again.",
-                            a.describe()
-                        ))
-                    } else {
-                        *reviews.entry(key).or_insert(0) += 1;
-                        None
-                    }
-                }
+                Action::Merge { pr, .. } => contract.merge(a, *pr),
+                Action::Review { pr, .. } => contract.review(a, *pr, &mut reviews),
             };
             if let Some(why) = deny {
                 return (false, refused(why));
@@ -576,6 +448,214 @@ fn in_tick(
     })
     .map_err(|e| e.to_string())?;
     Ok(decided(answer))
+}
+
+/// The open iteration's contract, as the hook checks a call against it;
+/// each check returns why the call is refused, if it is.
+struct Contract<'a> {
+    skill: Skill,
+    journal: &'a Journal,
+    request: &'a SkillRequest,
+    /// The issues of the request.
+    requested: BTreeSet<u64>,
+}
+
+impl<'a> Contract<'a> {
+    fn of(skill: Skill, journal: &'a Journal) -> Self {
+        let request = &journal.request;
+        Self {
+            skill,
+            journal,
+            request,
+            requested: request.issues.iter().map(|i| i.number).collect(),
+        }
+    }
+
+    /// `max_new_prs`, and how many PRs were opened against it.
+    fn limit(&self, opened: u64) -> String {
+        match self.request.max_new_prs {
+            Some(max) => {
+                format!("max_new_prs is {max}, and {opened} PR(s) were opened this iteration")
+            }
+            None => String::new(),
+        }
+    }
+
+    /// A push of a new branch, in a dry run or when no new PR is left
+    /// (`seen` PRs opened so far).
+    fn new_branch_push(
+        &self,
+        hook: &mut Hook<'_>,
+        cwd: &Path,
+        actions: &[Action],
+        seen: u64,
+    ) -> Option<String> {
+        let dry = self.request.dry_run;
+        let left_before = self.request.max_new_prs.map(|m| m.saturating_sub(seen));
+        if !(dry || left_before == Some(0)) {
+            return None;
+        }
+        actions.iter().find_map(|a| {
+            let Action::Push {
+                dir,
+                remote,
+                branches,
+            } = a
+            else {
+                return None;
+            };
+            let why = new_branch(
+                hook,
+                cwd,
+                dir.as_deref(),
+                remote.as_deref(),
+                branches.as_deref(),
+            )?;
+            let because = if dry {
+                "this tick is a dry run".to_owned()
+            } else {
+                format!("no new PR is left this tick ({})", self.limit(seen))
+            };
+            Some(format!(
+                "{} — {why}, and {because}. Push only to the branches of PRs you already opened.",
+                a.describe()
+            ))
+        })
+    }
+
+    /// `begin` while the iteration is open.
+    fn begun(&self) -> String {
+        let (skill, n) = (self.skill, self.journal.iteration);
+        format!(
+            "`sdd-loop {skill} begin` already ran for this prompt: iteration {n} of the {skill} loop is open, held by this session. Do the work in the request; `end` runs when you stop."
+        )
+    }
+
+    /// A PR opened in a dry run, beyond `max_new_prs` (`opened` so far),
+    /// or — in a work tick — closing no issue of the request.
+    fn open_pr(
+        &self,
+        a: &Action,
+        closed: Result<BTreeSet<u64>, String>,
+        opened: u64,
+    ) -> Option<String> {
+        let requested = &self.requested;
+        if self.request.dry_run {
+            Some(format!(
+                "{} — this tick is a dry run: plan and report, open nothing.",
+                a.describe()
+            ))
+        } else if self.request.max_new_prs.is_some_and(|max| opened >= max) {
+            Some(format!(
+                "{} — this tick may open no more pull requests: {}. Do not open more; finish and stop (end records what you did).",
+                a.describe(),
+                self.limit(opened)
+            ))
+        } else if self.skill == Skill::Work {
+            match closed {
+                Ok(issues) if issues.is_empty() => Some(format!(
+                    "{} — its body closes no issue; a PR in this tick implements one issue of the request and says so: put `Closes #N` in the body, for one of {}.",
+                    a.describe(),
+                    list(requested.iter().copied())
+                )),
+                Ok(issues) if !issues.is_subset(requested) => Some(format!(
+                    "{} — it closes {}, which this tick's request does not hold (the request: {}). Open PRs only for the issues of the request.",
+                    a.describe(),
+                    list(issues.difference(requested).copied()),
+                    list(requested.iter().copied())
+                )),
+                Ok(_) => None,
+                Err(why) => Some(format!(
+                    "{} — which issue it closes cannot be seen ({why}); open it with `--body 'Closes #N'` for one of {}.",
+                    a.describe(),
+                    list(requested.iter().copied())
+                )),
+            }
+        } else {
+            None
+        }
+    }
+
+    /// A merge in a dry run or a work tick, of a PR not named, not in the
+    /// request, or not allowed to merge.
+    fn merge(&self, a: &Action, pr: Option<u64>) -> Option<String> {
+        let request = self.request;
+        if request.dry_run {
+            return Some(format!(
+                "{} — this tick is a dry run: merge nothing.",
+                a.describe()
+            ));
+        }
+        if self.skill == Skill::Work {
+            return Some(format!(
+                "{} — a /sdd:work tick merges nothing: merging is the review loop's, under its post-feedback-merge gate.",
+                a.describe()
+            ));
+        }
+        let Some(number) = pr else {
+            return Some(format!(
+                "{} — name the PR by its number, so the hook can check that merging it is allowed this tick (the request: {}).",
+                a.describe(),
+                list(request.prs.iter().map(|p| p.number))
+            ));
+        };
+        match request.prs.iter().find(|p| p.number == number) {
+            None => Some(format!(
+                "{} — PR #{number} is not in this tick's request (the request: {}).",
+                a.describe(),
+                list(request.prs.iter().map(|p| p.number))
+            )),
+            Some(p) if !p.merge_allowed => {
+                let held = self.journal.gates.iter().any(|g| {
+                    g.name == "post-feedback-merge"
+                        && g.answer.starts_with("hold")
+                        && mentions(&g.question, number)
+                });
+                Some(if held {
+                    format!(
+                        "{} — the post-feedback-merge gate was answered `hold` for PR #{number} this tick: it waits for a human re-review. Do not merge it.",
+                        a.describe()
+                    )
+                } else {
+                    format!(
+                        "{} — merging PR #{number} is not allowed this tick (merge_allowed is false in the request).",
+                        a.describe()
+                    )
+                })
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// A review of a PR not in a review tick's request, or a second one
+    /// (ADR-0010); a review let through is counted in `reviews`.
+    fn review(
+        &self,
+        a: &Action,
+        pr: Option<u64>,
+        reviews: &mut std::collections::BTreeMap<String, u64>,
+    ) -> Option<String> {
+        let request = self.request;
+        let key = pr.map_or_else(|| "?".to_owned(), |p| p.to_string());
+        if self.skill == Skill::Review
+            && let Some(number) = pr
+            && !request.prs.iter().any(|p| p.number == number)
+        {
+            Some(format!(
+                "{} — PR #{number} is not in this tick's request (the request: {}).",
+                a.describe(),
+                list(request.prs.iter().map(|p| p.number))
+            ))
+        } else if reviews.get(&key).copied().unwrap_or(0) >= 1 {
+            Some(format!(
+                "{} — it was already reviewed in this tick, and ADR-0010 allows one review-response round per PR per tick. Reply in the threads, push fixes, and stop; the next tick may review it again.",
+                a.describe()
+            ))
+        } else {
+            *reviews.entry(key).or_insert(0) += 1;
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -184,61 +184,20 @@ fn decide(
             ));
         }
     };
-    // An iteration this session still holds: its stop did not end it. The
-    // session is this process, or this session's earlier process (`claude
-    // -p --continue` runs each prompt in a new one, under the same session
-    // id), gone now after its Stop hook left the iteration open.
-    let held = match Journal::load(&paths.inflight()) {
-        Ok(Some(j)) => {
-            let began = Session::began(paths, &input.common.session_id, j.iteration);
-            // Its Stop hook ran and left the iteration open: not killed.
-            let ours = j.pid == pid
-                || (began.as_ref().is_some_and(|s| s.stopped)
-                    && liveness::check(&OsProbe, j.pid, j.process_start).is_dead());
-            ours.then_some(stop::Held {
-                iteration: j.iteration,
-                pid: j.pid,
-                prompt_id: began.and_then(|s| s.prompt_id),
-            })
-        }
-        Ok(None) => None,
+    let held = match held_here(paths, input, pid) {
+        Ok(held) => held,
         Err(e) => {
             return Answer::BlockPrompt(format!(
                 "sdd-loop cannot read the {skill} loop's state: {e}. The prompt was not sent to the model."
             ));
         }
     };
-    if let Some(held) = held {
-        let n = held.iteration;
-        let ran = stop::end(
-            hook,
-            &project,
-            skill,
-            &held,
-            input.common.transcript_path.as_deref(),
-            Some("Ended at the next loop prompt: the stop did not end it".into()),
-        );
-        saw.push(format!(
-            "iteration {n} was still open in this session: sdd-loop {skill} end exited {}",
-            ran.code
-        ));
-        if !matches!(
-            ran.code,
-            exit::TICK_DONE | exit::LOOP_ENDED | exit::NOT_OPEN
-        ) {
-            return Answer::BlockPrompt(format!(
-                "sdd-loop could not end iteration {n} of the {skill} loop, which this session left open: {} The prompt was not sent to the model; send it again once that is fixed.",
-                ran.error_text()
-            ));
-        }
+    if let Some(held) = held
+        && let Err(refused) = end_left_open(hook, &project, skill, &held, input, saw)
+    {
+        return refused;
     }
-    let mut args: Vec<String> = vec![skill.to_string(), "begin".into()];
-    args.extend(tick.flags.iter().filter(|f| *f != "--json").cloned());
-    if !tick.flags.iter().any(|f| f.starts_with("--holder-pid")) {
-        args.push("--holder-pid".into());
-        args.push(pid.to_string());
-    }
-    args.push("--json".into());
+    let args = begin_args(tick, pid);
     let ran = hook.engine.run(&project, &args);
     saw.push(format!("sdd-loop {} exited {}", args.join(" "), ran.code));
     let summary = ran.summary();
@@ -278,55 +237,133 @@ fn decide(
             ))
         }
         exit::NEEDS_ANSWER => {
-            let gate = summary["gate"].as_str().unwrap_or("").to_owned();
-            let question = summary["question"].as_str().unwrap_or("").to_owned();
-            let options: Vec<String> = summary["options"]
-                .as_array()
-                .map(|o| {
-                    o.iter()
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let flags: Vec<String> = tick
-                .flags
-                .iter()
-                .filter(|f| *f != "--json")
-                .cloned()
-                .collect();
-            let _ = record(
-                None,
-                Some(Pending {
-                    gate: gate.clone(),
-                    question: question.clone(),
-                    options: options.clone(),
-                    name: tick.name.clone(),
-                    flags: flags.clone(),
-                }),
-            )
-            .save(paths, redactor);
-            let raise = if gate == "budget-escalation" {
-                " (a raise names its ceilings: `raise max_iterations=10`)"
-            } else {
-                ""
-            };
-            Answer::BlockPrompt(format!(
-                "sdd-loop: the {skill} loop needs your answer before this tick can run (gate {gate}):\n\n  {question}\n\nAnswer with your next prompt: one of {}{raise} — or send the loop prompt again with `--answer {gate}=<option>` (`{} {} --answer {gate}={}`). Nothing was changed, and the model was not called.",
-                options
-                    .iter()
-                    .map(|o| format!("`{o}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                tick.name,
-                flags.join(" "),
-                options.first().map_or("<option>", String::as_str),
-            ))
+            let (pending, answer) = ask(tick, &summary);
+            let _ = record(None, Some(pending)).save(paths, redactor);
+            answer
         }
         _ => Answer::BlockPrompt(format!(
             "sdd-loop {skill} begin failed, so this tick did not start: {} The prompt was not sent to the model.",
             ran.error_text()
         )),
     }
+}
+
+/// An iteration this session still holds: its stop did not end it. The
+/// session is this process, or this session's earlier process (`claude
+/// -p --continue` runs each prompt in a new one, under the same session
+/// id), gone now after its Stop hook left the iteration open.
+fn held_here(
+    paths: &StatePaths,
+    input: &PromptInput,
+    pid: u32,
+) -> Result<Option<stop::Held>, crate::state::journal::JournalError> {
+    let Some(j) = Journal::load(&paths.inflight())? else {
+        return Ok(None);
+    };
+    let began = Session::began(paths, &input.common.session_id, j.iteration);
+    // Its Stop hook ran and left the iteration open: not killed.
+    let ours = j.pid == pid
+        || (began.as_ref().is_some_and(|s| s.stopped)
+            && liveness::check(&OsProbe, j.pid, j.process_start).is_dead());
+    Ok(ours.then_some(stop::Held {
+        iteration: j.iteration,
+        pid: j.pid,
+        prompt_id: began.and_then(|s| s.prompt_id),
+    }))
+}
+
+/// Ends the iteration this session left open; the refusal when that
+/// fails.
+fn end_left_open(
+    hook: &mut Hook<'_>,
+    project: &std::path::Path,
+    skill: Skill,
+    held: &stop::Held,
+    input: &PromptInput,
+    saw: &mut Vec<String>,
+) -> Result<(), Answer> {
+    let n = held.iteration;
+    let ran = stop::end(
+        hook,
+        project,
+        skill,
+        held,
+        input.common.transcript_path.as_deref(),
+        Some("Ended at the next loop prompt: the stop did not end it".into()),
+    );
+    saw.push(format!(
+        "iteration {n} was still open in this session: sdd-loop {skill} end exited {}",
+        ran.code
+    ));
+    if !matches!(
+        ran.code,
+        exit::TICK_DONE | exit::LOOP_ENDED | exit::NOT_OPEN
+    ) {
+        return Err(Answer::BlockPrompt(format!(
+            "sdd-loop could not end iteration {n} of the {skill} loop, which this session left open: {} The prompt was not sent to the model; send it again once that is fixed.",
+            ran.error_text()
+        )));
+    }
+    Ok(())
+}
+
+/// `sdd-loop SKILL begin` with the loop prompt's flags, held for the
+/// session's process unless they name one, answering in JSON.
+fn begin_args(tick: &LoopPrompt, pid: u32) -> Vec<String> {
+    let mut args: Vec<String> = vec![tick.skill.to_string(), "begin".into()];
+    args.extend(tick.flags.iter().filter(|f| *f != "--json").cloned());
+    if !tick.flags.iter().any(|f| f.starts_with("--holder-pid")) {
+        args.push("--holder-pid".into());
+        args.push(pid.to_string());
+    }
+    args.push("--json".into());
+    args
+}
+
+/// A gate needs the user's answer: the question kept for the next
+/// prompt, and the refusal that asks it.
+fn ask(tick: &LoopPrompt, summary: &serde_json::Value) -> (Pending, Answer) {
+    let skill = tick.skill;
+    let gate = summary["gate"].as_str().unwrap_or("").to_owned();
+    let question = summary["question"].as_str().unwrap_or("").to_owned();
+    let options: Vec<String> = summary["options"]
+        .as_array()
+        .map(|o| {
+            o.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let flags: Vec<String> = tick
+        .flags
+        .iter()
+        .filter(|f| *f != "--json")
+        .cloned()
+        .collect();
+    let raise = if gate == "budget-escalation" {
+        " (a raise names its ceilings: `raise max_iterations=10`)"
+    } else {
+        ""
+    };
+    let answer = Answer::BlockPrompt(format!(
+        "sdd-loop: the {skill} loop needs your answer before this tick can run (gate {gate}):\n\n  {question}\n\nAnswer with your next prompt: one of {}{raise} — or send the loop prompt again with `--answer {gate}=<option>` (`{} {} --answer {gate}={}`). Nothing was changed, and the model was not called.",
+        options
+            .iter()
+            .map(|o| format!("`{o}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        tick.name,
+        flags.join(" "),
+        options.first().map_or("<option>", String::as_str),
+    ));
+    let pending = Pending {
+        gate,
+        question,
+        options,
+        name: tick.name.clone(),
+        flags,
+    };
+    (pending, answer)
 }
 
 fn notes(summary: &serde_json::Value) -> String {

@@ -285,30 +285,137 @@ fn outcome_line(
     parts.join(" ")
 }
 
-/// The `end` half: accounts `result` for the iteration `journal` opened,
-/// records it, reports it and releases the lock. `empty`: nothing was
-/// dispatched (no journal or exchange exists for this tick).
-#[expect(clippy::too_many_arguments, reason = "the whole hand-over of one tick")]
-pub(crate) fn finish(
-    ctx: &mut Ctx<'_, '_>,
-    journal: &Journal,
-    held: HeldLock,
-    mut budget: Budget,
-    result: SkillResult,
-    mut error: Option<String>,
-    work: &WorkReport,
-    empty: bool,
-) -> Result<Concluded, Failure> {
+/// What the `end` half accounts: the iteration `journal` opened, the lock
+/// held for it, the budget as it stood, and what the work reported.
+pub(crate) struct Finishing<'a> {
+    pub journal: &'a Journal,
+    pub held: HeldLock,
+    pub budget: Budget,
+    pub result: SkillResult,
+    /// Why the work failed, if it did.
+    pub error: Option<String>,
+    pub work: &'a WorkReport,
+    /// Nothing was dispatched (no journal or exchange exists for this tick).
+    pub empty: bool,
+}
+
+/// The `end` half: accounts the result for the iteration the journal
+/// opened, records it, reports it and releases the lock.
+pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concluded, Failure> {
+    let Finishing {
+        journal,
+        held,
+        mut budget,
+        result,
+        mut error,
+        work,
+        empty,
+    } = done;
     let started = clock::parse(&journal.started_at).unwrap_or(ctx.started);
     let (result, unknown) = verify_prs(ctx, result)?;
-    let delta = add(ctx, &mut budget, &result, journal.single_pr);
+    let delta = count_iteration(ctx, &mut budget, &result, journal);
+    let chain = check_contract(ctx.cfg.skill, journal, &result, &mut error);
+    count_qmd(&mut budget, work, error.is_none());
+    let tracked = merge_tracked(&journal.tracked_prs, &result.prs);
+    let worktrees = worktrees_after(journal, &result);
+    let mut failures = reported_failures(&result);
+    refuse_unknown(ctx, &unknown, &mut failures, &mut error);
+    if let Some(why) = &error {
+        blame_targets(journal, work, why, &mut failures);
+    }
+    let fired = exit_stops(ctx, &budget, work, journal.single_pr.is_some())?;
+    let outcome = if !fired.is_empty() {
+        Outcome::Halted
+    } else if error.is_some() {
+        Outcome::Errored
+    } else {
+        Outcome::Ok
+    };
+    record::finish_budget(
+        ctx,
+        &mut budget,
+        journal.iteration,
+        started,
+        &fired,
+        &journal.gates,
+    );
+    ctx.tick_cost = (result.agent_cost_usd).map(|agent| crate::tick::report::TickCost {
+        engine: delta.dollars,
+        agent,
+    });
+    let mut shown = journal.shown.clone();
+    shown.outcome = outcome_line(&result, &journal.gate_outcomes, error.as_deref(), empty);
+    record::append(
+        ctx,
+        Record {
+            iteration: journal.iteration,
+            started,
+            outcome,
+            gates: &journal.gates,
+            fired: &fired,
+            snapshot: BudgetSnapshot::from(&budget),
+            delta,
+            tracked,
+            worktrees,
+            failures,
+            backlog: journal.backlog_snapshot.clone(),
+            dispatched: journal.request.issues.iter().map(|i| i.number).collect(),
+            chain,
+            error,
+            lock_held: true,
+        },
+    )?;
+    record::save_budget(ctx, &budget)?;
+    close_iteration(ctx, journal, empty)?;
+    ctx.show(
+        &shown,
+        &Ending {
+            iteration: journal.iteration,
+            started,
+            budget: Some(&budget),
+            fired: &fired,
+        },
+    )?;
+    ctx.release(Some(held));
+    Ok(Concluded {
+        code: if fired.is_empty() {
+            exit::TICK_DONE
+        } else {
+            exit::LOOP_ENDED
+        },
+        iteration: journal.iteration,
+        outcome,
+        fired,
+        budget: Some(budget),
+    })
+}
+
+/// Folds the result into the budget and counts the iteration; returns
+/// its deltas.
+fn count_iteration(
+    ctx: &mut Ctx<'_, '_>,
+    budget: &mut Budget,
+    result: &SkillResult,
+    journal: &Journal,
+) -> Delta {
+    let delta = add(ctx, budget, result, journal.single_pr);
     budget.iterations_used = budget.iterations_used.saturating_add(1);
     if let Some(n) = journal.single_pr {
         // Single-PR mode: the watched PR is the only one ever touched.
         budget.prs_touched.insert(pr_ref(n));
     }
+    delta
+}
 
-    // Contract checks on what the work reported.
+/// The contract checks on what the work reported (ADR-0010's one review
+/// round, the chain): a violation is the iteration's error unless it
+/// already has one. Returns the chain.
+fn check_contract(
+    skill: Skill,
+    journal: &Journal,
+    result: &SkillResult,
+    error: &mut Option<String>,
+) -> Chain {
     let mut violations = Vec::new();
     for r in &result.review_rounds {
         if r.rounds > 1 {
@@ -318,24 +425,24 @@ pub(crate) fn finish(
             ));
         }
     }
-    let chain = chain_of(
-        ctx.cfg.skill,
-        journal.request.no_chain,
-        &result,
-        &mut violations,
-    );
+    let chain = chain_of(skill, journal.request.no_chain, result, &mut violations);
     if error.is_none() && !violations.is_empty() {
-        error = Some(violations.join("; "));
+        *error = Some(violations.join("; "));
     }
+    chain
+}
 
-    // qmd counter (#11).
+/// The qmd counter (#11): up on a qmd signal, reset by a clean iteration.
+fn count_qmd(budget: &mut Budget, work: &WorkReport, clean: bool) {
     if work.qmd.is_some() {
         budget.qmd_failures_consecutive = budget.qmd_failures_consecutive.saturating_add(1);
-    } else if error.is_none() {
+    } else if clean {
         budget.qmd_failures_consecutive = 0;
     }
+}
 
-    let tracked = merge_tracked(&journal.tracked_prs, &result.prs);
+/// The journal's worktrees, updated by those the work reported.
+fn worktrees_after(journal: &Journal, result: &SkillResult) -> Vec<ActiveWorktree> {
     let mut worktrees = journal.worktrees.clone();
     for w in &result.worktrees {
         worktrees.retain(|x| x.path != w.path);
@@ -346,53 +453,86 @@ pub(crate) fn finish(
             extra: Default::default(),
         });
     }
-    let mut failures: Vec<FailureRecord> = result
+    worktrees
+}
+
+/// The failures the work reported itself.
+fn reported_failures(result: &SkillResult) -> Vec<FailureRecord> {
+    result
         .failures
         .iter()
         .map(|f| FailureRecord {
             target: f.target.clone(),
             root_cause: f.root_cause.clone(),
         })
-        .collect();
-    if !unknown.is_empty() {
-        let why = format!(
-            "the skill reported {} the tracker does not have",
-            list(&unknown)
-        );
-        for n in &unknown {
+        .collect()
+}
+
+/// PRs the work reported that the tracker does not have: each a failure,
+/// and together the iteration's error unless it already has one.
+fn refuse_unknown(
+    ctx: &mut Ctx<'_, '_>,
+    unknown: &[u64],
+    failures: &mut Vec<FailureRecord>,
+    error: &mut Option<String>,
+) {
+    if unknown.is_empty() {
+        return;
+    }
+    let why = format!(
+        "the skill reported {} the tracker does not have",
+        list(unknown)
+    );
+    for n in unknown {
+        failures.push(FailureRecord {
+            target: pr_ref(*n),
+            root_cause: format!("reported PR #{n} does not exist on the tracker"),
+        });
+    }
+    ctx.note(format!("{why} — not counted"));
+    if error.is_none() {
+        *error = Some(why);
+    }
+}
+
+/// An errored iteration fails every target it dispatched that the work
+/// did not report a failure for, with the error as the root cause (or
+/// qmd, when that was the signal).
+fn blame_targets(
+    journal: &Journal,
+    work: &WorkReport,
+    why: &str,
+    failures: &mut Vec<FailureRecord>,
+) {
+    let cause = if work.qmd.is_some() {
+        "qmd unreachable".to_owned()
+    } else {
+        why.to_owned()
+    };
+    let request = &journal.request;
+    let targets = request
+        .issues
+        .iter()
+        .map(|i| pr_ref(i.number))
+        .chain(request.prs.iter().map(|p| pr_ref(p.number)));
+    for t in targets {
+        if !failures.iter().any(|f| f.target == t) {
             failures.push(FailureRecord {
-                target: pr_ref(*n),
-                root_cause: format!("reported PR #{n} does not exist on the tracker"),
+                target: t,
+                root_cause: cause.clone(),
             });
         }
-        ctx.note(format!("{why} — not counted"));
-        if error.is_none() {
-            error = Some(why);
-        }
     }
-    if let Some(why) = &error {
-        let cause = if work.qmd.is_some() {
-            "qmd unreachable".to_owned()
-        } else {
-            why.clone()
-        };
-        let request = &journal.request;
-        let targets = request
-            .issues
-            .iter()
-            .map(|i| pr_ref(i.number))
-            .chain(request.prs.iter().map(|p| pr_ref(p.number)));
-        for t in targets {
-            if !failures.iter().any(|f| f.target == t) {
-                failures.push(FailureRecord {
-                    target: t,
-                    root_cause: cause.clone(),
-                });
-            }
-        }
-    }
+}
 
-    // Exit stop conditions.
+/// The exit stop conditions (#4 overshoot, #8, #11, #12), each noted;
+/// a stop request is consumed.
+fn exit_stops(
+    ctx: &mut Ctx<'_, '_>,
+    budget: &Budget,
+    work: &WorkReport,
+    single_pr: bool,
+) -> Result<Vec<Fired>, Failure> {
     let mut fired = Vec::new();
     let stop_file = ctx.paths.stop_request();
     if let Some(kind) = work.interrupted {
@@ -416,7 +556,7 @@ pub(crate) fn finish(
             "Stop requested during the iteration — stopping after it",
         ));
     }
-    fired.extend(stop::budget_on_exit(&budget, journal.single_pr.is_some()));
+    fired.extend(stop::budget_on_exit(budget, single_pr));
     if budget.qmd_failures_consecutive >= 2 {
         let captured = work.qmd.clone().unwrap_or_default();
         fired.push(Fired::new(
@@ -427,74 +567,15 @@ pub(crate) fn finish(
     for f in &fired {
         ctx.note(f.message.clone());
     }
+    Ok(fired)
+}
 
-    let outcome = if !fired.is_empty() {
-        Outcome::Halted
-    } else if error.is_some() {
-        Outcome::Errored
-    } else {
-        Outcome::Ok
-    };
-    record::finish_budget(
-        ctx,
-        &mut budget,
-        journal.iteration,
-        started,
-        &fired,
-        &journal.gates,
-    );
-    ctx.tick_cost = (result.agent_cost_usd).map(|agent| crate::tick::report::TickCost {
-        engine: delta.dollars,
-        agent,
-    });
-    let mut shown = journal.shown.clone();
-    shown.outcome = outcome_line(&result, &journal.gate_outcomes, error.as_deref(), empty);
-
-    record::append(
-        ctx,
-        Record {
-            iteration: journal.iteration,
-            started,
-            outcome,
-            gates: &journal.gates,
-            fired: &fired,
-            snapshot: BudgetSnapshot::from(&budget),
-            delta,
-            tracked,
-            worktrees,
-            failures,
-            backlog: journal.backlog_snapshot.clone(),
-            dispatched: journal.request.issues.iter().map(|i| i.number).collect(),
-            chain,
-            error,
-            lock_held: true,
-        },
-    )?;
-    record::save_budget(ctx, &budget)?;
+/// The recorded iteration's journal and exchange go.
+fn close_iteration(ctx: &Ctx<'_, '_>, journal: &Journal, empty: bool) -> Result<(), Failure> {
     if !empty {
         Journal::remove(&ctx.paths.inflight())?;
         let _ = Exchange::for_iteration(&ctx.paths, journal.iteration).remove();
     }
     ctx.cfg.crash.hit("after-journal-removed");
-    ctx.show(
-        &shown,
-        &Ending {
-            iteration: journal.iteration,
-            started,
-            budget: Some(&budget),
-            fired: &fired,
-        },
-    )?;
-    ctx.release(Some(held));
-    Ok(Concluded {
-        code: if fired.is_empty() {
-            exit::TICK_DONE
-        } else {
-            exit::LOOP_ENDED
-        },
-        iteration: journal.iteration,
-        outcome,
-        fired,
-        budget: Some(budget),
-    })
+    Ok(())
 }

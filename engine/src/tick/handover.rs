@@ -87,13 +87,15 @@ pub(crate) fn open(
         };
         return account::finish(
             ctx,
-            &journal,
-            run.held,
-            run.budget,
-            nothing,
-            None,
-            &WorkReport::default(),
-            true,
+            account::Finishing {
+                journal: &journal,
+                held: run.held,
+                budget: run.budget,
+                result: nothing,
+                error: None,
+                work: &WorkReport::default(),
+                empty: true,
+            },
         )
         .map(Begun::Concluded);
     }

@@ -151,27 +151,7 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
         concurrency,
     } = acquired;
     let mut pending = Pending::default();
-    let history_path = ctx.paths.history();
-    // Lines the engine did not write never count: moved aside before
-    // anything is read (a repair, like a torn line's).
-    let (witness, foreign) =
-        history::set_aside_foreign(&ctx.paths, &clock::format_compact(ctx.now()))?;
-    if let Some(foreign) = &foreign {
-        let note = foreign_note(ctx, &history_path, foreign);
-        ctx.note(note);
-    }
-    // Enough of the end of history to hold the run's last two lines
-    // written under the lock (drift and repeated failure look at two),
-    // however many skipped ticks were appended after them.
-    let mut want = 64;
-    let tail = loop {
-        let tail = history::read_tail(&history_path, want)?;
-        let held_lines = tail.lines.iter().filter(|l| l.line.authoritative()).count();
-        if held_lines >= 2 || tail.lines.len() < want {
-            break tail;
-        }
-        want *= 4;
-    };
+    let (witness, tail) = read_history(ctx)?;
     pending.torn = tail.torn.clone();
     let authoritative: Vec<HistoryLine> = tail
         .lines
@@ -191,25 +171,7 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
     let fresh_run = ctx.cfg.fresh || recon.budget.is_none();
     let mut budget = match (&recon.budget, ctx.cfg.fresh) {
         (Some(b), false) => b.clone(),
-        _ => {
-            if ctx.cfg.fresh && recon.budget.is_some() {
-                ctx.note("Starting a fresh run (--fresh): budgets reset; earlier history is kept");
-            }
-            let start = new_run_start(ctx.started, &authoritative);
-            if start != ctx.started {
-                ctx.note(format!(
-                    "The new run's start is recorded as {}, a second after the latest run in history began: runs are told apart by their start",
-                    clock::format(start)
-                ));
-            }
-            let mut started = Budget::start(
-                &clock::format(start),
-                ctx.cfg.ceilings.resolve(),
-                ctx.inputs.rates.source.label(),
-            );
-            started.ceiling_flags = Some(ctx.cfg.ceilings);
-            started
-        }
+        _ => new_run(ctx, recon.budget.is_some(), &authoritative),
     };
     // A stop recorded by a tick that did not hold the lock (force-unlock
     // answered stop, a wait interrupted or out of time) could not write
@@ -241,53 +203,12 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
             .cloned()
             .collect()
     };
-
-    // An interrupted iteration: recover its spend before anything else.
-    if let Some(journal) = Journal::load(&ctx.paths.inflight())? {
-        let already = tail.lines.iter().any(|l| journal.recorded_by(&l.line));
-        if let Some(note) = stop_orphan(ctx, &journal) {
-            ctx.note(note);
-        }
-        if already || journal.run_started_at != budget.started_at {
-            pending.stale_journal = true;
-        } else {
-            let (line, exchange, note) = recover(ctx, &journal, &mut budget)?;
-            // The recovered iteration is the run's latest: resume and the
-            // gates look at it like any recorded line.
-            run_lines.push(line.clone());
-            pending.recovered = Some((line, exchange, note));
-        }
-    }
-
-    // Rates may have changed since the last tick: dollars are recomputed
-    // from the per-model totals — when those account for every token. A
-    // checkpoint written without them (the contract's own shape) keeps its
-    // dollars, and new spend is added on top.
-    let cost = ctx.inputs.rates.cost(&budget.tokens_by_model);
-    if budget.per_model_totals_complete() {
-        budget.dollars_estimate = cost.dollars;
-    }
-    budget.rate_table_source = cost.rate_table_source();
-
+    recover_interrupted(ctx, &tail, &mut budget, &mut run_lines, &mut pending)?;
+    reprice(ctx, &mut budget);
     let iteration = budget.iterations_used.saturating_add(1);
     ctx.answerer.set_iteration(iteration);
     held.set_iteration(iteration)?;
-    // The time since the last tick (its end as the checkpoint recorded it,
-    // else as its history line did) counts toward the wall clock.
-    let last_end = budget
-        .last_tick_ended_at
-        .clone()
-        .or_else(|| run_lines.iter().rev().find_map(|l| l.ended_at.clone()));
-    let gap = match (last_end, ctx.cfg.resume) {
-        (Some(end), false) => clock::parse(&end)
-            .ok()
-            .map(|end| (ctx.started.as_second() - end.as_second()).max(0) as u64)
-            .unwrap_or(0),
-        _ => 0,
-    };
-    let entry_seconds = budget.elapsed_seconds() + gap;
-    budget.set_elapsed_seconds(entry_seconds);
-
+    let entry_seconds = count_gap(ctx, &mut budget, &run_lines);
     // Open PRs the run tracks carry from line to line, so whatever the
     // last line is, resume finds every PR still in flight.
     let latest = run_lines.last();
@@ -312,6 +233,117 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
         entry_seconds,
         fired: Vec::new(),
     })
+}
+
+/// History's witness and tail: lines the engine did not write set aside
+/// first, then enough of the end to hold the run's last two lines
+/// written under the lock (drift and repeated failure look at two),
+/// however many skipped ticks were appended after them.
+fn read_history(
+    ctx: &mut Ctx<'_, '_>,
+) -> Result<(Option<crate::state::witness::Witness>, history::Tail), Failure> {
+    let history_path = ctx.paths.history();
+    // Lines the engine did not write never count: moved aside before
+    // anything is read (a repair, like a torn line's).
+    let (witness, foreign) =
+        history::set_aside_foreign(&ctx.paths, &clock::format_compact(ctx.now()))?;
+    if let Some(foreign) = &foreign {
+        let note = foreign_note(ctx, &history_path, foreign);
+        ctx.note(note);
+    }
+    let mut want = 64;
+    let tail = loop {
+        let tail = history::read_tail(&history_path, want)?;
+        let held_lines = tail.lines.iter().filter(|l| l.line.authoritative()).count();
+        if held_lines >= 2 || tail.lines.len() < want {
+            break tail;
+        }
+        want *= 4;
+    };
+    Ok((witness, tail))
+}
+
+/// A new run's budget: the ceilings of this command line, started a
+/// second after the latest run in history if need be. `replacing`: a
+/// run is recorded, and `--fresh` starts another.
+fn new_run(ctx: &mut Ctx<'_, '_>, replacing: bool, authoritative: &[HistoryLine]) -> Budget {
+    if ctx.cfg.fresh && replacing {
+        ctx.note("Starting a fresh run (--fresh): budgets reset; earlier history is kept");
+    }
+    let start = new_run_start(ctx.started, authoritative);
+    if start != ctx.started {
+        ctx.note(format!(
+            "The new run's start is recorded as {}, a second after the latest run in history began: runs are told apart by their start",
+            clock::format(start)
+        ));
+    }
+    let mut started = Budget::start(
+        &clock::format(start),
+        ctx.cfg.ceilings.resolve(),
+        ctx.inputs.rates.source.label(),
+    );
+    started.ceiling_flags = Some(ctx.cfg.ceilings);
+    started
+}
+
+/// An interrupted iteration: its spend recovered before anything else,
+/// unless history already holds it or it belongs to another run.
+fn recover_interrupted(
+    ctx: &mut Ctx<'_, '_>,
+    tail: &history::Tail,
+    budget: &mut Budget,
+    run_lines: &mut Vec<HistoryLine>,
+    pending: &mut Pending,
+) -> Result<(), Failure> {
+    let Some(journal) = Journal::load(&ctx.paths.inflight())? else {
+        return Ok(());
+    };
+    let already = tail.lines.iter().any(|l| journal.recorded_by(&l.line));
+    if let Some(note) = stop_orphan(ctx, &journal) {
+        ctx.note(note);
+    }
+    if already || journal.run_started_at != budget.started_at {
+        pending.stale_journal = true;
+    } else {
+        let (line, exchange, note) = recover(ctx, &journal, budget)?;
+        // The recovered iteration is the run's latest: resume and the
+        // gates look at it like any recorded line.
+        run_lines.push(line.clone());
+        pending.recovered = Some((line, exchange, note));
+    }
+    Ok(())
+}
+
+/// Rates may have changed since the last tick: dollars are recomputed
+/// from the per-model totals — when those account for every token. A
+/// checkpoint written without them (the contract's own shape) keeps its
+/// dollars, and new spend is added on top.
+fn reprice(ctx: &Ctx<'_, '_>, budget: &mut Budget) {
+    let cost = ctx.inputs.rates.cost(&budget.tokens_by_model);
+    if budget.per_model_totals_complete() {
+        budget.dollars_estimate = cost.dollars;
+    }
+    budget.rate_table_source = cost.rate_table_source();
+}
+
+/// The time since the last tick (its end as the checkpoint recorded it,
+/// else as its history line did) counts toward the wall clock; returns
+/// the seconds elapsed at entry.
+fn count_gap(ctx: &Ctx<'_, '_>, budget: &mut Budget, run_lines: &[HistoryLine]) -> u64 {
+    let last_end = budget
+        .last_tick_ended_at
+        .clone()
+        .or_else(|| run_lines.iter().rev().find_map(|l| l.ended_at.clone()));
+    let gap = match (last_end, ctx.cfg.resume) {
+        (Some(end), false) => clock::parse(&end)
+            .ok()
+            .map(|end| (ctx.started.as_second() - end.as_second()).max(0) as u64)
+            .unwrap_or(0),
+        _ => 0,
+    };
+    let entry_seconds = budget.elapsed_seconds() + gap;
+    budget.set_elapsed_seconds(entry_seconds);
+    entry_seconds
 }
 
 /// A killed tick's skill can outlive it (no parent-death signal on this

@@ -474,7 +474,18 @@ fn finish_open(
             (folded, Some(error))
         }
     };
-    account::finish(ctx, &journal, held, budget, result, error, work, false)
+    account::finish(
+        ctx,
+        account::Finishing {
+            journal: &journal,
+            held,
+            budget,
+            result,
+            error,
+            work,
+            empty: false,
+        },
+    )
 }
 
 /// The wrapper tick: begin, the skill, end.

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use super::ledger::{Ledger, LedgerTick, TickId};
 use super::locate::{sibling_agent_files, subagent_files};
-use super::scan::{FileScan, ResponseKey, Seen, scan_file};
+use super::scan::{FileScan, Prompt, ResponseKey, Seen, scan_file};
 use super::{TokenTotals, TranscriptError};
 use crate::state::protocol::ModelUsage;
 
@@ -169,14 +169,63 @@ pub fn count_spend(
     own: Option<&str>,
 ) -> Result<Counted, TranscriptError> {
     let earlier: Vec<&LedgerTick> = ledger.earlier(tick).collect();
+    let (mut reads, missing) = read_sessions(chosen, &earlier)?;
+    let sessions = reads.len();
+    read_subagents(&mut reads, sessions)?;
+    read_sibling_agents(&mut reads, sessions)?;
+    let current = tick_prompt(&reads[0].scan.prompts, own);
+    let mut loop_prompts: HashSet<&str> =
+        earlier.iter().filter_map(|t| t.prompt.as_deref()).collect();
+    if let Some(id) = &current {
+        loop_prompts.insert(id);
+    }
+    let counted_before: HashSet<&ResponseKey> =
+        earlier.iter().flat_map(|t| t.counted.iter()).collect();
+    let mut spend = Spend {
+        prompt: current.clone(),
+        missing,
+        ..Spend::default()
+    };
+    let mut copies = copies_of_responses(&mut reads, &mut spend);
+    answer_subagent_prompts(&reads, &mut copies);
+    let mut counted: BTreeSet<ResponseKey> = BTreeSet::new();
+    for (key, list) in copies {
+        let entries: u64 = list.iter().map(|c| c.seen.entries).sum();
+        if counted_before.contains(&key) {
+            spend.skipped.counted_before += entries;
+            continue;
+        }
+        let answers = |id: &str| list.iter().any(|c| c.answers.as_deref() == Some(id));
+        if !loop_prompts.iter().any(|id| answers(id)) {
+            spend.skipped.not_loop += entries;
+            continue;
+        }
+        count_response(&mut spend, &list, current.as_deref().is_some_and(answers));
+        counted.insert(key);
+    }
+    let ledger = ledger.with(LedgerTick {
+        iteration: tick.iteration,
+        began_at: tick.began_at.clone(),
+        transcript: chosen.to_path_buf(),
+        prompt: current,
+        counted: counted.into_iter().collect(),
+    });
+    Ok(Counted { spend, ledger })
+}
 
+/// `chosen` and the transcripts earlier ticks of the loop read, once
+/// each; those gone are named, not read.
+fn read_sessions(
+    chosen: &Path,
+    earlier: &[&LedgerTick],
+) -> Result<(Vec<Read>, Vec<PathBuf>), TranscriptError> {
     let mut reads = vec![Read {
         path: chosen.to_path_buf(),
         scan: scan_file(chosen)?,
         parent: None,
     }];
     let mut missing: Vec<PathBuf> = Vec::new();
-    for t in &earlier {
+    for t in earlier {
         if reads.iter().any(|r| same_file(&r.path, &t.transcript))
             || missing.contains(&t.transcript)
         {
@@ -191,7 +240,12 @@ pub fn count_spend(
             None => missing.push(t.transcript.clone()),
         }
     }
-    let sessions = reads.len();
+    Ok((reads, missing))
+}
+
+/// The transcripts in each of the first `sessions` reads' `subagents/`
+/// folder.
+fn read_subagents(reads: &mut Vec<Read>, sessions: usize) -> Result<(), TranscriptError> {
     for index in 0..sessions {
         let session = reads[index].path.clone();
         for sub in subagent_files(&session)? {
@@ -204,8 +258,13 @@ pub fn count_spend(
             }
         }
     }
-    // Builds before the `subagents/` folder wrote them beside the session,
-    // named `agent-*`, with the session's id in every entry.
+    Ok(())
+}
+
+/// Builds before the `subagents/` folder wrote them beside the session,
+/// named `agent-*`, with the session's id in every entry: each is read
+/// as the subagent of the session it names.
+fn read_sibling_agents(reads: &mut Vec<Read>, sessions: usize) -> Result<(), TranscriptError> {
     let mut agent_files: Vec<PathBuf> = Vec::new();
     for index in 0..sessions {
         for file in sibling_agent_files(&reads[index].path)? {
@@ -229,29 +288,23 @@ pub fn count_spend(
             });
         }
     }
+    Ok(())
+}
 
-    let prompts = &reads[0].scan.prompts;
-    let current: Option<String> = own
-        .and_then(|own| {
-            prompts
-                .iter()
-                .rfind(|p| p.prompt_id.as_deref() == Some(own))
-        })
-        .or_else(|| prompts.last())
-        .map(|p| p.id.clone());
-    let mut loop_prompts: HashSet<&str> =
-        earlier.iter().filter_map(|t| t.prompt.as_deref()).collect();
-    if let Some(id) = &current {
-        loop_prompts.insert(id);
-    }
-    let counted_before: HashSet<&ResponseKey> =
-        earlier.iter().flat_map(|t| t.counted.iter()).collect();
+/// The tick's prompt: the last of `prompts` carrying `own`, else the last.
+fn tick_prompt(prompts: &[Prompt], own: Option<&str>) -> Option<String> {
+    own.and_then(|own| {
+        prompts
+            .iter()
+            .rfind(|p| p.prompt_id.as_deref() == Some(own))
+    })
+    .or_else(|| prompts.last())
+    .map(|p| p.id.clone())
+}
 
-    let mut spend = Spend {
-        prompt: current.clone(),
-        missing,
-        ..Spend::default()
-    };
+/// Every response's copies across the files read, each file listed in
+/// `spend`; a session's copy answers the prompt it was written under.
+fn copies_of_responses(reads: &mut [Read], spend: &mut Spend) -> HashMap<ResponseKey, Vec<Copy>> {
     let mut copies: HashMap<ResponseKey, Vec<Copy>> = HashMap::new();
     for (index, read) in reads.iter_mut().enumerate() {
         spend.skipped.add(&read.scan.skipped);
@@ -272,8 +325,12 @@ pub fn count_spend(
             });
         }
     }
-    // A subagent's response answers the prompt its session had at the
-    // time: the session's last prompt written at or before it.
+    copies
+}
+
+/// A subagent's response answers the prompt its session had at the
+/// time: the session's last prompt written at or before it.
+fn answer_subagent_prompts(reads: &[Read], copies: &mut HashMap<ResponseKey, Vec<Copy>>) {
     for list in copies.values_mut() {
         for copy in list.iter_mut() {
             if let Some(parent) = reads[copy.file].parent {
@@ -286,51 +343,32 @@ pub fn count_spend(
             }
         }
     }
+}
 
-    let mut counted: BTreeSet<ResponseKey> = BTreeSet::new();
-    for (key, list) in copies {
-        let entries: u64 = list.iter().map(|c| c.seen.entries).sum();
-        if counted_before.contains(&key) {
-            spend.skipped.counted_before += entries;
-            continue;
-        }
-        let answers = |id: &str| list.iter().any(|c| c.answers.as_deref() == Some(id));
-        if !loop_prompts.iter().any(|id| answers(id)) {
-            spend.skipped.not_loop += entries;
-            continue;
-        }
-        // The copy written first carries the response's usage; on a tie the
-        // file read first (the chosen one) keeps it.
-        let home = list
-            .iter()
-            .min_by(|a, b| {
-                a.seen
-                    .first_at
-                    .cmp(&b.seen.first_at)
-                    .then(a.file.cmp(&b.file))
-            })
-            .expect("a response has a copy");
-        spend.responses += 1;
-        if current.as_deref().is_some_and(answers) {
-            spend.this_tick += 1;
-        }
-        spend.files[home.file].responses += 1;
-        spend.skipped.streamed += home.seen.entries - 1;
-        spend.skipped.replayed += entries - home.seen.entries;
-        spend
-            .by_model
-            .entry(home.seen.model.clone())
-            .or_default()
-            .add(&home.seen.last);
-        counted.insert(key);
+/// Counts one response of the loop's from its copies.
+fn count_response(spend: &mut Spend, list: &[Copy], this_tick: bool) {
+    let entries: u64 = list.iter().map(|c| c.seen.entries).sum();
+    // The copy written first carries the response's usage; on a tie the
+    // file read first (the chosen one) keeps it.
+    let home = list
+        .iter()
+        .min_by(|a, b| {
+            a.seen
+                .first_at
+                .cmp(&b.seen.first_at)
+                .then(a.file.cmp(&b.file))
+        })
+        .expect("a response has a copy");
+    spend.responses += 1;
+    if this_tick {
+        spend.this_tick += 1;
     }
-
-    let ledger = ledger.with(LedgerTick {
-        iteration: tick.iteration,
-        began_at: tick.began_at.clone(),
-        transcript: chosen.to_path_buf(),
-        prompt: current,
-        counted: counted.into_iter().collect(),
-    });
-    Ok(Counted { spend, ledger })
+    spend.files[home.file].responses += 1;
+    spend.skipped.streamed += home.seen.entries - 1;
+    spend.skipped.replayed += entries - home.seen.entries;
+    spend
+        .by_model
+        .entry(home.seen.model.clone())
+        .or_default()
+        .add(&home.seen.last);
 }

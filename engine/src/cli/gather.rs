@@ -1,0 +1,420 @@
+//! A tick's configuration gathered from its flags and environment
+//! variables: [`gather`] turns them into one [`TickConfig`] (and the
+//! tracker's connection settings), or refuses with every [`Problem`] it
+//! found, all in one answer, so a first run is not fixed one error per
+//! attempt. It is a pure function of what it is given: the two questions
+//! only the outside world answers — the git remote's repository and the
+//! tracker token — are asked through [`Lookups`], and only when the flags
+//! and variables leave them open. Printing is the caller's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::args::{CommonArgs, TickArgs};
+use crate::config::{self, TickConfig};
+use crate::os::clock::Clock;
+use crate::os::crash::CrashPoints;
+use crate::state::budget::CeilingFlags;
+use crate::state::paths::Skill;
+use crate::world::tracker::TrackerConfig;
+use crate::world::tracker::token::{self, NoToken, Token};
+
+/// Which command of a tick the configuration is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    Wrapper,
+    Begin,
+    End,
+}
+
+/// What the command line says about the tick.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Request<'a> {
+    pub skill: Skill,
+    pub pr: Option<u64>,
+    /// `None` for `end`, which takes no tick flags.
+    pub args: Option<&'a TickArgs>,
+    pub common: &'a CommonArgs,
+    pub mode: Mode,
+    /// The directory relative paths are taken from.
+    pub cwd: &'a Path,
+    /// `--agent` (or `SDD_LOOP_AGENT`) chose an agent to do the work.
+    pub agent: bool,
+}
+
+/// The answers only the outside world has.
+pub(super) trait Lookups {
+    /// `owner/name` of the repository `remote` points at, if any.
+    fn remote_repository(&self, remote: &str) -> Option<String>;
+    /// `gh`'s token for the tracker's host.
+    fn gh_token(&self, tracker_url: &str) -> Result<Token, NoToken>;
+}
+
+/// What the binary asks: git, and `gh`.
+pub(super) struct WorldLookups<'a> {
+    pub vars: &'a BTreeMap<String, String>,
+    pub git: &'a crate::world::git::GitCli,
+}
+
+impl Lookups for WorldLookups<'_> {
+    fn remote_repository(&self, remote: &str) -> Option<String> {
+        use crate::world::git::Git;
+        self.git
+            .remote_url(remote)
+            .and_then(|u| crate::world::tracker::repo_from_remote(&u))
+    }
+
+    fn gh_token(&self, tracker_url: &str) -> Result<Token, NoToken> {
+        token::find(self.vars, tracker_url)
+    }
+}
+
+/// One thing wrong with the flags or variables, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Problem {
+    /// A setting a first run may lack (the skill command, the repository),
+    /// rather than a value given wrong.
+    pub missing: bool,
+    pub message: String,
+    pub help: String,
+}
+
+impl Problem {
+    fn invalid(message: impl Into<String>, help: impl Into<String>) -> Self {
+        Self {
+            missing: false,
+            message: message.into(),
+            help: help.into(),
+        }
+    }
+
+    fn missing(message: impl Into<String>, help: impl Into<String>) -> Self {
+        Self {
+            missing: true,
+            ..Self::invalid(message, help)
+        }
+    }
+}
+
+/// Why no tick runs: every problem found, and whether the tracker would
+/// have been asked anonymously as well.
+#[derive(Debug)]
+pub(super) struct Refusal {
+    pub problems: Vec<Problem>,
+    /// A loop tick that found no tracker token either.
+    pub anonymous: bool,
+}
+
+impl Refusal {
+    /// The lines printed after the problems themselves.
+    pub fn trailer(&self) -> Vec<String> {
+        let missing = self.problems.iter().filter(|p| p.missing).count();
+        let mut lines = Vec::new();
+        if missing > 0 && self.anonymous {
+            lines.push("note: no tracker token either (SDD_LOOP_TRACKER_TOKEN, else GITHUB_TOKEN, else `gh auth token`): the tracker is asked anonymously, which a private repository refuses".to_owned());
+        }
+        if missing > 1 {
+            lines.push(format!(
+                "{missing} settings are missing; nothing was changed"
+            ));
+        }
+        lines
+    }
+}
+
+/// A tick's configuration, ready to run.
+pub(super) struct Gathered {
+    pub cfg: TickConfig,
+    pub clock: Box<dyn Clock>,
+    /// How to reach the tracker, when a repository is known; its `now`
+    /// is the caller's to set from `clock`.
+    pub tracker: Option<TrackerConfig>,
+    /// Said on stderr before the tick: a loop tick without a token.
+    pub note: Option<String>,
+}
+
+/// The configuration `request` and `vars` describe, or every problem
+/// with them.
+pub(super) fn gather(
+    request: &Request<'_>,
+    vars: &BTreeMap<String, String>,
+    lookups: &dyn Lookups,
+) -> Result<Gathered, Refusal> {
+    let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).cloned();
+    let mut problems = Vec::new();
+    let skill_cmd = keep(&mut problems, skill_command(request, &var));
+    keep(&mut problems, begin_is_looped(request));
+    let clock = keep(&mut problems, clock(vars));
+    let crash = keep(&mut problems, crash_points(&var));
+    let lock_poll = keep(&mut problems, lock_poll(&var));
+    keep(&mut problems, max_dollars(request.args));
+    let repository = repository(request.common, &var, lookups);
+    let tracker_url = request
+        .common
+        .tracker_url
+        .clone()
+        .or_else(|| var("SDD_LOOP_TRACKER_URL"))
+        .unwrap_or_else(|| config::DEFAULT_TRACKER_URL.to_owned());
+    let loop_tick = request.mode != Mode::End && request.args.is_some_and(|a| a.loop_mode);
+    if loop_tick && repository.is_none() {
+        problems.push(Problem::missing(
+            "no tracker repository configured: a loop tick reads its backlog from the tracker",
+            "pass --repo OWNER/NAME (or set SDD_LOOP_REPO), or run inside a clone whose origin is on the tracker",
+        ));
+    }
+    let timeout = keep(
+        &mut problems,
+        seconds(
+            request.common.tracker_timeout,
+            ("tracker-timeout", "SDD_LOOP_TRACKER_TIMEOUT"),
+            config::DEFAULT_TRACKER_TIMEOUT_SECS,
+            &var,
+        ),
+    );
+    let retry_budget = keep(
+        &mut problems,
+        seconds(
+            request.common.tracker_retry_budget,
+            ("tracker-retry-budget", "SDD_LOOP_TRACKER_RETRY_BUDGET"),
+            config::DEFAULT_TRACKER_RETRY_BUDGET_SECS,
+            &var,
+        ),
+    );
+    let (
+        Some(skill_cmd),
+        Some(clock),
+        Some(crash),
+        Some(lock_poll),
+        Some(timeout),
+        Some(retry_budget),
+        true,
+    ) = (
+        skill_cmd,
+        clock,
+        crash,
+        lock_poll,
+        timeout,
+        retry_budget,
+        problems.is_empty(),
+    )
+    else {
+        let anonymous = loop_tick
+            && problems.iter().any(|p| p.missing)
+            && tracker_token(vars, &tracker_url, repository.is_some(), lookups).is_err();
+        return Err(Refusal {
+            problems,
+            anonymous,
+        });
+    };
+    let found = tracker_token(vars, &tracker_url, repository.is_some(), lookups);
+    let note = match &found {
+        Err(why) if loop_tick => Some(format!(
+            "note: no tracker token: {why}; the tracker is asked anonymously, which a private repository refuses"
+        )),
+        _ => None,
+    };
+    let token = found.as_ref().ok().map(|t| t.value.clone());
+    let tracker = repository.as_ref().map(|repo| {
+        let mut config = TrackerConfig::new(&tracker_url, repo, token.clone());
+        config.token_source = found.as_ref().ok().map(|t| t.source.clone());
+        config.timeout = Duration::from_secs(timeout);
+        config.retry_budget = Duration::from_secs(retry_budget);
+        config
+    });
+    let mut cfg = TickConfig::new(request.skill, root(request), skill_cmd);
+    cfg.pr = request.pr;
+    cfg.lock_poll = lock_poll;
+    cfg.json = request.common.json;
+    cfg.repository = repository;
+    cfg.remote = request.common.remote.clone();
+    cfg.crash = crash;
+    cfg.environment = vars.clone();
+    cfg.tracker_token = token;
+    if let Some(args) = request.args {
+        apply_tick_flags(&mut cfg, args, request.cwd);
+    }
+    Ok(Gathered {
+        cfg,
+        clock,
+        tracker,
+        note,
+    })
+}
+
+/// `result`'s value, or `None` with its problem kept.
+fn keep<T>(problems: &mut Vec<Problem>, result: Result<T, Problem>) -> Option<T> {
+    result.map_err(|p| problems.push(p)).ok()
+}
+
+/// `--repo`, else `SDD_LOOP_REPO`, else — asked only then — the
+/// repository the git remote points at.
+fn repository(
+    common: &CommonArgs,
+    var: &dyn Fn(&str) -> Option<String>,
+    lookups: &dyn Lookups,
+) -> Option<String> {
+    common
+        .repo
+        .clone()
+        .or_else(|| var("SDD_LOOP_REPO"))
+        .or_else(|| lookups.remote_repository(&common.remote))
+}
+
+/// The variables' token, else — asked only when there is a tracker to
+/// ask — `gh`'s token for the tracker's host.
+fn tracker_token(
+    vars: &BTreeMap<String, String>,
+    tracker_url: &str,
+    has_repository: bool,
+    lookups: &dyn Lookups,
+) -> Result<Token, NoToken> {
+    match token::from_vars(vars) {
+        Some(found) => Ok(found),
+        None if has_repository => lookups.gh_token(tracker_url),
+        None => Err(NoToken::GhAbsent),
+    }
+}
+
+/// The project root, `--project` taken from the current directory.
+fn root(request: &Request<'_>) -> PathBuf {
+    request
+        .cwd
+        .join(&request.common.project)
+        .components()
+        .collect()
+}
+
+/// The wrapped skill's command line: `--skill-cmd`, else
+/// `SDD_LOOP_SKILL_CMD`; none when an agent or the calling session does
+/// the work.
+fn skill_command(
+    request: &Request<'_>,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, Problem> {
+    let skill_cmd = request.args.and_then(|a| a.skill_cmd.clone());
+    let skill = request.skill;
+    match request.mode {
+        Mode::Wrapper if request.agent => Ok(String::new()),
+        Mode::Wrapper => skill_cmd.or_else(|| var("SDD_LOOP_SKILL_CMD")).ok_or_else(|| {
+            Problem::missing(
+                "no skill command: the engine wraps a skill and needs to know how to run it",
+                format!(
+                    "pass --skill-cmd 'CMD' or set SDD_LOOP_SKILL_CMD, or drive an agent with --agent claude|codex|gemini|opencode — or, inside an agent session, bracket the work with `sdd-loop {skill} begin --loop` and `sdd-loop {skill} end`"
+                ),
+            )
+        }),
+        Mode::Begin | Mode::End if skill_cmd.is_some() => Err(Problem::invalid(
+            "--skill-cmd does not apply to begin: the calling session does the work",
+            "drop --skill-cmd, or run a wrapper tick (`sdd-loop work --loop --skill-cmd CMD`)",
+        )),
+        Mode::Begin | Mode::End => Ok(String::new()),
+    }
+}
+
+/// `begin` exists only in loop mode.
+fn begin_is_looped(request: &Request<'_>) -> Result<(), Problem> {
+    if request.mode == Mode::Begin && !request.args.is_some_and(|a| a.loop_mode) {
+        let skill = request.skill;
+        return Err(Problem::invalid(
+            "begin needs --loop: the in-session halves exist only in loop mode",
+            format!(
+                "run `sdd-loop {skill} begin --loop …`; without --loop the skill runs once, as it always has, with no engine"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The system clock, or the instant `SDD_LOOP_NOW` fixes.
+fn clock(vars: &BTreeMap<String, String>) -> Result<Box<dyn Clock>, Problem> {
+    super::clock_from_vars(vars).map_err(|msg| {
+        Problem::invalid(
+            msg,
+            "SDD_LOOP_NOW takes an RFC 3339 instant such as 2026-05-09T14:50:00Z",
+        )
+    })
+}
+
+/// The crash point `SDD_LOOP_CRASH_AT` arms, if any.
+fn crash_points(var: &dyn Fn(&str) -> Option<String>) -> Result<CrashPoints, Problem> {
+    match var("SDD_LOOP_CRASH_AT") {
+        None => Ok(CrashPoints::none()),
+        Some(name) => CrashPoints::arm(&name)
+            .map_err(|msg| Problem::invalid(msg, "run `sdd-loop crash-points` for the list")),
+    }
+}
+
+/// How often a held lock is polled: `SDD_LOOP_POLL_MS`, at least 1 ms.
+fn lock_poll(var: &dyn Fn(&str) -> Option<String>) -> Result<Duration, Problem> {
+    match var("SDD_LOOP_POLL_MS").map(|v| v.parse::<u64>()) {
+        None => Ok(Duration::from_millis(config::DEFAULT_LOCK_POLL_MS)),
+        Some(Ok(ms)) => Ok(Duration::from_millis(ms.max(1))),
+        Some(Err(_)) => Err(Problem::invalid(
+            "SDD_LOOP_POLL_MS must be a whole number of milliseconds",
+            "e.g. SDD_LOOP_POLL_MS=200",
+        )),
+    }
+}
+
+/// `--max-dollars` is a non-negative amount.
+fn max_dollars(args: Option<&TickArgs>) -> Result<(), Problem> {
+    match args.and_then(|a| a.max_dollars) {
+        Some(d) if !(d.is_finite() && d >= 0.0) => Err(Problem::invalid(
+            format!("--max-dollars {d} is not a non-negative amount"),
+            "e.g. --max-dollars 25, or 0 to disable the cost stop",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A whole number of seconds above 0: the flag, else the variable, else
+/// `default`.
+fn seconds(
+    flag: Option<u64>,
+    (name, env_name): (&str, &str),
+    default: u64,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<u64, Problem> {
+    match flag
+        .map(Ok)
+        .or_else(|| var(env_name).map(|v| v.trim().parse::<u64>()))
+    {
+        None => Ok(default),
+        Some(Ok(n)) if n > 0 => Ok(n),
+        _ => Err(Problem::invalid(
+            format!("--{name} (or {env_name}) must be a whole number of seconds above 0"),
+            "e.g. --tracker-timeout 10 --tracker-retry-budget 30",
+        )),
+    }
+}
+
+/// The flags only a tick that runs (`work`, `review`, `begin`) takes.
+fn apply_tick_flags(cfg: &mut TickConfig, args: &TickArgs, cwd: &Path) {
+    cfg.claude_md = args
+        .claude_md
+        .as_ref()
+        .map(|p| cwd.join(p))
+        .unwrap_or_else(|| cfg.root.join("CLAUDE.md"));
+    cfg.loop_mode = args.loop_mode;
+    cfg.ceilings = CeilingFlags {
+        max_iterations: args.max_iterations,
+        max_prs: args.max_prs,
+        max_minutes: args.max_minutes,
+        max_dollars: args.max_dollars,
+    };
+    cfg.lock = args.lock;
+    cfg.resume = args.resume;
+    cfg.fresh = args.fresh;
+    cfg.budget_file = args.budget_file.as_ref().map(|p| cwd.join(p));
+    cfg.no_chain = args.no_chain;
+    cfg.dry_run = args.dry_run;
+    cfg.answers = args.answer.clone();
+    cfg.answers_file = args.answers.as_ref().map(|p| cwd.join(p));
+    cfg.max_agents = args.max_agents.max(1);
+    cfg.stall_timeout = Duration::from_secs(args.stall_timeout.max(1));
+    cfg.drain_timeout = Duration::from_secs(args.drain_timeout);
+}
+
+#[cfg(test)]
+mod tests;

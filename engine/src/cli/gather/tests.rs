@@ -1,0 +1,365 @@
+//! Unit tests of `gather.rs`: flags and variables in, the configuration
+//! or every problem out — no process environment, no git, no `gh`.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Parser;
+
+use super::*;
+use crate::cli::{Cli, Command, Phase};
+use crate::world::tracker::token::TokenSource;
+
+/// The tick flags of `sdd-loop work LINE…`, `begin`'s included.
+fn tick_args(line: &[&str]) -> TickArgs {
+    let cli = Cli::try_parse_from(["sdd-loop", "work"].iter().chain(line)).unwrap();
+    match cli.command {
+        Command::Work(cmd) => match cmd.phase {
+            None => cmd.tick,
+            Some(Phase::Begin(b)) => b.tick,
+            Some(_) => panic!("not a tick: {line:?}"),
+        },
+        _ => unreachable!(),
+    }
+}
+
+fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// The outside world's answers, fixed; counts the questions.
+#[derive(Default)]
+struct Fake {
+    remote: Option<&'static str>,
+    gh: Option<&'static str>,
+    remote_asked: Cell<u32>,
+}
+
+impl Lookups for Fake {
+    fn remote_repository(&self, _remote: &str) -> Option<String> {
+        self.remote_asked.set(self.remote_asked.get() + 1);
+        self.remote.map(str::to_owned)
+    }
+
+    fn gh_token(&self, _tracker_url: &str) -> Result<Token, NoToken> {
+        match self.gh {
+            Some(value) => Ok(Token {
+                value: value.to_owned(),
+                source: TokenSource::Gh {
+                    host: "github.com".into(),
+                },
+            }),
+            _ => Err(NoToken::GhAbsent),
+        }
+    }
+}
+
+fn run(
+    mode: Mode,
+    args: Option<&TickArgs>,
+    vars: &BTreeMap<String, String>,
+    fake: &Fake,
+) -> Result<Gathered, Refusal> {
+    let plain = tick_args(&[]);
+    let request = Request {
+        skill: Skill::Work,
+        pr: None,
+        args,
+        common: args.map_or(&plain.common, |a| &a.common),
+        mode,
+        cwd: Path::new("/home/me"),
+        agent: false,
+    };
+    gather(&request, vars, fake)
+}
+
+fn wrapper(line: &[&str], pairs: &[(&str, &str)], fake: &Fake) -> Result<Gathered, Refusal> {
+    run(Mode::Wrapper, Some(&tick_args(line)), &vars(pairs), fake)
+}
+
+fn messages(refusal: &Refusal) -> Vec<&str> {
+    refusal
+        .problems
+        .iter()
+        .map(|p| p.message.as_str())
+        .collect()
+}
+
+#[test]
+fn flags_and_variables_become_one_config() {
+    let gathered = wrapper(
+        &[
+            "--loop",
+            "--skill-cmd",
+            "make work",
+            "--repo",
+            "acme/app",
+            "--max-prs",
+            "3",
+            "--budget-file",
+            "b.json",
+            "--project",
+            "app",
+        ],
+        &[
+            ("SDD_LOOP_POLL_MS", "0"),
+            ("SDD_LOOP_TRACKER_TOKEN", "t0k"),
+            ("SDD_LOOP_TRACKER_TIMEOUT", " 7 "),
+        ],
+        &Fake::default(),
+    )
+    .unwrap();
+    let cfg = &gathered.cfg;
+    assert_eq!(cfg.skill_cmd, "make work");
+    assert_eq!(cfg.root, Path::new("/home/me/app"));
+    assert_eq!(cfg.claude_md, Path::new("/home/me/app/CLAUDE.md"));
+    assert_eq!(
+        cfg.budget_file.as_deref(),
+        Some(Path::new("/home/me/b.json"))
+    );
+    assert_eq!(cfg.repository.as_deref(), Some("acme/app"));
+    assert_eq!(cfg.ceilings.max_prs, Some(3));
+    assert_eq!(cfg.lock_poll, Duration::from_millis(1), "at least 1 ms");
+    assert_eq!(cfg.tracker_token.as_deref(), Some("t0k"));
+    assert_eq!(cfg.environment.len(), 3);
+    assert!(cfg.loop_mode);
+    assert_eq!(cfg.guard, None, "the binary's path is the caller's to add");
+    let tracker = gathered.tracker.unwrap();
+    assert_eq!(tracker.repo, "acme/app");
+    assert_eq!(tracker.base_url, config::DEFAULT_TRACKER_URL);
+    assert_eq!(tracker.timeout, Duration::from_secs(7));
+    assert_eq!(
+        tracker.retry_budget,
+        Duration::from_secs(config::DEFAULT_TRACKER_RETRY_BUDGET_SECS)
+    );
+    assert_eq!(tracker.now, None, "the caller's clock sets it");
+    assert_eq!(gathered.note, None);
+}
+
+#[test]
+fn a_flag_beats_its_variable() {
+    let gathered = wrapper(
+        &[
+            "--skill-cmd",
+            "flag",
+            "--repo",
+            "flag/repo",
+            "--tracker-url",
+            "https://flag.example",
+        ],
+        &[
+            ("SDD_LOOP_SKILL_CMD", "var"),
+            ("SDD_LOOP_REPO", "var/repo"),
+            ("SDD_LOOP_TRACKER_URL", "https://var.example"),
+        ],
+        &Fake::default(),
+    )
+    .unwrap();
+    assert_eq!(gathered.cfg.skill_cmd, "flag");
+    assert_eq!(gathered.cfg.repository.as_deref(), Some("flag/repo"));
+    assert_eq!(gathered.tracker.unwrap().base_url, "https://flag.example");
+}
+
+#[test]
+fn the_variables_stand_in_for_missing_flags() {
+    let gathered = wrapper(
+        &["--loop"],
+        &[
+            ("SDD_LOOP_SKILL_CMD", "var"),
+            ("SDD_LOOP_REPO", "var/repo"),
+            ("SDD_LOOP_TRACKER_URL", "https://var.example"),
+        ],
+        &Fake::default(),
+    )
+    .unwrap();
+    assert_eq!(gathered.cfg.skill_cmd, "var");
+    assert_eq!(gathered.cfg.repository.as_deref(), Some("var/repo"));
+    assert_eq!(gathered.tracker.unwrap().base_url, "https://var.example");
+}
+
+#[test]
+fn the_git_remote_is_asked_only_when_no_flag_or_variable_names_the_repository() {
+    let fake = Fake {
+        remote: Some("git/repo"),
+        ..Fake::default()
+    };
+    let named = wrapper(
+        &["--skill-cmd", "x"],
+        &[("SDD_LOOP_REPO", "var/repo")],
+        &fake,
+    );
+    assert_eq!(named.unwrap().cfg.repository.as_deref(), Some("var/repo"));
+    assert_eq!(fake.remote_asked.get(), 0);
+    let found = wrapper(&["--skill-cmd", "x"], &[], &fake).unwrap();
+    assert_eq!(found.cfg.repository.as_deref(), Some("git/repo"));
+    assert_eq!(fake.remote_asked.get(), 1);
+}
+
+#[test]
+fn gh_is_asked_for_a_token_only_when_there_is_a_repository() {
+    let fake = Fake {
+        gh: Some("gh-token"),
+        ..Fake::default()
+    };
+    let with_repo = wrapper(&["--skill-cmd", "x", "--repo", "o/r"], &[], &fake).unwrap();
+    assert_eq!(with_repo.cfg.tracker_token.as_deref(), Some("gh-token"));
+    let without = wrapper(&["--skill-cmd", "x"], &[], &fake).unwrap();
+    assert_eq!(without.cfg.tracker_token, None);
+    assert!(without.tracker.is_none());
+}
+
+#[test]
+fn a_loop_tick_without_a_token_is_noted_and_a_plain_one_is_not() {
+    let looped = wrapper(
+        &["--loop", "--skill-cmd", "x", "--repo", "o/r"],
+        &[],
+        &Fake::default(),
+    );
+    let note = looped.unwrap().note.unwrap();
+    assert!(
+        note.starts_with("note: no tracker token: ")
+            && note.ends_with("which a private repository refuses"),
+        "{note}"
+    );
+    let once = wrapper(
+        &["--skill-cmd", "x", "--repo", "o/r"],
+        &[],
+        &Fake::default(),
+    );
+    assert_eq!(once.unwrap().note, None);
+}
+
+#[test]
+fn every_problem_is_reported_at_once_in_the_order_of_the_flags() {
+    let refusal = wrapper(
+        &["--loop", "--max-dollars=-1", "--tracker-retry-budget", "0"],
+        &[
+            ("SDD_LOOP_NOW", "yesterday"),
+            ("SDD_LOOP_CRASH_AT", "lunch"),
+            ("SDD_LOOP_POLL_MS", "soon"),
+            ("SDD_LOOP_TRACKER_TIMEOUT", "-3"),
+        ],
+        &Fake::default(),
+    )
+    .err()
+    .unwrap();
+    let got = messages(&refusal);
+    assert_eq!(got.len(), 8, "{got:#?}");
+    assert_eq!(
+        got[0],
+        "no skill command: the engine wraps a skill and needs to know how to run it"
+    );
+    assert!(got[1].starts_with("SDD_LOOP_NOW=\"yesterday\" is not an RFC 3339 instant"));
+    assert!(got[2].contains("lunch"), "{}", got[2]);
+    assert_eq!(
+        got[3],
+        "SDD_LOOP_POLL_MS must be a whole number of milliseconds"
+    );
+    assert_eq!(got[4], "--max-dollars -1 is not a non-negative amount");
+    assert_eq!(
+        got[5],
+        "no tracker repository configured: a loop tick reads its backlog from the tracker"
+    );
+    assert_eq!(
+        got[6],
+        "--tracker-timeout (or SDD_LOOP_TRACKER_TIMEOUT) must be a whole number of seconds above 0"
+    );
+    assert_eq!(
+        got[7],
+        "--tracker-retry-budget (or SDD_LOOP_TRACKER_RETRY_BUDGET) must be a whole number of seconds above 0"
+    );
+    let missing: Vec<bool> = refusal.problems.iter().map(|p| p.missing).collect();
+    assert_eq!(
+        missing,
+        [true, false, false, false, false, true, false, false]
+    );
+    assert_eq!(
+        refusal.problems[0].help,
+        "pass --skill-cmd 'CMD' or set SDD_LOOP_SKILL_CMD, or drive an agent with --agent claude|codex|gemini|opencode — or, inside an agent session, bracket the work with `sdd-loop work begin --loop` and `sdd-loop work end`"
+    );
+}
+
+#[test]
+fn missing_settings_are_counted_and_a_missing_token_noted() {
+    let refusal = wrapper(&["--loop"], &[], &Fake::default()).err().unwrap();
+    assert_eq!(refusal.problems.len(), 2);
+    assert_eq!(
+        refusal.trailer(),
+        [
+            "note: no tracker token either (SDD_LOOP_TRACKER_TOKEN, else GITHUB_TOKEN, else `gh auth token`): the tracker is asked anonymously, which a private repository refuses",
+            "2 settings are missing; nothing was changed",
+        ]
+    );
+    let one = wrapper(
+        &["--loop", "--repo", "o/r"],
+        &[("GITHUB_TOKEN", "t0k")],
+        &Fake::default(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(messages(&one).len(), 1);
+    assert!(one.trailer().is_empty(), "{:?}", one.trailer());
+}
+
+#[test]
+fn a_value_given_wrong_has_no_trailer() {
+    let refusal = wrapper(
+        &["--loop", "--skill-cmd", "x", "--repo", "o/r"],
+        &[("SDD_LOOP_POLL_MS", "soon")],
+        &Fake::default(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(refusal.problems.len(), 1);
+    assert!(!refusal.anonymous);
+    assert!(refusal.trailer().is_empty());
+}
+
+#[test]
+fn an_agent_needs_no_skill_command() {
+    let args = tick_args(&["--loop", "--repo", "o/r"]);
+    let request = Request {
+        skill: Skill::Review,
+        pr: Some(9),
+        args: Some(&args),
+        common: &args.common,
+        mode: Mode::Wrapper,
+        cwd: Path::new("/home/me"),
+        agent: true,
+    };
+    let gathered = gather(&request, &vars(&[]), &Fake::default()).unwrap();
+    assert_eq!(gathered.cfg.skill_cmd, "");
+    assert_eq!(gathered.cfg.pr, Some(9));
+    assert!(gathered.cfg.single_pr());
+}
+
+#[test]
+fn begin_needs_loop_and_takes_no_skill_command() {
+    let args = tick_args(&["begin", "--skill-cmd", "x", "--holder-pid", "1"]);
+    let refusal = run(Mode::Begin, Some(&args), &vars(&[]), &Fake::default())
+        .err()
+        .unwrap();
+    assert_eq!(
+        messages(&refusal),
+        [
+            "--skill-cmd does not apply to begin: the calling session does the work",
+            "begin needs --loop: the in-session halves exist only in loop mode",
+        ]
+    );
+    let args = tick_args(&["begin", "--loop", "--repo", "o/r", "--holder-pid", "1"]);
+    let gathered = run(Mode::Begin, Some(&args), &vars(&[]), &Fake::default()).unwrap();
+    assert_eq!(gathered.cfg.skill_cmd, "");
+}
+
+#[test]
+fn end_needs_neither_a_skill_command_nor_a_repository() {
+    let gathered = run(Mode::End, None, &vars(&[]), &Fake::default()).unwrap();
+    assert_eq!(gathered.cfg.skill_cmd, "");
+    assert_eq!(gathered.cfg.repository, None);
+    assert_eq!(gathered.note, None);
+}
