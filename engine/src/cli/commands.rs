@@ -3,6 +3,7 @@
 //! [`TickConfig`], the seams built, and the library called.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::args::{CommonArgs, EndArgs, EventArgs, HolderArgs, TickArgs};
@@ -57,7 +58,7 @@ impl Tracker for NoTracker {
 /// A tick's configuration and the world it runs in, from flags and env.
 struct Setup {
     cfg: TickConfig,
-    clock: Box<dyn Clock>,
+    clock: Arc<dyn Clock>,
     git: GitCli,
     tracker: Box<dyn Tracker>,
     /// `--agent`: a real agent does the work instead of a skill command.
@@ -226,13 +227,7 @@ fn setup(
             ),
         ));
     }
-    let clock = clock_from(env).map_err(|msg| {
-        usage(
-            env,
-            &msg,
-            "SDD_LOOP_NOW takes an RFC 3339 instant such as 2026-05-09T14:50:00Z",
-        )
-    })?;
+    let clock = clock_from(env).map_err(|(msg, help)| usage(env, &msg, help))?;
     let crash = match var("SDD_LOOP_CRASH_AT") {
         None => CrashPoints::none(),
         Some(name) => CrashPoints::arm(&name)
@@ -355,7 +350,8 @@ fn setup(
             config.token_source = found.as_ref().ok().map(|t| t.source.clone());
             config.timeout = Duration::from_secs(timeout);
             config.retry_budget = Duration::from_secs(retry_budget);
-            Box::new(HttpTracker::new(config))
+            let clock = Arc::clone(&clock);
+            Box::new(HttpTracker::new(config).with_sleep(move |d| clock.sleep(d)))
         }
         None => Box::new(NoTracker),
     };

@@ -266,8 +266,9 @@ fn humantime(d: Duration) -> String {
 }
 
 /// The environment every process of a tick gets (nothing is inherited):
-/// the sandbox's PATH, HOME and TMPDIR, the frozen clock, the tracker, the
-/// fake skill's script and mock qmd, and the case's marker.
+/// the sandbox's PATH, HOME and TMPDIR, the frozen and simulated clock,
+/// the tracker, the fake skill's script and mock qmd, and the case's
+/// marker.
 pub fn engine_env(t: &TickRun<'_>, script: &Path, reaper: &Reaper) -> Vec<(String, OsString)> {
     let sandbox = t.sandbox;
     let opts = t.opts;
@@ -291,6 +292,9 @@ pub fn engine_env(t: &TickRun<'_>, script: &Path, reaper: &Reaper) -> Vec<(Strin
         var("GIT_CONFIG_VALUE_0", &"false"),
         var(MARKER, &reaper.marker()),
         var("SDD_LOOP_NOW", &t.clock.to_string()),
+        // The engine's waits (tracker back-off, retry-after, --lock=wait's
+        // deadline) move its clock instead of taking real time.
+        var("SDD_LOOP_CLOCK", &"simulated"),
         var("SDD_LOOP_TRACKER_URL", &sandbox.tracker.uri()),
         var("SDD_LOOP_REPO", &sandbox.tracker.repository()),
         var("SDD_LOOP_TRACKER_TOKEN", &TRACKER_TOKEN),
