@@ -3,6 +3,7 @@
 //! [`TickConfig`], the seams built, and the library called.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::args::{CommonArgs, EndArgs, EventArgs, HolderArgs, TickArgs};
@@ -56,7 +57,7 @@ impl Tracker for NoTracker {
 /// A tick's configuration and the world it runs in, from flags and env.
 struct Setup {
     cfg: TickConfig,
-    clock: Box<dyn Clock>,
+    clock: Arc<dyn Clock>,
     git: GitCli,
     tracker: Box<dyn Tracker>,
     /// `--agent`: a real agent does the work instead of a skill command.
@@ -208,7 +209,10 @@ fn setup(
     let tracker: Box<dyn Tracker> = match gathered.tracker {
         Some(mut config) => {
             config.now = Some(gathered.clock.now());
-            Box::new(HttpTracker::new(config))
+            // Retries wait on the tick's clock: real time, or none under
+            // the harness's simulated clock.
+            let clock = Arc::clone(&gathered.clock);
+            Box::new(HttpTracker::new(config).with_sleep(move |d| clock.sleep(d)))
         }
         None => Box::new(NoTracker),
     };

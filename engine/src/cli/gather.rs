@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::args::{CommonArgs, TickArgs};
@@ -126,7 +127,7 @@ impl Refusal {
 /// A tick's configuration, ready to run.
 pub(super) struct Gathered {
     pub cfg: TickConfig,
-    pub clock: Box<dyn Clock>,
+    pub clock: Arc<dyn Clock>,
     /// How to reach the tracker, when a repository is known; its `now`
     /// is the caller's to set from `clock`.
     pub tracker: Option<TrackerConfig>,
@@ -326,14 +327,9 @@ fn begin_is_looped(request: &Request<'_>) -> Result<(), Problem> {
     Ok(())
 }
 
-/// The system clock, or the instant `SDD_LOOP_NOW` fixes.
-fn clock(vars: &BTreeMap<String, String>) -> Result<Box<dyn Clock>, Problem> {
-    super::clock_from_vars(vars).map_err(|msg| {
-        Problem::invalid(
-            msg,
-            "SDD_LOOP_NOW takes an RFC 3339 instant such as 2026-05-09T14:50:00Z",
-        )
-    })
+/// The clock `SDD_LOOP_NOW` and `SDD_LOOP_CLOCK` ask for.
+fn clock(vars: &BTreeMap<String, String>) -> Result<Arc<dyn Clock>, Problem> {
+    super::clock_from_vars(vars).map_err(|(msg, help)| Problem::invalid(msg, help))
 }
 
 /// The crash point `SDD_LOOP_CRASH_AT` arms, if any.

@@ -13,11 +13,12 @@ pub mod status;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Parser;
 
 use crate::exit;
-use crate::os::clock::{self, Clock, FixedClock, SystemClock};
+use crate::os::clock::{self, Clock, FixedClock, SimulatedClock, SystemClock};
 use crate::os::crash::CrashPoints;
 use crate::os::liveness::OsProbe;
 use crate::skill::runner::Interrupts;
@@ -134,13 +135,7 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
             let root = env.cwd.join(&args.project);
             let clock = match clock_from(env) {
                 Ok(c) => c,
-                Err(msg) => {
-                    return usage(
-                        env,
-                        &msg,
-                        "SDD_LOOP_NOW takes an RFC 3339 instant such as 2026-05-09T14:50:00Z",
-                    );
-                }
+                Err((msg, help)) => return usage(env, &msg, help),
             };
             status::run(
                 &root,
@@ -175,18 +170,39 @@ fn write_or(env: &mut Env<'_>, text: &str) -> u8 {
     }
 }
 
-pub(crate) fn clock_from(env: &Env<'_>) -> Result<Box<dyn Clock>, String> {
+const NOW_HELP: &str = "SDD_LOOP_NOW takes an RFC 3339 instant such as 2026-05-09T14:50:00Z";
+
+pub(crate) fn clock_from(env: &Env<'_>) -> Result<Arc<dyn Clock>, (String, &'static str)> {
     clock_from_vars(&env.vars)
 }
 
-/// The system clock, or the instant `SDD_LOOP_NOW` fixes.
-pub(crate) fn clock_from_vars(vars: &BTreeMap<String, String>) -> Result<Box<dyn Clock>, String> {
-    match vars.get("SDD_LOOP_NOW").filter(|v| !v.trim().is_empty()) {
-        None => Ok(Box::new(SystemClock)),
-        Some(v) => clock::parse(v)
-            .map(|ts| Box::new(FixedClock(ts)) as Box<dyn Clock>)
-            .map_err(|e| format!("SDD_LOOP_NOW={v:?} is not an RFC 3339 instant: {e}")),
-    }
+/// The clock `SDD_LOOP_NOW` and `SDD_LOOP_CLOCK` ask for
+/// ([`crate::os::clock`]): real time unless told otherwise. The error is
+/// the message and its help line.
+pub(crate) fn clock_from_vars(
+    vars: &BTreeMap<String, String>,
+) -> Result<Arc<dyn Clock>, (String, &'static str)> {
+    let var = |k: &str| vars.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let wall = match var("SDD_LOOP_NOW") {
+        None => None,
+        Some(v) => Some(clock::parse(v).map_err(|e| {
+            (
+                format!("SDD_LOOP_NOW={v:?} is not an RFC 3339 instant: {e}"),
+                NOW_HELP,
+            )
+        })?),
+    };
+    Ok(match (var("SDD_LOOP_CLOCK"), wall) {
+        (None | Some("real"), None) => Arc::new(SystemClock),
+        (None | Some("real"), Some(at)) => Arc::new(FixedClock(at)),
+        (Some("simulated"), wall) => Arc::new(SimulatedClock::new(wall)),
+        (Some(other), _) => {
+            return Err((
+                format!("SDD_LOOP_CLOCK={other:?} is not a clock"),
+                "SDD_LOOP_CLOCK takes real (the default) or simulated (waits take no real time)",
+            ));
+        }
+    })
 }
 
 #[cfg(test)]

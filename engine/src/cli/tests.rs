@@ -107,6 +107,7 @@ fn help_lists_every_flag_default_env_and_exit_codes() {
         "--repo",
         "--tracker-url",
         "SDD_LOOP_NOW",
+        "SDD_LOOP_CLOCK",
         "Exit status:",
     ] {
         assert!(out.contains(needle), "work --help lacks {needle}\n{out}");
@@ -129,6 +130,12 @@ fn bad_clock_and_crash_point_are_usage_errors() {
         &[("SDD_LOOP_NOW", "yesterday")],
     );
     assert_eq!(code, exit::USAGE, "{err}");
+    let (code, _, err) = call(
+        &["work", "--loop", "--skill-cmd", "true"],
+        &[("SDD_LOOP_CLOCK", "fast")],
+    );
+    assert_eq!(code, exit::USAGE, "{err}");
+    assert!(err.contains("help: SDD_LOOP_CLOCK takes real"), "{err}");
     let (code, _, err) = call(
         &["work", "--loop", "--skill-cmd", "true"],
         &[("SDD_LOOP_CRASH_AT", "lunch")],

@@ -283,6 +283,14 @@ fn stop_descendants(group_signalled: bool) {
     let reap =
         || while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::NOHANG) {};
     reap();
+    // No child at all (`ECHILD`), the usual end: nothing is below, and
+    // the kernel says so without a read of every process's stat.
+    if matches!(
+        rustix::process::wait(rustix::process::WaitOptions::NOHANG),
+        Err(rustix::io::Errno::CHILD)
+    ) {
+        return;
+    }
     if !signal_all(Signal::TERM, group_signalled) {
         return;
     }

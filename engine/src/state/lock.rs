@@ -19,12 +19,12 @@
 //! three modes of [`LockMode`].
 
 use std::path::{Path, PathBuf};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::os::clock::Clock;
 use crate::os::liveness::{self, Liveness, ProcessProbe};
 use crate::state::files::{self, FileError};
 use crate::state::paths::StatePaths;
@@ -95,13 +95,16 @@ pub enum ForceDecision {
 pub enum LockMode<'a> {
     /// `--lock=skip` (default): give up at once.
     Skip,
-    /// `--lock=wait`: poll until the holder is gone, `deadline` passes, or
-    /// `interrupted` says the user asked to stop. `waiting` is told once,
-    /// when the first attempt finds the lock held (so the user learns why
-    /// the tick does not return).
+    /// `--lock=wait`: poll until the holder is gone, `deadline` (a reading
+    /// of `clock`'s [`Clock::monotonic`]) passes, or `interrupted` says the
+    /// user asked to stop. The polls are the clock's sleeps, so under a
+    /// simulated clock the deadline comes without the real wait. `waiting`
+    /// is told once, when the first attempt finds the lock held (so the
+    /// user learns why the tick does not return).
     Wait {
         poll: Duration,
-        deadline: Instant,
+        deadline: Duration,
+        clock: &'a dyn Clock,
         interrupted: &'a dyn Fn() -> bool,
         waiting: &'a mut dyn FnMut(&Holder),
     },
@@ -410,6 +413,7 @@ pub fn acquire(
             LockMode::Wait {
                 poll,
                 deadline,
+                clock,
                 interrupted,
                 waiting,
             } => {
@@ -420,11 +424,11 @@ pub fn acquire(
                 if interrupted() {
                     return Ok(Err(Denied::WaitInterrupted(holder)));
                 }
-                let now = Instant::now();
+                let now = clock.monotonic();
                 if now >= *deadline {
                     return Ok(Err(Denied::WaitExpired(holder)));
                 }
-                thread::sleep((*poll).min(*deadline - now));
+                clock.sleep((*poll).min(*deadline - now));
             }
             LockMode::Force(decide) => match decide(&holder) {
                 ForceDecision::No => return Ok(Err(Denied::ForceDeclined(holder))),

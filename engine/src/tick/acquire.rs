@@ -60,6 +60,7 @@ pub(crate) fn acquire(ctx: &mut Ctx<'_, '_>) -> Result<Result<Acquired, Conclude
         let me = ctx.me;
         let paths = ctx.paths.clone();
         let interrupts = ctx.interrupts;
+        let clock = ctx.clock;
         let interrupted = move || interrupts.pending().is_some();
         match ctx.cfg.lock {
             LockChoice::Skip => {
@@ -69,7 +70,7 @@ pub(crate) fn acquire(ctx: &mut Ctx<'_, '_>) -> Result<Result<Acquired, Conclude
                 let platform = ctx.platform.clone();
                 let poll = ctx.cfg.lock_poll;
                 let minutes = deadline
-                    .saturating_duration_since(ctx.started_mono)
+                    .saturating_sub(ctx.started_mono)
                     .as_secs()
                     .div_ceil(60);
                 let mut waiting = |holder: &Holder| {
@@ -87,6 +88,7 @@ pub(crate) fn acquire(ctx: &mut Ctx<'_, '_>) -> Result<Result<Acquired, Conclude
                     LockMode::Wait {
                         poll,
                         deadline,
+                        clock,
                         interrupted: &interrupted,
                         waiting: &mut waiting,
                     },

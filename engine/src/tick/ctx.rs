@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
+use std::time::Duration;
 
 use jiff::Timestamp;
 
@@ -115,7 +115,9 @@ pub(crate) struct Ctx<'c, 'w> {
     pub paths: StatePaths,
     /// When this process started the tick (its clock reading).
     pub started: Timestamp,
-    pub started_mono: Instant,
+    /// The same moment on the clock's monotonic reading, which deadlines
+    /// are measured on.
+    pub started_mono: Duration,
     /// Every one-line note printed, in order (for `--json`).
     pub notes: Vec<String>,
     /// Gates answered by this process, redacted.
@@ -149,7 +151,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
             inputs,
             paths: StatePaths::new(&cfg.root, cfg.skill, cfg.budget_file.as_deref()),
             started: seams.clock.now(),
-            started_mono: Instant::now(),
+            started_mono: seams.clock.monotonic(),
             notes: Vec::new(),
             gates: Vec::new(),
             tick_cost: None,

@@ -94,8 +94,11 @@ pub struct Dependencies {
 }
 
 pub fn dependencies(body: &str) -> Dependencies {
-    let body = normalize_newlines(body);
     let mut deps = Dependencies::default();
+    if !may_name_dependencies(body) {
+        return deps;
+    }
+    let body = normalize_newlines(body);
     for cap in DEP_LINE.captures_iter(&body) {
         let numbers = NUMBER
             .captures_iter(&cap[2])
@@ -107,6 +110,20 @@ pub fn dependencies(body: &str) -> Dependencies {
         }
     }
     deps
+}
+
+/// Whether `body` can hold a dependency line: [`DEP_LINE`] matches only
+/// text holding `block` or `depends on` in some case — its `(?i)` also
+/// takes the Kelvin sign for `k` and the long s for `s`. Asked first, so a
+/// backlog that names no dependency never compiles the pattern (5 million
+/// instructions, issue 34).
+fn may_name_dependencies(body: &str) -> bool {
+    let holds = |needle: &str| {
+        body.as_bytes()
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+    };
+    body.contains(['\u{212A}', '\u{17F}']) || holds("block") || holds("depends on")
 }
 
 /// Issue numbers a PR body says it closes.
@@ -459,6 +476,18 @@ mod tests {
             );
         }
         assert!(!criteria_ambiguous(&crlf(lf[0])));
+    }
+
+    #[test]
+    fn a_dependency_line_spelt_with_the_kelvin_sign_or_the_long_s_still_counts() {
+        // `(?i)` folds them to `k` and `s`: the word check that spares
+        // compiling the pattern must not skip them.
+        let deps = dependencies("Bloc\u{212A}ed by #4\nDepend\u{17F} on #5\n");
+        assert_eq!(deps.waits_for, BTreeSet::from([4, 5]));
+        assert_eq!(
+            dependencies("no dependencies here"),
+            Dependencies::default()
+        );
     }
 
     #[test]

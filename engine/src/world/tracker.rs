@@ -18,7 +18,9 @@
 //! 30 s). Transient failures (5xx, 429, a dropped connection, a timeout)
 //! are retried a bounded number of times within that budget, honouring
 //! `Retry-After`; a `Retry-After` the budget cannot cover ends the call at
-//! once instead of sleeping past it. The errors name the URL, the limit
+//! once instead of sleeping past it. The waits are the clock's
+//! ([`HttpTracker::with_sleep`]), so the harness's clock spends none of
+//! them in real time. The errors name the URL, the limit
 //! that ran out, and the flag that raises it.
 //!
 //! GitHub's rate limits (DESIGN §10): a *secondary* limit (403 or 429 with
@@ -593,8 +595,10 @@ impl HttpTracker {
         }
     }
 
-    /// Replaces the retry wait (tests record it instead of sleeping). The
-    /// waits count against the retry budget as if they had been slept.
+    /// Replaces the retry wait: the binary passes its clock's
+    /// [`crate::os::clock::Clock::sleep`] (simulated under the harness),
+    /// tests record the waits instead. Either way the waits count against
+    /// the retry budget as if they had been slept.
     pub fn with_sleep(mut self, sleep: impl Fn(Duration) + Send + Sync + 'static) -> Self {
         self.sleep = Box::new(sleep);
         self

@@ -143,9 +143,9 @@ impl<'a> Tick<'a> {
     }
 
     /// The environment every process of a tick gets (nothing is
-    /// inherited): the sandbox's PATH, HOME and TMPDIR, the frozen clock,
-    /// the tracker, the fake skill's script and mock qmd, and the case's
-    /// marker.
+    /// inherited): the sandbox's PATH, HOME and TMPDIR, the frozen and
+    /// simulated clock, the tracker, the fake skill's script and mock qmd,
+    /// and the case's marker.
     pub fn env(&self) -> Env {
         let TickRun { sandbox, opts, .. } = self.run;
         let script = &self.prepared.script;
@@ -168,6 +168,9 @@ impl<'a> Tick<'a> {
             var("GIT_CONFIG_VALUE_0", &"false"),
             var(MARKER, &self.reaper.marker()),
             var("SDD_LOOP_NOW", &self.run.clock.to_string()),
+            // The engine's waits (tracker back-off, retry-after, --lock=wait's
+            // deadline) move its clock instead of taking real time.
+            var("SDD_LOOP_CLOCK", &"simulated"),
             var("SDD_LOOP_TRACKER_URL", &sandbox.tracker.uri()),
             var("SDD_LOOP_REPO", &sandbox.tracker.repository()),
             var("SDD_LOOP_TRACKER_TOKEN", &TRACKER_TOKEN),

@@ -488,11 +488,29 @@ fn every_built_in_rule_compiles_and_matches_its_set_entry() {
     let rules: Vec<&Rule> = std::iter::once(&built_in.private_key)
         .chain(&built_in.rest)
         .collect();
-    assert_eq!(rules.len(), built_in.set.len());
+    // The needled rules come last, outside the set.
+    assert_eq!(rules.len(), built_in.set.len() + NEEDLED.len());
     for (i, rule) in rules.iter().enumerate() {
         assert_eq!(rule.re().as_str(), &*rule.pattern);
-        assert_eq!(built_in.set.patterns()[i], &*rule.pattern);
+        match built_in.set.patterns().get(i) {
+            Some(entry) => assert_eq!(entry, &*rule.pattern),
+            None => assert_eq!(NEEDLED[i - built_in.set.len()].0, &*rule.pattern),
+        }
     }
+}
+
+#[test]
+fn a_needled_rule_is_tried_on_any_case_of_its_word() {
+    // Its word is looked for ASCII case aside, as its `(?i)` matches.
+    let r = Redactor::builder().build();
+    assert_eq!(
+        r.apply("AuThOrIzAtIoN: Bearer abc123"),
+        "AuThOrIzAtIoN: Bearer [REDACTED:authorization]"
+    );
+    assert_eq!(
+        r.apply(r#"{"AUTHORIZATION": "token abc123"}"#),
+        r#"{"AUTHORIZATION": "[REDACTED:authorization]"}"#
+    );
 }
 
 #[test]

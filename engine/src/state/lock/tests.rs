@@ -1,10 +1,12 @@
 //! Unit tests of `lock.rs`.
 
 use super::*;
+use crate::os::clock::{SimulatedClock, SystemClock};
 use crate::os::liveness::SignalZero;
 use crate::state::paths::Skill;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::thread;
 
 /// A process table where listed PIDs answer as given, all others ESRCH.
 #[derive(Debug, Default)]
@@ -201,9 +203,12 @@ fn wait_mode_expires_on_a_live_holder() {
     let (_tmp, paths) = setup();
     plant(&paths, 7, 2, None);
     let probe = Table::default().with(7, SignalZero::Delivered, None);
+    // An hour's wait, simulated: the deadline comes without the hour.
+    let clock = SimulatedClock::new(None);
     let mode = LockMode::Wait {
-        poll: Duration::from_millis(1),
-        deadline: Instant::now() + Duration::from_millis(20),
+        poll: Duration::from_secs(5),
+        deadline: clock.monotonic() + Duration::from_secs(3600),
+        clock: &clock,
         interrupted: &|| false,
         waiting: &mut |_| {},
     };
@@ -242,9 +247,11 @@ fn wait_mode_acquires_once_the_holder_dies() {
         }
     }
     let notify = Notify(&probe, Mutex::new(Some(tx)));
+    let clock = SystemClock;
     let mode = LockMode::Wait {
         poll: Duration::from_millis(1),
-        deadline: Instant::now() + Duration::from_secs(60),
+        deadline: clock.monotonic() + Duration::from_secs(60),
+        clock: &clock,
         interrupted: &|| false,
         waiting: &mut |_| {},
     };
@@ -260,9 +267,11 @@ fn wait_mode_stops_waiting_when_interrupted() {
     let (_tmp, paths) = setup();
     plant(&paths, 7, 2, None);
     let probe = Table::default().with(7, SignalZero::Delivered, None);
+    let clock = SystemClock;
     let mode = LockMode::Wait {
         poll: Duration::from_secs(3600),
-        deadline: Instant::now() + Duration::from_secs(3600),
+        deadline: clock.monotonic() + Duration::from_secs(3600),
+        clock: &clock,
         interrupted: &|| true,
         waiting: &mut |_| {},
     };
