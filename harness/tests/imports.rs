@@ -299,6 +299,22 @@ impl Graph {
             .collect()
     }
 
+    /// The crate's top-level modules.
+    fn top(&self) -> BTreeSet<String> {
+        self.modules
+            .iter()
+            .filter(|m| m.len() == 1)
+            .map(|m| m[0].clone())
+            .collect()
+    }
+
+    /// Whether anything under top-level module `a` uses anything under `b`.
+    fn uses(&self, a: &str, b: &str) -> bool {
+        self.edges.iter().any(|(x, y)| {
+            x.first().map(String::as_str) == Some(a) && y.first().map(String::as_str) == Some(b)
+        })
+    }
+
     /// Every module that has children (the crate root and each folder).
     fn folders(&self) -> Vec<Module> {
         self.modules
@@ -390,12 +406,7 @@ fn show(m: &Module) -> String {
 #[test]
 fn the_crate_root_holds_exactly_the_stages() {
     let graph = harness_graph();
-    let top: BTreeSet<String> = graph
-        .modules
-        .iter()
-        .filter(|m| m.len() == 1)
-        .map(|m| m[0].clone())
-        .collect();
+    let top = graph.top();
     let stages: BTreeSet<String> = STAGES.iter().map(|s| (*s).to_owned()).collect();
     assert_eq!(
         top,
@@ -513,12 +524,7 @@ fn upward(graph: &Graph, order: &[&str]) -> Vec<String> {
 #[test]
 fn the_engine_s_top_level_holds_exactly_its_rooms() {
     let graph = engine_graph();
-    let top: BTreeSet<String> = graph
-        .modules
-        .iter()
-        .filter(|m| m.len() == 1)
-        .map(|m| m[0].clone())
-        .collect();
+    let top = graph.top();
     let rooms: BTreeSet<String> = ENGINE_ROOMS.iter().map(|s| (*s).to_owned()).collect();
     assert_eq!(
         top,
@@ -541,11 +547,6 @@ fn engine_rooms_import_only_the_rooms_before_them() {
 #[test]
 fn the_engine_graph_sees_its_rooms_imports() {
     let graph = engine_graph();
-    let uses = |a: &str, b: &str| {
-        graph.edges.iter().any(|(x, y)| {
-            x.first().map(String::as_str) == Some(a) && y.first().map(String::as_str) == Some(b)
-        })
-    };
     for (a, b) in [
         ("state", "os"),
         ("rules", "state"),
@@ -557,7 +558,7 @@ fn the_engine_graph_sees_its_rooms_imports() {
         ("cli", "tick"),
     ] {
         assert!(
-            uses(a, b),
+            graph.uses(a, b),
             "{a} uses {b}, yet the graph has no such edge: the parser in {} misses imports",
             file!()
         );
@@ -576,11 +577,6 @@ fn the_engine_graph_sees_its_rooms_imports() {
 #[test]
 fn the_graph_sees_the_imports_it_forbids_circles_in() {
     let graph = harness_graph();
-    let stage = |a: &str, b: &str| {
-        graph.edges.iter().any(|(x, y)| {
-            x.first().map(String::as_str) == Some(a) && y.first().map(String::as_str) == Some(b)
-        })
-    };
     for (a, b) in [
         ("world", "loading"),
         ("driving", "world"),
@@ -589,7 +585,7 @@ fn the_graph_sees_the_imports_it_forbids_circles_in() {
         ("cli", "reporting"),
     ] {
         assert!(
-            stage(a, b),
+            graph.uses(a, b),
             "{a} uses {b}, yet the graph has no such edge: the parser in {} misses imports",
             file!()
         );
