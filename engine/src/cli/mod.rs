@@ -53,6 +53,12 @@ impl std::fmt::Debug for Env<'_> {
 
 /// Parses `args` (including the program name) and runs the command.
 pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, env: &mut Env<'_>) -> u8 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    // The skill's guard, started by the engine on every tick, is read
+    // without the whole parser.
+    if let Some((what, parent)) = args.get(1..).and_then(crate::skill::guard::parse) {
+        return crate::skill::guard::run(&what, parent);
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {

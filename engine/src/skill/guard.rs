@@ -113,6 +113,29 @@ pub fn args(what: &Guarded, parent: u32) -> Vec<std::ffi::OsString> {
     args
 }
 
+/// The inverse of [`args`]: what the guard is to run and for which
+/// engine, read without building the whole command line's parser (the
+/// guard starts on every tick). `None` for any other shape, which the
+/// command line then reads as usual (and refuses with its help).
+pub fn parse(args: &[std::ffi::OsString]) -> Option<(Guarded, Option<u32>)> {
+    let [sub, flag, pid, rest @ ..] = args else {
+        return None;
+    };
+    if sub != SUBCOMMAND || flag != "--parent" {
+        return None;
+    }
+    let parent = pid.to_str()?.parse::<u32>().ok()?;
+    match rest {
+        [dashes, line] if dashes == "--" => {
+            Some((Guarded::Shell(line.to_str()?.to_owned()), Some(parent)))
+        }
+        [exec, dashes, argv @ ..] if exec == "--exec" && dashes == "--" && !argv.is_empty() => {
+            Some((Guarded::Exec(argv.to_vec()), Some(parent)))
+        }
+        _ => None,
+    }
+}
+
 /// Runs `what` as the guard; its exit status, or its death by the same
 /// signal.
 pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
@@ -325,5 +348,35 @@ fn forward(sig: i32) {
     };
     if let Ok(group) = rustix::process::getpgid(None) {
         let _ = rustix::process::kill_process_group(group, signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_s_arguments_read_back_without_the_parser() {
+        for what in [
+            Guarded::Shell("fake-skill --tick 'a b'".into()),
+            Guarded::Exec(vec!["claude".into(), "-p".into(), "--".into()]),
+        ] {
+            assert_eq!(parse(&args(&what, 4242)), Some((what, Some(4242))));
+        }
+    }
+
+    #[test]
+    fn any_other_shape_is_left_to_the_command_line() {
+        let os = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        for shape in [
+            os(&["__guard", "--", "cmd"]),
+            os(&["__guard", "--parent", "x", "--", "cmd"]),
+            os(&["__guard", "--parent", "1", "--", "a", "b"]),
+            os(&["__guard", "--parent", "1", "--exec", "--"]),
+            os(&["__guard", "--parent", "1"]),
+            os(&["work", "--parent", "1", "--", "cmd"]),
+        ] {
+            assert_eq!(parse(&shape), None, "{shape:?}");
+        }
     }
 }
