@@ -1,13 +1,14 @@
 //! The CPU one wrapper tick costs: `sdd-loop work --loop` with a skill
 //! that does nothing (a shell builtin writes its result), against an
-//! in-process mock tracker with a two-issue backlog, the first tick of a
+//! in-process mock tracker with a two-issue backlog
+//! (`fixtures/backlogs/two-ready-stories.yaml`), the first tick of a
 //! run each time (`.sdd/` is removed between ticks, so every tick does the
 //! same work). Prints the median user+sys CPU per tick and fails when it
 //! is above `--max-ms`.
 //!
 //! ```text
 //! cargo run --release -p sdd-loop --example tick_cpu -- [--ticks N] [--batch B] [--max-ms MS] [--binary PATH]
-//! ticks=60 batch=10 cpu_ms_median=16.0 cpu_ms_min=15.0 cpu_ms_max=16.0 wall_ms_median=36.2 max_ms=12 OVER
+//! ticks=100 batch=20 cpu_ms_median=12.0 cpu_ms_min=11.5 cpu_ms_max=12.5 wall_ms_median=18.0 max_ms=12 ok
 //! ```
 //!
 //! The figure is the engine's and everything it starts (the skill's guard,
@@ -24,16 +25,11 @@ use std::time::{Duration, Instant};
 use sdd_mocks::fixture::Backlog;
 use sdd_mocks::tracker::MockTracker;
 
-const BACKLOG: &str = "\
-repository: acme/app
-issues:
-  - number: 1
-    title: One
-    body: \"### Acceptance Criteria\\n- one\"
-  - number: 2
-    title: Two
-    body: \"### Acceptance Criteria\\n- two\"
-";
+/// The backlog every tick plans from: two ready stories.
+const BACKLOG: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../fixtures/backlogs/two-ready-stories.yaml"
+);
 
 /// A skill that reports it did nothing, without starting a process.
 const SKILL: &str =
@@ -152,7 +148,7 @@ fn main() {
     );
     // The ticks run in the project, where a relative path means nothing.
     let engine = engine.canonicalize().expect("the engine's path");
-    let backlog = Backlog::parse(Path::new("bench.yaml"), BACKLOG).expect("backlog");
+    let backlog = Backlog::load(Path::new(BACKLOG)).expect("the fixture backlog");
     let tracker = MockTracker::builder()
         .backlog(backlog)
         .token("bench-token")

@@ -49,7 +49,7 @@ Environment:
                            tracker time limits in seconds (same as the flags)
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
   SDD_LOOP_CLOCK           real [default] or simulated (tests): simulated, the tracker's retry waits and
-                           --lock=wait's deadline take no real time — a wait moves the clock's monotonic
+                           --lock=wait's deadline take at most 1 ms each — a wait moves the clock's monotonic
                            reading by its length; timestamps stay SDD_LOOP_NOW's
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)

@@ -205,7 +205,7 @@ pub(crate) fn clock_from_vars(
         (Some(other), _) => {
             return Err((
                 format!("SDD_LOOP_CLOCK={other:?} is not a clock"),
-                "SDD_LOOP_CLOCK takes real (the default) or simulated (waits take no real time)",
+                "SDD_LOOP_CLOCK takes real (the default) or simulated (waits take at most 1 ms of real time)",
             ));
         }
     })

@@ -42,17 +42,17 @@
 //! renews well before; another clone takes the claim over only when *its*
 //! clock reads `expires_at + skew` ([`Timing::takeable`]). With the true
 //! skew below the margin the two intervals never overlap
-//! ([`tests::no_two_holders_while_the_skew_is_within_the_margin`]).
+//! (the unit test `no_two_holders_while_the_skew_is_within_the_margin`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::state::paths::Skill;
-use crate::world::program::{self, NoAnswer};
+use crate::world::program;
 
 /// Where claims live on the remote.
 pub const NAMESPACE: &str = "refs/sdd-loop/claims";
@@ -274,10 +274,7 @@ impl Remote {
         full.extend_from_slice(args);
         let shown = args.join(" ");
         program::run_within(&git, &full, &self.env(), self.limit).map_err(|e| {
-            let detail = match e {
-                NoAnswer::TimedOut(_) => e.to_string(),
-                NoAnswer::Run(e) => e.to_string(),
-            };
+            let detail = e.to_string();
             if remote {
                 ClaimError::Unreachable {
                     remote: self.remote.clone(),
@@ -358,11 +355,11 @@ impl Remote {
         Ok(claims)
     }
 
-    /// The commit a lease is written as (in this clone's object store).
-    fn commit(&self, lease: &Lease) -> Result<String, ClaimError> {
-        let empty_tree = self.local(&["hash-object", "-t", "tree", "-w", "/dev/null"])?;
+    /// The commit a lease is written as (in this clone's object store), on
+    /// the empty tree `tree`.
+    fn commit(&self, tree: &str, lease: &Lease) -> Result<String, ClaimError> {
         let message = serde_json::to_string(lease).unwrap_or_default();
-        self.local(&["commit-tree", &empty_tree, "-m", &message])
+        self.local(&["commit-tree", tree, "-m", &message])
     }
 
     /// Makes `changes` in one push, each ref under its own lease, and says
@@ -371,6 +368,7 @@ impl Remote {
         if changes.is_empty() {
             return Ok(Vec::new());
         }
+        let tree = self.local(&["hash-object", "-t", "tree", "-w", "/dev/null"])?;
         let mut leases = Vec::new();
         let mut specs = Vec::new();
         let mut commits = Vec::new();
@@ -379,10 +377,12 @@ impl Remote {
             let name = ref_name(skill, number);
             let (source, expected) = match change {
                 Change::Take { lease, expected } => {
-                    let c = self.commit(lease)?;
+                    let c = self.commit(&tree, lease)?;
                     (Some(c), expected.clone().unwrap_or_default())
                 }
-                Change::Renew { lease, expected } => (Some(self.commit(lease)?), expected.clone()),
+                Change::Renew { lease, expected } => {
+                    (Some(self.commit(&tree, lease)?), expected.clone())
+                }
                 Change::Release { expected, .. } => (None, expected.clone()),
             };
             leases.push(format!("--force-with-lease={name}:{expected}"));
@@ -432,28 +432,6 @@ fn porcelain(printed: &str) -> BTreeMap<String, (bool, String)> {
             Some((to, (flag != '!', summary)))
         })
         .collect()
-}
-
-/// This machine's name, for a [`Holder`].
-pub fn host_name(vars: &BTreeMap<String, String>) -> String {
-    vars.get("SDD_LOOP_HOST")
-        .cloned()
-        .or_else(|| {
-            rustix::system::uname()
-                .nodename()
-                .to_str()
-                .ok()
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
-/// The clone's identity for a [`Holder`]: its directory, made absolute.
-pub fn clone_name(dir: &Path) -> String {
-    std::fs::canonicalize(dir)
-        .unwrap_or_else(|_| dir.to_path_buf())
-        .display()
-        .to_string()
 }
 
 #[cfg(test)]

@@ -1,3 +1,4 @@
+use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use super::*;
