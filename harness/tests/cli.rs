@@ -429,7 +429,7 @@ fn agents_lists_each_pinned_cli_and_how_to_install_a_missing_one() {
     let (code, stdout, _) = call(&root, &["agents", "--dir", &dir_arg]);
     assert_eq!(code, exit::UNAVAILABLE, "{stdout}");
     for line in [
-        "claude   @anthropic-ai/claude-code@2.1.328",
+        "claude   @anthropic-ai/claude-code@2.1.332",
         "codex    @openai/codex@0.169.0",
         "gemini   @google/gemini-cli@0.61.0",
         "opencode opencode-ai@1.18.33",

@@ -43,7 +43,7 @@ pub struct Pinned {
 pub const CLAUDE: Pinned = Pinned {
     name: "claude",
     package: "@anthropic-ai/claude-code",
-    version: Cow::Borrowed("2.1.328"),
+    version: Cow::Borrowed("2.1.332"),
     bin: "claude",
 };
 
@@ -375,7 +375,7 @@ pub fn install(cli: &Pinned, dir: &Path) -> Result<Installed, InstallError> {
     Ok(Installed::Fresh(bin))
 }
 
-/// What `exe --version` prints first (`2.1.328 (Claude Code)`,
+/// What `exe --version` prints first (`2.1.332 (Claude Code)`,
 /// `codex-cli 0.169.0`), for the listing; `None` when it does not run.
 pub fn version(exe: &Path) -> Option<String> {
     let out = Command::new(exe)
@@ -426,7 +426,7 @@ mod tests {
         let dir = Path::new("/c");
         assert_eq!(
             CLAUDE.installed_bin(dir),
-            Path::new("/c/claude-2.1.328/node_modules/.bin/claude")
+            Path::new("/c/claude-2.1.332/node_modules/.bin/claude")
         );
         let newer = Pinned {
             version: "9.9.9".into(),
