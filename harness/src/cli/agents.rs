@@ -86,15 +86,20 @@ fn list(env: &mut Env<'_>, places: &Places) -> u8 {
 fn install(env: &mut Env<'_>, places: &Places) -> u8 {
     for cli in &places.clis() {
         let started = Instant::now();
-        if !clis::is_installed(cli, &places.dir) {
+        // Whether it runs is asked once: each `--version` starts the CLI
+        // (the Gemini CLI's takes 3 s).
+        let done = if clis::is_installed(cli, &places.dir) {
+            Ok(Installed::Present(cli.installed_bin(&places.dir)))
+        } else {
             let _ = writeln!(
                 env.stderr,
                 "{}: installing {} with npm…",
                 cli.name,
                 cli.spec()
             );
-        }
-        match clis::install(cli, &places.dir) {
+            clis::install(cli, &places.dir)
+        };
+        match done {
             Ok(Installed::Present(path)) => {
                 let _ = writeln!(
                     env.stdout,
