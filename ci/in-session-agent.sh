@@ -12,7 +12,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-cargo build --quiet --locked --workspace --bins
+# SDD_CI_BUILT=1: ci/check built target/debug/ already.
+if [ "${SDD_CI_BUILT:-}" != 1 ]; then cargo build --quiet --locked --workspace --bins; fi
 bin="$repo/target/debug"
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/sdd-in-session.XXXXXX")
 trap 'rm -rf "$scratch"; kill $(jobs -p) 2>/dev/null || true' EXIT

@@ -94,7 +94,7 @@ fn claude() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     let home = std::env::var_os("HOME").map(PathBuf::from)?;
-    let cached = home.join(".cache/sdd-evals/agents/claude-2.1.328/node_modules/.bin/claude");
+    let cached = home.join(".cache/sdd-evals/agents/claude-2.1.332/node_modules/.bin/claude");
     if cached.is_file() {
         return Some(cached);
     }

@@ -8,12 +8,20 @@ use std::path::Path;
 use sdd_harness::cli::{Env, exit, main_with};
 
 fn call(cwd: &Path, args: &[&str]) -> (u8, String, String) {
+    call_with(cwd, &[], args)
+}
+
+/// `call` with these environment variables.
+fn call_with(cwd: &Path, vars: &[(&str, &str)], args: &[&str]) -> (u8, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = {
         let mut env = Env {
             stdout: &mut out,
             stderr: &mut err,
-            vars: BTreeMap::new(),
+            vars: vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
             cwd: cwd.to_path_buf(),
             exe: std::env::current_exe().unwrap(),
             stderr_is_terminal: false,
@@ -421,7 +429,7 @@ fn agents_lists_each_pinned_cli_and_how_to_install_a_missing_one() {
     let (code, stdout, _) = call(&root, &["agents", "--dir", &dir_arg]);
     assert_eq!(code, exit::UNAVAILABLE, "{stdout}");
     for line in [
-        "claude   @anthropic-ai/claude-code@2.1.328",
+        "claude   @anthropic-ai/claude-code@2.1.332",
         "codex    @openai/codex@0.169.0",
         "gemini   @google/gemini-cli@0.61.0",
         "opencode opencode-ai@1.18.33",
@@ -433,6 +441,30 @@ fn agents_lists_each_pinned_cli_and_how_to_install_a_missing_one() {
         stdout.contains(&format!("install directory: {dir_arg} (0 MB)")),
         "{stdout}"
     );
+}
+
+#[test]
+fn agents_looks_for_the_claude_version_the_environment_names_and_refuses_a_bad_name() {
+    let root = support::workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().display().to_string();
+    let args = ["agents", "--dir", &dir_arg];
+    let versions = "SDD_EVALS_AGENT_VERSIONS";
+    let (code, stdout, _) = call_with(&root, &[(versions, "claude@2.1.999")], &args);
+    assert_eq!(code, exit::UNAVAILABLE, "{stdout}");
+    assert!(
+        stdout.contains("claude   @anthropic-ai/claude-code@2.1.999 "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("codex    @openai/codex@"), "{stdout}");
+    let (code, stdout, stderr) = call_with(&root, &[(versions, "claude=2.1.999")], &args);
+    assert_eq!(code, exit::USAGE, "{stdout}");
+    assert!(
+        stderr
+            .contains("SDD_EVALS_AGENT_VERSIONS has `claude=2.1.999`: each entry is NAME@VERSION"),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty(), "{stdout}");
 }
 
 #[test]

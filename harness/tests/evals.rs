@@ -15,7 +15,8 @@
 //!
 //! A real-CLI case (`driver: real-claude|real-codex|real-gemini|real-opencode|real-session`) whose
 //! pinned CLI is not installed (`sdd-evals agents install`; found through
-//! `SDD_EVALS_AGENTS_DIR`, `XDG_CACHE_HOME`, `HOME` and `PATH` as
+//! `SDD_EVALS_AGENTS_DIR`, `XDG_CACHE_HOME`, `HOME` and `PATH`, at the
+//! versions `SDD_EVALS_AGENT_VERSIONS` names if any, as
 //! `sdd-evals` finds it) cannot run. nextest has no way for a test to
 //! report itself skipped at run time, so such a test prints `SKIPPED: …`
 //! with the install command on stderr and passes — unless
@@ -75,7 +76,8 @@ fn run_case(path: &Path) -> datatest_stable::Result<()> {
     let workspace = workspace(&vars);
     let fixtures = Fixtures::new(workspace.join("fixtures"));
     let case = Case::load(path, &fixtures).map_err(|e| fail(diagnostics::render(&e, path)))?;
-    let clis = Clis::find(&Places::from_vars(&vars));
+    let places = Places::from_vars(&vars).map_err(|e| fail(e.to_string()))?;
+    let clis = Clis::find(&places);
     if let Some(why) = real::missing_cli(&case, &clis) {
         if vars
             .get("SDD_EVALS_REQUIRE_AGENTS")

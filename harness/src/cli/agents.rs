@@ -7,19 +7,27 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::world::clis::{self, Found, INSTALL_HINT, InstallError, Installed, PINNED, Places};
+use crate::world::clis::{self, Found, INSTALL_HINT, InstallError, Installed, Places};
 
 use super::args::{AgentsArgs, AgentsCommand};
 use super::env::{Env, error};
 use super::exit;
 
-/// Where the CLIs are looked for: `--dir`, else the environment's.
-fn places(env: &Env<'_>, dir: Option<PathBuf>) -> Places {
-    let mut places = Places::from_vars(&env.vars);
+/// Where the CLIs are looked for: `--dir`, else the environment's; and
+/// which versions (`SDD_EVALS_AGENT_VERSIONS`, else the pins).
+fn places(env: &mut Env<'_>, dir: Option<PathBuf>) -> Result<Places, u8> {
+    let mut places = Places::from_vars(&env.vars).map_err(|e| {
+        error(
+            env,
+            &e.to_string(),
+            &format!("fix {} or unset it to use the pins", clis::VERSIONS_VAR),
+            exit::USAGE,
+        )
+    })?;
     if let Some(dir) = dir {
         places.dir = env.cwd.join(dir);
     }
-    places
+    Ok(places)
 }
 
 fn megabytes(bytes: u64) -> String {
@@ -27,7 +35,10 @@ fn megabytes(bytes: u64) -> String {
 }
 
 pub(super) fn agents_command(env: &mut Env<'_>, args: AgentsArgs) -> u8 {
-    let places = places(env, args.dir);
+    let places = match places(env, args.dir) {
+        Ok(places) => places,
+        Err(code) => return code,
+    };
     match args.command {
         None => list(env, &places),
         Some(AgentsCommand::Install) => install(env, &places),
@@ -37,7 +48,7 @@ pub(super) fn agents_command(env: &mut Env<'_>, args: AgentsArgs) -> u8 {
 /// One line per pinned CLI; exits 69 when one is missing.
 fn list(env: &mut Env<'_>, places: &Places) -> u8 {
     let mut missing = 0;
-    for cli in &PINNED {
+    for cli in &places.clis() {
         let found = clis::find(cli, places);
         let line = match &found {
             Found::Installed(path) => format!(
@@ -73,17 +84,22 @@ fn list(env: &mut Env<'_>, places: &Places) -> u8 {
 }
 
 fn install(env: &mut Env<'_>, places: &Places) -> u8 {
-    for cli in &PINNED {
+    for cli in &places.clis() {
         let started = Instant::now();
-        if !clis::is_installed(cli, &places.dir) {
+        // Whether it runs is asked once: each `--version` starts the CLI
+        // (the Gemini CLI's takes 3 s).
+        let done = if clis::is_installed(cli, &places.dir) {
+            Ok(Installed::Present(cli.installed_bin(&places.dir)))
+        } else {
             let _ = writeln!(
                 env.stderr,
                 "{}: installing {} with npm…",
                 cli.name,
                 cli.spec()
             );
-        }
-        match clis::install(cli, &places.dir) {
+            clis::install(cli, &places.dir)
+        };
+        match done {
             Ok(Installed::Present(path)) => {
                 let _ = writeln!(
                     env.stdout,

@@ -14,10 +14,14 @@ Environment:
   SDD_EVALS_KEEP=1       keep every sandbox (same as --keep)
   SDD_EVALS_TMPDIR       where sandboxes are made [default: /dev/shm when
                          there is one, else the system's temporary directory]
-  SDD_EVALS_AGENTS_DIR   where `agents install` puts the pinned Claude Code
-                         and Codex, and the real-CLI cases find them
+  SDD_EVALS_AGENTS_DIR   where `agents install` puts the pinned real CLIs
+                         (Claude Code, Codex, Gemini CLI, OpenCode), and the
+                         real-CLI cases find them
                          [default: $XDG_CACHE_HOME/sdd-evals/agents, else
                          ~/.cache/sdd-evals/agents; then PATH]
+  SDD_EVALS_AGENT_VERSIONS=claude@VERSION[,NAME@VERSION…]  other versions
+                         than the pins, for `agents`, `agents install` and
+                         the real-CLI cases (ci/canary tries a new release)
   SDD_EVALS_REQUIRE_AGENTS=1  a real-CLI case whose CLI is missing fails
                          (same as --require-agents)
 

@@ -17,7 +17,7 @@ use crate::reporting::benchmark::{self, Benchmark, Failing};
 use crate::reporting::report::{self, CaseResult, Snapshots};
 use crate::reporting::{timings, viewer};
 use crate::world::bins::{self, BUILD_HINT, Binaries};
-use crate::world::clis::{Clis, Places};
+use crate::world::clis::{self, Clis, Places};
 use crate::world::sandbox::Worlds;
 
 use super::args::RunArgs;
@@ -249,7 +249,23 @@ fn set_up(
             exit::BAD_CASE,
         ));
     }
-    let opts = options(env, args, workspace, fixtures, binaries, cases.len());
+    let places = Places::from_vars(&env.vars).map_err(|e| {
+        error(
+            env,
+            &e.to_string(),
+            &format!("fix {} or unset it to run the pins", clis::VERSIONS_VAR),
+            exit::USAGE,
+        )
+    })?;
+    let opts = options(
+        env,
+        args,
+        workspace,
+        fixtures,
+        binaries,
+        &places,
+        cases.len(),
+    );
     let snapshots = match (args.no_snapshots, args.accept) {
         (true, _) => Snapshots::Skip,
         (false, true) => Snapshots::AcceptNew,
@@ -283,6 +299,7 @@ fn options(
     workspace: &Path,
     fixtures: Fixtures,
     binaries: Binaries,
+    places: &Places,
     cases: usize,
 ) -> Options {
     let sandbox_parent = sandbox_parent(&env.vars);
@@ -300,7 +317,7 @@ fn options(
             .flatten()
             .map(Arc::new),
         sandbox_parent,
-        clis: Clis::find(&Places::from_vars(&env.vars)).required(
+        clis: Clis::find(places).required(
             args.require_agents
                 || env
                     .vars

@@ -5,10 +5,11 @@
 //! run beside the harness's own.
 //!
 //! A run directory ([`RunDir`]) is what `ci/plugin-evals` writes per
-//! eval: `result.json` (the runner's `--json`; Claude Code 2.1.328's shape,
-//! `schemaVersion` 1, read leniently — unknown fields are Claude Code's to
-//! add) and, offline, `model.log` (mock-model's request log, which gives
-//! each run's tokens: `claude plugin eval` reports cost but no tokens).
+//! eval: `result.json` (the runner's `--json`; the shape of Claude Code
+//! 2.1.328 and 2.1.332, `schemaVersion` 1, read leniently — unknown fields
+//! are Claude Code's to add) and, offline, `model.log` (mock-model's
+//! request log, which gives each run's tokens: `claude plugin eval`
+//! reports cost but no tokens).
 //! A directory named `CASE.negative-NAME` holds an answer scripted to
 //! break its case: it is [`Catch`]ed when a grader that passed in every
 //! run of an arm with the case's own answer fails in that arm — the proof

@@ -14,19 +14,27 @@
 //! A case whose CLI is not found is skipped with [`INSTALL_HINT`], never
 //! passed (`--require-agents` makes it a failure). The library reads no
 //! environment: [`Places`] carries what the binary gathered
-//! (`SDD_EVALS_AGENTS_DIR`, `XDG_CACHE_HOME`, `HOME`, `PATH`), and
-//! [`Clis`] what was found there, for the drivers.
+//! (`SDD_EVALS_AGENTS_DIR`, `XDG_CACHE_HOME`, `HOME`, `PATH`,
+//! `SDD_EVALS_AGENT_VERSIONS`), and [`Clis`] what was found there, for the
+//! drivers.
+//!
+//! `SDD_EVALS_AGENT_VERSIONS=claude@2.1.332` runs another version than the
+//! pin — installed by `agents install` beside the pinned one, found by the
+//! cases instead of it — which is how `ci/canary` tries the newest release
+//! before the pin moves ([`Places::clis`]).
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// One pinned CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pinned {
     /// What cases and drivers call it.
     pub name: &'static str,
     pub package: &'static str,
-    pub version: &'static str,
+    /// The pin, or the version `SDD_EVALS_AGENT_VERSIONS` named instead.
+    pub version: Cow<'static, str>,
     /// The executable npm links into `node_modules/.bin`.
     pub bin: &'static str,
 }
@@ -35,7 +43,7 @@ pub struct Pinned {
 pub const CLAUDE: Pinned = Pinned {
     name: "claude",
     package: "@anthropic-ai/claude-code",
-    version: "2.1.328",
+    version: Cow::Borrowed("2.1.332"),
     bin: "claude",
 };
 
@@ -43,7 +51,7 @@ pub const CLAUDE: Pinned = Pinned {
 pub const CODEX: Pinned = Pinned {
     name: "codex",
     package: "@openai/codex",
-    version: "0.169.0",
+    version: Cow::Borrowed("0.169.0"),
     bin: "codex",
 };
 
@@ -51,7 +59,7 @@ pub const CODEX: Pinned = Pinned {
 pub const GEMINI: Pinned = Pinned {
     name: "gemini",
     package: "@google/gemini-cli",
-    version: "0.61.0",
+    version: Cow::Borrowed("0.61.0"),
     bin: "gemini",
 };
 
@@ -59,7 +67,7 @@ pub const GEMINI: Pinned = Pinned {
 pub const OPENCODE: Pinned = Pinned {
     name: "opencode",
     package: "opencode-ai",
-    version: "1.18.33",
+    version: Cow::Borrowed("1.18.33"),
     bin: "opencode",
 };
 
@@ -91,6 +99,38 @@ impl Pinned {
     }
 }
 
+/// The variable that names other versions than the pins.
+pub const VERSIONS_VAR: &str = "SDD_EVALS_AGENT_VERSIONS";
+
+/// A `SDD_EVALS_AGENT_VERSIONS` entry that names no pinned CLI or no version.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{VERSIONS_VAR} has `{entry}`: each entry is NAME@VERSION, NAME one of claude, codex, gemini, opencode (e.g. `{VERSIONS_VAR}=claude@2.1.332`)"
+)]
+pub struct VersionsError {
+    pub entry: String,
+}
+
+/// `claude@2.1.332,codex@0.170.0` (commas or spaces between entries) as
+/// (name, version) pairs.
+fn parse_versions(text: &str) -> Result<Vec<(&'static str, String)>, VersionsError> {
+    text.split([',', ' '])
+        .filter(|e| !e.is_empty())
+        .map(|entry| {
+            let bad = || VersionsError {
+                entry: entry.to_owned(),
+            };
+            let (name, version) = entry.split_once('@').ok_or_else(bad)?;
+            let cli = Pinned::named(name).ok_or_else(bad)?;
+            let ok = !version.is_empty()
+                && version
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
+            ok.then(|| (cli.name, version.to_owned())).ok_or_else(bad)
+        })
+        .collect()
+}
+
 /// The command that installs every pinned CLI, for messages.
 pub const INSTALL_HINT: &str = "sdd-evals agents install";
 
@@ -107,7 +147,8 @@ impl Clis {
     /// Looks for every pinned CLI in `places`.
     pub fn find(places: &Places) -> Self {
         Self {
-            found: PINNED
+            found: places
+                .clis()
                 .iter()
                 .filter_map(|cli| {
                     find(cli, places)
@@ -146,20 +187,42 @@ impl Clis {
     }
 }
 
-/// Where to look: the install directory and `PATH`, gathered by the binary.
+/// Where to look: the install directory and `PATH`, gathered by the
+/// binary; and the versions to look for where they are not the pins.
 #[derive(Debug, Clone, Default)]
 pub struct Places {
     /// The install directory (`--dir`, else the cache default).
     pub dir: PathBuf,
     /// `PATH`'s entries, in order.
     pub path: Vec<PathBuf>,
+    /// Versions other than the pins, by CLI name (`SDD_EVALS_AGENT_VERSIONS`).
+    pub versions: Vec<(&'static str, String)>,
 }
 
 impl Places {
+    /// Every CLI to install and look for: the pins, each at the version
+    /// [`Places::versions`] names for it instead, if any.
+    pub fn clis(&self) -> Vec<Pinned> {
+        PINNED
+            .into_iter()
+            .map(
+                |cli| match self.versions.iter().find(|(n, _)| *n == cli.name) {
+                    Some((_, version)) => Pinned {
+                        version: Cow::Owned(version.clone()),
+                        ..cli
+                    },
+                    None => cli,
+                },
+            )
+            .collect()
+    }
+
     /// The install directory: `SDD_EVALS_AGENTS_DIR` when set, else the
-    /// cache default; and `PATH`. `vars` is the process's environment, as
-    /// the binary gathered it.
-    pub fn from_vars(vars: &std::collections::BTreeMap<String, String>) -> Self {
+    /// cache default; `PATH`; and `SDD_EVALS_AGENT_VERSIONS`. `vars` is the
+    /// process's environment, as the binary gathered it.
+    pub fn from_vars(
+        vars: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, VersionsError> {
         let get = |k: &str| vars.get(k).filter(|v| !v.is_empty());
         let dir = match get("SDD_EVALS_AGENTS_DIR") {
             Some(dir) => PathBuf::from(dir),
@@ -171,7 +234,12 @@ impl Places {
         let path = get("PATH")
             .map(|p| std::env::split_paths(p).collect())
             .unwrap_or_default();
-        Self { dir, path }
+        let versions = get(VERSIONS_VAR).map_or(Ok(Vec::new()), |v| parse_versions(v))?;
+        Ok(Self {
+            dir,
+            path,
+            versions,
+        })
     }
 
     /// The default install directory from `XDG_CACHE_HOME` and `HOME`.
@@ -307,7 +375,7 @@ pub fn install(cli: &Pinned, dir: &Path) -> Result<Installed, InstallError> {
     Ok(Installed::Fresh(bin))
 }
 
-/// What `exe --version` prints first (`2.1.328 (Claude Code)`,
+/// What `exe --version` prints first (`2.1.332 (Claude Code)`,
 /// `codex-cli 0.169.0`), for the listing; `None` when it does not run.
 pub fn version(exe: &Path) -> Option<String> {
     let out = Command::new(exe)
@@ -358,10 +426,10 @@ mod tests {
         let dir = Path::new("/c");
         assert_eq!(
             CLAUDE.installed_bin(dir),
-            Path::new("/c/claude-2.1.328/node_modules/.bin/claude")
+            Path::new("/c/claude-2.1.332/node_modules/.bin/claude")
         );
         let newer = Pinned {
-            version: "9.9.9",
+            version: "9.9.9".into(),
             ..CLAUDE
         };
         assert_ne!(newer.prefix(dir), CLAUDE.prefix(dir));
@@ -382,6 +450,7 @@ mod tests {
         let places = Places {
             dir: tmp.path().join("cache"),
             path: vec![on_path.clone()],
+            versions: Vec::new(),
         };
         assert_eq!(find(&CODEX, &places), Found::Missing);
         exe(&on_path.join("codex"));
@@ -405,11 +474,46 @@ mod tests {
             ("SDD_EVALS_AGENTS_DIR", "/agents"),
             ("XDG_CACHE_HOME", "/x"),
             ("PATH", "/a:/b"),
-        ]));
+        ]))
+        .unwrap();
         assert_eq!(places.dir, Path::new("/agents"));
         assert_eq!(places.path, [Path::new("/a"), Path::new("/b")]);
-        let places = Places::from_vars(&vars(&[("SDD_EVALS_AGENTS_DIR", ""), ("HOME", "/h")]));
+        assert_eq!(places.clis(), PINNED);
+        let places =
+            Places::from_vars(&vars(&[("SDD_EVALS_AGENTS_DIR", ""), ("HOME", "/h")])).unwrap();
         assert_eq!(places.dir, Path::new("/h/.cache/sdd-evals/agents"));
+    }
+
+    #[test]
+    fn another_version_replaces_only_the_pin_it_names_and_a_bad_entry_is_refused() {
+        let vars = |versions: &str| {
+            std::collections::BTreeMap::from([
+                ("HOME".to_owned(), "/h".to_owned()),
+                (VERSIONS_VAR.to_owned(), versions.to_owned()),
+            ])
+        };
+        let places = Places::from_vars(&vars("claude@2.1.332")).unwrap();
+        let clis = places.clis();
+        assert_eq!(clis[0].spec(), "@anthropic-ai/claude-code@2.1.332");
+        assert_eq!(
+            clis[0].installed_bin(&places.dir),
+            Path::new("/h/.cache/sdd-evals/agents/claude-2.1.332/node_modules/.bin/claude")
+        );
+        assert_eq!(clis[1..], PINNED[1..]);
+        let both = Places::from_vars(&vars("codex@0.170.0, claude@2.1.340-beta.1")).unwrap();
+        assert_eq!(
+            both.versions,
+            [
+                ("codex", "0.170.0".to_owned()),
+                ("claude", "2.1.340-beta.1".to_owned())
+            ]
+        );
+        for bad in ["claude", "claude@", "cursor@1.0", "claude@1.0;rm"] {
+            let err = Places::from_vars(&vars(bad)).unwrap_err();
+            assert_eq!(err.entry, bad.split(' ').next().unwrap());
+            assert!(err.to_string().contains("NAME@VERSION"), "{err}");
+        }
+        assert!(Places::from_vars(&vars("")).unwrap().versions.is_empty());
     }
 
     #[test]
