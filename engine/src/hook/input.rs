@@ -2,7 +2,8 @@
 //! measured with Claude Code 2.1.328 (`reference/real-agents.md`, "Claude
 //! Code hooks"): every event carries `session_id`, `transcript_path`,
 //! `cwd`, `prompt_id`, `permission_mode` and `hook_event_name`;
-//! `UserPromptSubmit` adds `prompt`, `PreToolUse` adds `tool_name`,
+//! `UserPromptSubmit` adds `prompt` (and, in releases that send it,
+//! `source`: who sent the prompt), `PreToolUse` adds `tool_name`,
 //! `tool_input` and `tool_use_id`, and `Stop` adds `stop_hook_active`,
 //! `last_assistant_message`, `background_tasks` and `session_crons`.
 //!
@@ -68,7 +69,21 @@ pub struct PromptInput {
     #[serde(flatten)]
     pub common: Common,
     pub prompt: String,
+    /// Who sent the prompt: `user`, `sdk`, `loop_wakeup`,
+    /// `schedule_wakeup`, `system` or `poll_event` (Claude Code's hook
+    /// schema: "payloads may omit it while the field rolls out").
+    #[serde(default)]
+    pub source: Option<String>,
 }
+
+/// The senders whose prompt may begin, resume, answer or end a loop: the
+/// user at the composer, `claude -p` and the Agent SDK, and `/loop`'s own
+/// fires (a self-paced wakeup, a cron job) re-sending what the user typed.
+/// `system` (another session's or a channel's message, a task
+/// notification, an auto-continuation) and `poll_event` are not the
+/// user's word, and a value this list does not know is treated like them:
+/// a new sender is let in only once it is known to speak for the user.
+pub const LOOP_SOURCES: [&str; 4] = ["user", "sdk", "loop_wakeup", "schedule_wakeup"];
 
 /// `PreToolUse`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -148,6 +163,15 @@ impl PromptInput {
             &v.common.hook_event_name
         })
     }
+
+    /// Whether this prompt may act on a loop ([`LOOP_SOURCES`]): a payload
+    /// without `source` may (Claude Code before the field, and 2.1.328's
+    /// own `/loop` fires, send none).
+    pub fn speaks_for_the_user(&self) -> bool {
+        self.source
+            .as_deref()
+            .is_none_or(|s| LOOP_SOURCES.contains(&s))
+    }
 }
 
 impl ToolInput {
@@ -202,6 +226,33 @@ mod tests {
             stop.common.transcript_path.unwrap(),
             PathBuf::from("/c/projects/-p/4b8e6284-aaaa.jsonl")
         );
+    }
+
+    #[test]
+    fn only_the_user_s_own_senders_and_a_missing_source_speak_for_the_user() {
+        let with = |source: Option<&str>| {
+            let source = source
+                .map(|s| format!(r#","source":"{s}""#))
+                .unwrap_or_default();
+            PromptInput::parse(
+                format!(r#"{{{COMMON},"hook_event_name":"UserPromptSubmit","prompt":"/sdd:work --loop"{source}}}"#)
+                    .as_bytes(),
+            )
+            .unwrap()
+            .speaks_for_the_user()
+        };
+        for source in [
+            None,
+            Some("user"),
+            Some("sdk"),
+            Some("loop_wakeup"),
+            Some("schedule_wakeup"),
+        ] {
+            assert!(with(source), "{source:?}");
+        }
+        for source in ["system", "poll_event", "peer_message", "", "USER"] {
+            assert!(!with(Some(source)), "{source}");
+        }
     }
 
     #[test]

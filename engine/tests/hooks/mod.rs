@@ -247,6 +247,16 @@ impl World {
         v
     }
 
+    /// `UserPromptSubmit` from `source` (`None`: a payload without the
+    /// field, as Claude Code sent before it).
+    pub fn prompt_from(&self, prompt: &str, prompt_id: &str, source: Option<&str>) -> Value {
+        let mut v = self.prompt(prompt, prompt_id);
+        if let Some(s) = source {
+            v["source"] = json!(s);
+        }
+        v
+    }
+
     /// `PreToolUse` for a `Bash` command.
     pub fn bash(&self, command: &str, prompt_id: &str) -> Value {
         self.tool(
