@@ -5,7 +5,10 @@
 //! `UserPromptSubmit` adds `prompt` (and, in releases that send it,
 //! `source`: who sent the prompt), `PreToolUse` adds `tool_name`,
 //! `tool_input` and `tool_use_id`, and `Stop` adds `stop_hook_active`,
-//! `last_assistant_message`, `background_tasks` and `session_crons`.
+//! `last_assistant_message`, `background_tasks` and `session_crons`;
+//! `StopFailure` adds `error` (the API error's kind), `error_details` and
+//! `last_assistant_message`, and `SessionEnd` adds `reason` (Claude Code's
+//! own schema in that release).
 //!
 //! Unknown fields are accepted, unlike the engine's own files: Claude
 //! Code adds fields from one release to the next, and a hook that refused
@@ -25,6 +28,10 @@ pub enum HookEvent {
     PreToolUse,
     /// `Stop`: the session's turn ends.
     Stop,
+    /// `StopFailure`: the session's turn ended on a model-API error.
+    StopFailure,
+    /// `SessionEnd`: the session ends.
+    SessionEnd,
 }
 
 impl HookEvent {
@@ -34,15 +41,20 @@ impl HookEvent {
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::Stop => "Stop",
+            HookEvent::StopFailure => "StopFailure",
+            HookEvent::SessionEnd => "SessionEnd",
         }
     }
 
-    /// The subcommand: `user-prompt-submit`, `pre-tool-use`, `stop`.
+    /// The subcommand: `user-prompt-submit`, `pre-tool-use`, `stop`,
+    /// `stop-failure`, `session-end`.
     pub fn command(self) -> &'static str {
         match self {
             HookEvent::UserPromptSubmit => "user-prompt-submit",
             HookEvent::PreToolUse => "pre-tool-use",
             HookEvent::Stop => "stop",
+            HookEvent::StopFailure => "stop-failure",
+            HookEvent::SessionEnd => "session-end",
         }
     }
 }
@@ -107,6 +119,33 @@ pub struct StopInput {
     pub stop_hook_active: bool,
     #[serde(default)]
     pub last_assistant_message: Option<String>,
+}
+
+/// `StopFailure` (Claude Code's hook schema, 2.1.328): the turn ended on
+/// a model-API error instead of a stop.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct StopFailureInput {
+    #[serde(flatten)]
+    pub common: Common,
+    /// `rate_limit`, `overloaded`, `server_error`, `invalid_request`,
+    /// `authentication_failed`, `billing_error`, `max_output_tokens`,
+    /// `unknown`, … (required by the schema; read leniently).
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub error_details: Option<String>,
+    #[serde(default)]
+    pub last_assistant_message: Option<String>,
+}
+
+/// `SessionEnd`: the session ends (`reason`: `clear`, `resume`, `logout`,
+/// `prompt_input_exit` or `other`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SessionEndInput {
+    #[serde(flatten)]
+    pub common: Common,
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// A hook's input that cannot be used.
@@ -192,6 +231,22 @@ impl ToolInput {
 impl StopInput {
     pub fn parse(bytes: &[u8]) -> Result<Self, InputError> {
         parse(bytes, HookEvent::Stop, |v: &Self| &v.common.hook_event_name)
+    }
+}
+
+impl StopFailureInput {
+    pub fn parse(bytes: &[u8]) -> Result<Self, InputError> {
+        parse(bytes, HookEvent::StopFailure, |v: &Self| {
+            &v.common.hook_event_name
+        })
+    }
+}
+
+impl SessionEndInput {
+    pub fn parse(bytes: &[u8]) -> Result<Self, InputError> {
+        parse(bytes, HookEvent::SessionEnd, |v: &Self| {
+            &v.common.hook_event_name
+        })
     }
 }
 

@@ -210,6 +210,7 @@ fn decide(
         iteration,
         pending,
         stopped: false,
+        cut_short: None,
     };
     match ran.code {
         exit::TICK_DONE => {

@@ -285,6 +285,22 @@ impl World {
         v
     }
 
+    /// `StopFailure`: the turn ended on a model-API error `error`.
+    pub fn stop_failure(&self, error: &str, details: &str, prompt_id: &str) -> Value {
+        let mut v = self.common("StopFailure", prompt_id);
+        v["error"] = json!(error);
+        v["error_details"] = json!(details);
+        v["last_assistant_message"] = json!("");
+        v
+    }
+
+    /// `SessionEnd` for `reason`.
+    pub fn session_end(&self, reason: &str, prompt_id: &str) -> Value {
+        let mut v = self.common("SessionEnd", prompt_id);
+        v["reason"] = json!(reason);
+        v
+    }
+
     /// Opens a PR straight on the tracker, as `curl` would: nobody reports
     /// it to the engine.
     pub fn open_pr(&self, head: &str, body: &str) -> u64 {
