@@ -179,3 +179,38 @@ fn without_an_iteration_of_this_session_nothing_is_run_or_written() {
     assert_eq!(w.files(), before, "another session's tick is left to it");
     assert!(w.is_open("work"));
 }
+
+// Measured with 2.1.328: `claude -p` exits right after a failed turn and
+// may never run its StopFailure hook; the session's end then reads the
+// cause from Claude Code's own error entry, last in the transcript.
+#[test]
+fn the_session_s_end_reads_an_api_error_the_transcript_ends_on() {
+    let w = World::new(TWO_STORIES);
+    begin(&w, "p-1");
+    let entry = json!({
+        "type": "assistant",
+        "uuid": "e-1",
+        "timestamp": "2026-11-26T11:49:57.368Z",
+        "sessionId": w.session_id,
+        "isApiErrorMessage": true,
+        "error": "overloaded",
+        "apiErrorStatus": 529,
+        "message": {
+            "id": "00000000-0000-0000-0000-000000000001",
+            "model": "<synthetic>",
+            "role": "assistant",
+            "type": "message",
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+            "content": [{"type": "text", "text": "API Error: Repeated 529 Overloaded errors"}]
+        }
+    });
+    let mut text = std::fs::read_to_string(&w.transcript).unwrap();
+    text.push_str(&format!("{entry}\n"));
+    std::fs::write(&w.transcript, text).unwrap();
+    w.hook("session-end", &w.session_end("other", "p-1"));
+    assert!(!w.is_open("work"));
+    let line = w.history("work").pop().unwrap();
+    assert_eq!(line["outcome"], "errored");
+    assert_eq!(line["turn_ended_by"], "overloaded", "{line}");
+    assert_eq!(line["failures_this_iter"], json!([]));
+}

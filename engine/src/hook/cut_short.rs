@@ -16,14 +16,20 @@
 //!   `prompt_input_exit`, …) with an iteration still open. A turn whose
 //!   Stop hook ran but could not end it (`stopped`) finished: it is ended
 //!   as the Stop hook would have. A turn cut short by a model-API error
-//!   whose `end` failed is ended with that cause. Any other was still
-//!   running: `errored`, `turn_ended_by: session_end`, no target failed.
+//!   — its StopFailure hook's `end` failed or never ran (`claude -p` may
+//!   exit first), the error kept in the session record or, failing that,
+//!   Claude Code's own error entry last in the transcript — is ended with
+//!   that cause. Any other was still running: `errored`, `turn_ended_by:
+//!   session_end`, no target failed.
 //!
 //! Claude Code reads no answer from either event: the hook prints nothing.
-//! When `end` fails, the iteration stays open as after a Stop hook that
-//! could not end it (the session's next loop prompt ends it, or `begin`
-//! recovers it as interrupted once the session is gone), and the session
-//! record keeps the cause for the session's end to try again.
+//! The cause is written to the session record before `end` runs: `claude
+//! -p` exits right after a failed turn and may stop the hook mid-way
+//! (measured with 2.1.328), and the session's end then records the
+//! iteration with that cause. When `end` fails, the iteration stays open as
+//! after a Stop hook that could not end it (the session's end tries again,
+//! then the session's next loop prompt, or `begin` recovers it as
+//! interrupted once the session is gone).
 //! No iteration held by this session: nothing is run or written.
 
 use std::path::Path;
@@ -108,13 +114,34 @@ pub fn session_end(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
                 "Ended at the session's end ({reason}): the stop did not end it"
             )),
         },
-        _ => Cause {
-            turn_ended_by: Some(SESSION_END.to_owned()),
-            error: format!("the session ended ({reason}) before its turn did"),
-            summary: None,
+        _ => match transcript_api_error(input.common.transcript_path.as_deref()) {
+            // `claude -p` may exit before its StopFailure hook ran.
+            Some(kind) => Cause {
+                error: api_error(&kind, None),
+                turn_ended_by: Some(kind),
+                summary: None,
+            },
+            None => Cause {
+                turn_ended_by: Some(SESSION_END.to_owned()),
+                error: format!("the session ended ({reason}) before its turn did"),
+                summary: None,
+            },
         },
     });
     Answer::Pass
+}
+
+/// The API error that ended the session's last turn, as its transcript
+/// records it: the last assistant entry is Claude Code's own
+/// (`isApiErrorMessage: true`) with the error's kind in `error` (measured
+/// with 2.1.328: `"error": "rate_limit"`, `"apiErrorStatus": 429`).
+fn transcript_api_error(transcript: Option<&Path>) -> Option<String> {
+    let text = std::fs::read_to_string(transcript?).ok()?;
+    let last = text.lines().rev().find_map(|line| {
+        let entry: serde_json::Value = serde_json::from_str(line).ok()?;
+        (entry["type"] == "assistant").then_some(entry)
+    })?;
+    (last["isApiErrorMessage"] == true).then(|| kind(last["error"].as_str()))
 }
 
 /// Ends every iteration this session holds, as `cause` says for the
@@ -139,6 +166,15 @@ fn end_held(
         };
         let began = Session::began(&paths, &common.session_id, journal.iteration);
         let cause = cause(began.as_ref());
+        if event == "stop-failure"
+            && let Some(mut session) = began.clone()
+        {
+            // `claude -p` exits right after the failed turn and may stop
+            // this hook before `end` is done (measured with 2.1.328): the
+            // cause is kept first, for the session's end to record.
+            session.cut_short = cause.turn_ended_by.clone();
+            let _ = session.save(&paths, &log::redactor(&project, hook.vars));
+        }
         let held = Held {
             iteration: journal.iteration,
             pid,
