@@ -1,6 +1,6 @@
 //! The loop contract enforced inside a Claude Code session (issue "the
 //! contract enforced in-session"): `sdd-loop hook EVENT`, wired by this
-//! repository's plugin (`hooks/hooks.json`) to three Claude Code hooks
+//! repository's plugin (`hooks/hooks.json`) to five Claude Code hooks
 //! that run outside the model, so the contract no longer rests on the
 //! model obeying SKILL.md.
 //!
