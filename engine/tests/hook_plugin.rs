@@ -77,7 +77,10 @@ fn each_hook_runs_sdd_loop_hook_with_the_engine_s_time_limit() {
         let matcher = &groups[0]["matcher"];
         match event {
             HookEvent::PreToolUse => {
-                assert_eq!(matcher, "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*")
+                assert_eq!(
+                    matcher,
+                    "Bash|Write|Edit|MultiEdit|NotebookEdit|Skill|mcp__.*"
+                )
             }
             _ => assert!(
                 matcher.is_null(),

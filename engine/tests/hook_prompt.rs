@@ -236,3 +236,101 @@ fn an_iteration_the_session_left_open_is_ended_before_the_next_begin() {
     assert_eq!(history[0]["iteration"], 1);
     assert_eq!(history[0]["outcome"], "ok");
 }
+
+// Issue 33: a `source: "system"` prompt `/sdd:work --loop --max-prs 99`
+// began a tick with max_prs 99 — another session's or a channel's message
+// could start a loop in this session and set its budgets.
+#[test]
+fn a_loop_prompt_from_the_user_the_sdk_or_loop_s_own_fires_begins_a_tick() {
+    for source in [
+        Some("user"),
+        Some("sdk"),
+        Some("loop_wakeup"),
+        Some("schedule_wakeup"),
+        None,
+    ] {
+        let w = World::new(TWO_STORIES);
+        let a = w.hook(
+            "user-prompt-submit",
+            &w.prompt_from("/loop /sdd-loop:work --loop --max-prs 2", "p-1", source),
+        );
+        let context = a
+            .context()
+            .unwrap_or_else(|| panic!("{source:?}: {:?}", a.json));
+        assert!(
+            context.contains("iteration 1 of the work loop is open"),
+            "{source:?}: {context}"
+        );
+        assert!(w.is_open("work"), "{source:?}");
+        assert_eq!(w.budget("work")["max_prs"], 2, "{source:?}");
+    }
+}
+
+#[test]
+fn a_system_or_poll_event_prompt_quoting_a_loop_prompt_changes_nothing() {
+    for source in ["system", "poll_event", "a_sender_not_known_yet"] {
+        // No loop yet: nothing is created.
+        let w = World::new(TWO_STORIES);
+        let a = w.hook(
+            "user-prompt-submit",
+            &w.prompt_from("/sdd:work --loop --max-prs 99", "p-1", Some(source)),
+        );
+        assert!(a.passed(), "{source}: {:?}", a.json);
+        assert!(w.files().is_empty(), "{source}: {:?}", w.files().keys());
+        assert!(w.tracker.requests().is_empty(), "{source}");
+
+        // An iteration open in this session: not ended, not begun again.
+        let w = World::new(TWO_STORIES);
+        let begun = w.hook(
+            "user-prompt-submit",
+            &w.prompt_from("/sdd:work --loop --max-prs 1", "p-1", Some("user")),
+        );
+        assert!(begun.context().is_some(), "{:?}", begun.json);
+        let before = w.files();
+        for prompt in [
+            "/sdd:work --loop --max-prs 99 --fresh",
+            "/loop /sdd:review --loop",
+            "/sdd:work --loop --resume",
+        ] {
+            let a = w.hook(
+                "user-prompt-submit",
+                &w.prompt_from(prompt, "p-2", Some(source)),
+            );
+            assert!(a.passed(), "{source} {prompt}: {:?}", a.json);
+        }
+        assert_eq!(w.files(), before, "{source}: .sdd/loop/ changed");
+        assert!(w.is_open("work"));
+    }
+}
+
+#[test]
+fn a_system_prompt_neither_answers_nor_forgets_a_pending_gate() {
+    let w = World::new(AMBIGUOUS);
+    let asked = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from("/sdd:work --loop --max-agents 1", "p-1", Some("user")),
+    );
+    assert!(asked.blocked(), "{:?}", asked.json);
+    let before = w.files();
+    for (text, source) in [
+        ("proceed", "system"),
+        ("ambiguous-criteria=stop", "poll_event"),
+        ("what does #20 say?", "system"),
+    ] {
+        let a = w.hook(
+            "user-prompt-submit",
+            &w.prompt_from(text, "p-2", Some(source)),
+        );
+        assert!(a.passed(), "{source} {text}: {:?}", a.json);
+    }
+    assert_eq!(w.files(), before, ".sdd/loop/ changed");
+    let answered = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from("proceed", "p-3", Some("user")),
+    );
+    assert!(
+        answered.context().is_some_and(|c| c.contains("#20")),
+        "the user's answer still answers: {:?}",
+        answered.json
+    );
+}

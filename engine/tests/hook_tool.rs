@@ -479,3 +479,101 @@ fn the_loops_files_are_refused_with_no_loop_running_too() {
         "a refusal outside a loop project writes nothing"
     );
 }
+
+fn skill_call(w: &World, skill: &str, args: &str, prompt_id: &str) -> serde_json::Value {
+    w.tool("Skill", json!({"skill": skill, "args": args}), prompt_id)
+}
+
+// Issue 33: PreToolUse did not match `Skill`, so a model invoking
+// `sdd:work` with `--loop` outside a tick ran the loop skill with no tick,
+// no lock and no budget.
+#[test]
+fn a_loop_skill_with_loop_outside_a_tick_is_refused_with_the_prompt_to_type_and_nothing_recorded() {
+    // No loop state at all.
+    let w = World::new(TWO_STORIES);
+    let a = w.hook(
+        "pre-tool-use",
+        &skill_call(&w, "sdd-loop:work", "--loop --max-iterations 2", "p-1"),
+    );
+    assert!(a.denied(), "{:?}", a.json);
+    assert!(
+        a.text()
+            .contains("ask the user to type `/loop /sdd-loop:work --loop --max-iterations 2`"),
+        "{}",
+        a.text()
+    );
+    assert!(w.files().is_empty(), "{:?}", w.files().keys());
+    assert!(w.tracker.requests().is_empty());
+
+    // A loop whose iteration is over (its stop ended it).
+    let w = work_tick();
+    let stop = w.hook("stop", &w.stop(false, "Done.", "p-1"));
+    assert!(stop.passed(), "{:?}", stop.json);
+    assert!(!w.is_open("work"));
+    let before = w.files();
+    for (skill, args) in [("sdd:work", "--loop"), ("/sdd:review", "--loop --pr 3")] {
+        let a = w.hook("pre-tool-use", &skill_call(&w, skill, args, "p-2"));
+        assert!(a.denied(), "{skill}: {:?}", a.json);
+    }
+    assert_eq!(w.files(), before, "nothing recorded");
+
+    // Another session's open iteration is not this session's.
+    let w = World::new(TWO_STORIES);
+    let other = OtherSession::start();
+    let theirs = w.hook_as(
+        "user-prompt-submit",
+        &w.prompt("/sdd:work --loop", "o-1"),
+        other.pid(),
+    );
+    assert!(theirs.context().is_some(), "{:?}", theirs.json);
+    let before = w.files();
+    let a = w.hook("pre-tool-use", &skill_call(&w, "sdd:work", "--loop", "p-1"));
+    assert!(a.denied(), "{:?}", a.json);
+    assert_eq!(w.files(), before, "nothing recorded");
+}
+
+#[test]
+fn a_loop_skill_inside_the_open_tick_of_its_loop_is_allowed_and_the_other_loop_s_is_not() {
+    let w = World::new(TWO_STORIES);
+    let begun = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from("/loop /sdd-loop:work --loop", "p-1", Some("user")),
+    );
+    assert!(begun.context().is_some(), "{:?}", begun.json);
+    let a = w.hook(
+        "pre-tool-use",
+        &skill_call(&w, "sdd-loop:work", "--loop", "p-1"),
+    );
+    assert!(a.passed(), "{:?}", a.json);
+    let other = w.hook(
+        "pre-tool-use",
+        &skill_call(&w, "sdd-loop:review", "--loop", "p-1"),
+    );
+    assert!(other.denied(), "{:?}", other.json);
+    assert!(
+        other.text().contains("iteration 1 of the work loop"),
+        "{}",
+        other.text()
+    );
+    let log = w.log("work");
+    let decisions: Vec<&str> = log
+        .iter()
+        .filter(|e| e["event"] == "pre-tool-use")
+        .map(|e| e["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["allow", "deny"], "{log:?}");
+}
+
+#[test]
+fn a_skill_call_without_loop_is_not_the_loop_s_business() {
+    let w = World::new(TWO_STORIES);
+    for input in [
+        json!({"skill": "sdd-loop:work"}),
+        json!({"skill": "sdd:work", "args": "--max-prs 1"}),
+        json!({"skill": "commit", "args": "--loop"}),
+    ] {
+        let a = w.hook("pre-tool-use", &w.tool("Skill", input.clone(), "p-1"));
+        assert!(a.passed(), "{input}: {:?}", a.json);
+    }
+    assert!(w.files().is_empty());
+}

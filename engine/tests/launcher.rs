@@ -138,13 +138,19 @@ fn the_launcher_speaks_a_protocol_the_engine_speaks() {
         .args(["hook", "--protocol"])
         .output()
         .unwrap();
+    let speaks: Vec<String> = sdd_loop::hook::PROTOCOLS
+        .iter()
+        .map(u32::to_string)
+        .collect();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         format!(
-            "hook-protocol {protocol} sdd-loop {}\n",
+            "hook-protocol {} sdd-loop {}\n",
+            speaks.join(","),
             env!("CARGO_PKG_VERSION")
         )
     );
+    assert!(speaks.contains(&protocol.to_string()));
 }
 
 #[test]
@@ -299,7 +305,7 @@ fn without_an_engine_a_loop_prompt_is_blocked_and_nothing_else_is_touched() {
 #[test]
 fn an_engine_of_another_protocol_is_named_with_both_protocols() {
     let home = tempfile::tempdir().unwrap();
-    let fake = fake_engine("2,3", "echo '{}'");
+    let fake = fake_engine("3,4", "echo '{}'");
     let path = path_with(fake.path());
     let reason = blocked(&launch(
         &["user-prompt-submit"],
@@ -310,7 +316,7 @@ fn an_engine_of_another_protocol_is_named_with_both_protocols() {
     .unwrap();
     assert!(
         reason.contains(&format!(
-            "is sdd-loop 9.1.0, which speaks hook protocol 2,3; this plugin (sdd-loop {}) speaks hook protocol 1",
+            "is sdd-loop 9.1.0, which speaks hook protocol 3,4; this plugin (sdd-loop {}) speaks hook protocol 2",
             env!("CARGO_PKG_VERSION")
         )),
         "{reason}"
@@ -333,7 +339,7 @@ fn an_engine_that_crashes_hangs_or_prints_garbage_blocks_a_loop_prompt() {
         ("exit 0", "printed no answer to a loop prompt"),
         ("exec sleep 300", "did not answer within 1 s"),
     ] {
-        let fake = fake_engine("1", body);
+        let fake = fake_engine("1,2", body);
         let path = path_with(fake.path());
         let env = [("PATH", path.as_str()), ("SDD_LOOP_HOOK_WAIT", "1")];
         let started = Instant::now();
@@ -361,7 +367,7 @@ fn an_engine_that_crashes_hangs_or_prints_garbage_blocks_a_loop_prompt() {
 fn a_usable_engine_answers_and_its_answer_passes_through() {
     let home = tempfile::tempdir().unwrap();
     let answer = r#"{"decision":"block","reason":"skip: another tick holds the lock"}"#;
-    let fake = fake_engine("1", &format!("echo '{answer}'"));
+    let fake = fake_engine("1,2", &format!("echo '{answer}'"));
     let path = path_with(fake.path());
     let out = launch(
         &["user-prompt-submit"],

@@ -373,22 +373,30 @@ The hooks of the sdd-loop plugin, run by Claude Code (hooks/hooks.json):
                       /sdd-loop:work|review --loop …, or /loop re-sending one)
                       runs begin; work becomes context for the model, while
                       skip, stop and ask block the prompt (the model is not
-                      called); any other prompt passes untouched
+                      called); any other prompt passes untouched, and so does
+                      every prompt whose source is not user, sdk, loop_wakeup
+                      or schedule_wakeup (or absent): system, poll_event
   pre-tool-use        refuses what the open iteration's contract forbids: a PR
                       beyond max_new_prs or for an issue not in the request, a
                       merge not allowed (or held), a second review round, any
                       PR or merge when this session holds the loop but no
-                      iteration is open
+                      iteration is open; and a loop skill run with --loop
+                      through the Skill tool outside this session's open
+                      iteration of that loop
   stop                ends the iteration this session holds (PRs from the
                       tracker, spend from the transcript); blocks once on a
                       transient failure
+  stop-failure        the turn ended on a model-API error: ends the iteration
+                      errored with the error's kind (turn_ended_by), failing
+                      none of its targets
+  session-end         the session ended: ends an iteration it still holds
 
 Every decision is logged to .sdd/loop/{skill}.hooks.jsonl. The exit status is
 always 0: the answer is the JSON printed (or nothing).
 
 Claude Code runs these through the plugin's launcher, hooks/sdd-loop-hook,
 which finds this binary, checks `sdd-loop hook --protocol` (the plugin speaks
-hook protocol 1) and fails closed when it cannot: a loop prompt is blocked
+hook protocol 2) and fails closed when it cannot: a loop prompt is blocked
 with what to install. `sdd-loop doctor` checks the whole setup.
 
 Example:
@@ -477,6 +485,13 @@ pub struct EndArgs {
     /// The work failed: the root cause (the iteration is recorded errored).
     #[arg(long, value_name = "CAUSE")]
     pub error: Option<String>,
+    /// Something outside the work ended its turn first: a model-API error
+    /// as Claude Code's StopFailure names it (rate_limit, overloaded,
+    /// server_error, …) or session_end. The iteration is recorded errored
+    /// with this cause (`turn_ended_by`; --error adds the detail) and fails
+    /// none of its targets, so it never asks repeated-failure.
+    #[arg(long, value_name = "CAUSE", value_parser = turn_cause)]
+    pub turn_ended_by: Option<String>,
     /// qmd was unreachable (ADR-0024): the error seen (counts toward stop
     /// condition #11).
     #[arg(long, value_name = "ERROR")]
@@ -535,5 +550,19 @@ impl clap::ValueEnum for Skill {
     }
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}
+
+/// `--turn-ended-by`'s value: one lowercase word (`rate_limit`).
+fn turn_cause(value: &str) -> Result<String, String> {
+    if !value.is_empty()
+        && value.len() <= 64
+        && value
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        Ok(value.to_owned())
+    } else {
+        Err("one lowercase word of a-z, 0-9 and _, e.g. rate_limit or session_end".into())
     }
 }

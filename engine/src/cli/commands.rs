@@ -469,6 +469,7 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
             failure: args.error.clone(),
             qmd: args.qmd_unreachable.clone(),
             interrupted: None,
+            turn_ended_by: args.turn_ended_by.clone(),
         },
         transcript: args.transcript.as_deref().map(|t| TranscriptSource {
             choice: if t == "auto" {

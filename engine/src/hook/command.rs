@@ -13,7 +13,11 @@
 //!   `sdd-loop work|review begin`;
 //! - the GitHub MCP server's tools (any server name, `mcp__*__TOOL`):
 //!   `create_pull_request`, `merge_pull_request`, the review tools, and
-//!   `create_branch` / `push_files`.
+//!   `create_branch` / `push_files`;
+//! - Claude Code's `Skill` tool (`{skill, args}`) running a loop skill —
+//!   the names of [`super::prompt::SKILL_NAMES`], with or without the
+//!   slash — with `--loop` among its arguments (what `/loop`'s own
+//!   instructions have the model do with a slash-command prompt).
 //!
 //! Recognition is pure — it reads words, never files or the network — so
 //! it cannot fail; [`super::pre_tool`] decides. What it cannot see: a
@@ -57,6 +61,13 @@ pub enum Action {
     },
     /// `sdd-loop SKILL begin`.
     Begin { skill: Skill },
+    /// The `Skill` tool running a loop skill with `--loop` (`name` as
+    /// called, `args` its arguments).
+    LoopSkill {
+        skill: Skill,
+        name: String,
+        args: String,
+    },
     /// Writes, moves, truncates or deletes `path` (as written: relative
     /// to the call's working directory, after any `cd` of the same
     /// command line): a redirection, a file command ([`touch`]) or one of
@@ -70,7 +81,7 @@ pub enum Action {
 }
 
 impl Action {
-    /// A PR, a merge, a review or a push: what fails closed.
+    /// A PR, a merge, a review, a push or a loop skill: what fails closed.
     pub fn changes_prs(&self) -> bool {
         !matches!(self, Action::Begin { .. } | Action::Touch { .. })
     }
@@ -93,6 +104,9 @@ impl Action {
                 None => "push branches (git push)".to_owned(),
             },
             Action::Begin { skill } => format!("begin a {skill} tick (sdd-loop {skill} begin)"),
+            Action::LoopSkill { name, args, .. } => {
+                format!("run the loop skill {name} {args} (Skill)")
+            }
             Action::Touch { via, path, deletes } => {
                 let what = if *deletes { "delete or move" } else { "write" };
                 format!("{what} {path} ({via})")
@@ -111,6 +125,9 @@ pub const FILE_TOOLS: [(&str, &str); 4] = [
 
 /// What the tool call `tool_name` with `input` does.
 pub fn recognise(tool_name: &str, input: &Value) -> Vec<Action> {
+    if tool_name == "Skill" {
+        return in_skill(input).into_iter().collect();
+    }
     if tool_name == "Bash" {
         return input
             .get("command")
@@ -198,6 +215,28 @@ fn number(value: Option<&Value>) -> Option<u64> {
         Value::String(s) => s.trim_start_matches('#').parse().ok(),
         _ => None,
     }
+}
+
+/// The `Skill` tool's `{skill, args}`: a loop skill with `--loop`.
+fn in_skill(input: &Value) -> Option<Action> {
+    let called = input.get("skill")?.as_str()?.trim();
+    let name = called.strip_prefix('/').unwrap_or(called);
+    let (_, skill) = super::prompt::SKILL_NAMES
+        .iter()
+        .find(|(n, _)| n.strip_prefix('/') == Some(name))?;
+    let args = input
+        .get("args")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim();
+    words::words(args)
+        .iter()
+        .any(|w| w == "--loop")
+        .then(|| Action::LoopSkill {
+            skill: *skill,
+            name: name.to_owned(),
+            args: args.to_owned(),
+        })
 }
 
 fn in_mcp(full: &str, tool: &str, input: &Value) -> Vec<Action> {

@@ -2,9 +2,13 @@
 //! measured with Claude Code 2.1.328 (`reference/real-agents.md`, "Claude
 //! Code hooks"): every event carries `session_id`, `transcript_path`,
 //! `cwd`, `prompt_id`, `permission_mode` and `hook_event_name`;
-//! `UserPromptSubmit` adds `prompt`, `PreToolUse` adds `tool_name`,
+//! `UserPromptSubmit` adds `prompt` (and, in releases that send it,
+//! `source`: who sent the prompt), `PreToolUse` adds `tool_name`,
 //! `tool_input` and `tool_use_id`, and `Stop` adds `stop_hook_active`,
-//! `last_assistant_message`, `background_tasks` and `session_crons`.
+//! `last_assistant_message`, `background_tasks` and `session_crons`;
+//! `StopFailure` adds `error` (the API error's kind), `error_details` and
+//! `last_assistant_message`, and `SessionEnd` adds `reason` (Claude Code's
+//! own schema in that release).
 //!
 //! Unknown fields are accepted, unlike the engine's own files: Claude
 //! Code adds fields from one release to the next, and a hook that refused
@@ -24,6 +28,10 @@ pub enum HookEvent {
     PreToolUse,
     /// `Stop`: the session's turn ends.
     Stop,
+    /// `StopFailure`: the session's turn ended on a model-API error.
+    StopFailure,
+    /// `SessionEnd`: the session ends.
+    SessionEnd,
 }
 
 impl HookEvent {
@@ -33,15 +41,20 @@ impl HookEvent {
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::Stop => "Stop",
+            HookEvent::StopFailure => "StopFailure",
+            HookEvent::SessionEnd => "SessionEnd",
         }
     }
 
-    /// The subcommand: `user-prompt-submit`, `pre-tool-use`, `stop`.
+    /// The subcommand: `user-prompt-submit`, `pre-tool-use`, `stop`,
+    /// `stop-failure`, `session-end`.
     pub fn command(self) -> &'static str {
         match self {
             HookEvent::UserPromptSubmit => "user-prompt-submit",
             HookEvent::PreToolUse => "pre-tool-use",
             HookEvent::Stop => "stop",
+            HookEvent::StopFailure => "stop-failure",
+            HookEvent::SessionEnd => "session-end",
         }
     }
 }
@@ -68,7 +81,21 @@ pub struct PromptInput {
     #[serde(flatten)]
     pub common: Common,
     pub prompt: String,
+    /// Who sent the prompt: `user`, `sdk`, `loop_wakeup`,
+    /// `schedule_wakeup`, `system` or `poll_event` (Claude Code's hook
+    /// schema: "payloads may omit it while the field rolls out").
+    #[serde(default)]
+    pub source: Option<String>,
 }
+
+/// The senders whose prompt may begin, resume, answer or end a loop: the
+/// user at the composer, `claude -p` and the Agent SDK, and `/loop`'s own
+/// fires (a self-paced wakeup, a cron job) re-sending what the user typed.
+/// `system` (another session's or a channel's message, a task
+/// notification, an auto-continuation) and `poll_event` are not the
+/// user's word, and a value this list does not know is treated like them:
+/// a new sender is let in only once it is known to speak for the user.
+pub const LOOP_SOURCES: [&str; 4] = ["user", "sdk", "loop_wakeup", "schedule_wakeup"];
 
 /// `PreToolUse`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -92,6 +119,33 @@ pub struct StopInput {
     pub stop_hook_active: bool,
     #[serde(default)]
     pub last_assistant_message: Option<String>,
+}
+
+/// `StopFailure` (Claude Code's hook schema, 2.1.328): the turn ended on
+/// a model-API error instead of a stop.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct StopFailureInput {
+    #[serde(flatten)]
+    pub common: Common,
+    /// `rate_limit`, `overloaded`, `server_error`, `invalid_request`,
+    /// `authentication_failed`, `billing_error`, `max_output_tokens`,
+    /// `unknown`, … (required by the schema; read leniently).
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub error_details: Option<String>,
+    #[serde(default)]
+    pub last_assistant_message: Option<String>,
+}
+
+/// `SessionEnd`: the session ends (`reason`: `clear`, `resume`, `logout`,
+/// `prompt_input_exit` or `other`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SessionEndInput {
+    #[serde(flatten)]
+    pub common: Common,
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// A hook's input that cannot be used.
@@ -148,6 +202,15 @@ impl PromptInput {
             &v.common.hook_event_name
         })
     }
+
+    /// Whether this prompt may act on a loop ([`LOOP_SOURCES`]): a payload
+    /// without `source` may (Claude Code before the field, and 2.1.328's
+    /// own `/loop` fires, send none).
+    pub fn speaks_for_the_user(&self) -> bool {
+        self.source
+            .as_deref()
+            .is_none_or(|s| LOOP_SOURCES.contains(&s))
+    }
 }
 
 impl ToolInput {
@@ -168,6 +231,22 @@ impl ToolInput {
 impl StopInput {
     pub fn parse(bytes: &[u8]) -> Result<Self, InputError> {
         parse(bytes, HookEvent::Stop, |v: &Self| &v.common.hook_event_name)
+    }
+}
+
+impl StopFailureInput {
+    pub fn parse(bytes: &[u8]) -> Result<Self, InputError> {
+        parse(bytes, HookEvent::StopFailure, |v: &Self| {
+            &v.common.hook_event_name
+        })
+    }
+}
+
+impl SessionEndInput {
+    pub fn parse(bytes: &[u8]) -> Result<Self, InputError> {
+        parse(bytes, HookEvent::SessionEnd, |v: &Self| {
+            &v.common.hook_event_name
+        })
     }
 }
 
@@ -202,6 +281,33 @@ mod tests {
             stop.common.transcript_path.unwrap(),
             PathBuf::from("/c/projects/-p/4b8e6284-aaaa.jsonl")
         );
+    }
+
+    #[test]
+    fn only_the_user_s_own_senders_and_a_missing_source_speak_for_the_user() {
+        let with = |source: Option<&str>| {
+            let source = source
+                .map(|s| format!(r#","source":"{s}""#))
+                .unwrap_or_default();
+            PromptInput::parse(
+                format!(r#"{{{COMMON},"hook_event_name":"UserPromptSubmit","prompt":"/sdd:work --loop"{source}}}"#)
+                    .as_bytes(),
+            )
+            .unwrap()
+            .speaks_for_the_user()
+        };
+        for source in [
+            None,
+            Some("user"),
+            Some("sdk"),
+            Some("loop_wakeup"),
+            Some("schedule_wakeup"),
+        ] {
+            assert!(with(source), "{source:?}");
+        }
+        for source in ["system", "poll_event", "peer_message", "", "USER"] {
+            assert!(!with(Some(source)), "{source}");
+        }
     }
 
     #[test]

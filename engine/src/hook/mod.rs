@@ -1,6 +1,6 @@
 //! The loop contract enforced inside a Claude Code session (issue "the
 //! contract enforced in-session"): `sdd-loop hook EVENT`, wired by this
-//! repository's plugin (`hooks/hooks.json`) to three Claude Code hooks
+//! repository's plugin (`hooks/hooks.json`) to five Claude Code hooks
 //! that run outside the model, so the contract no longer rests on the
 //! model obeying SKILL.md.
 //!
@@ -15,6 +15,10 @@
 //!   these when the session holds the loop but no iteration is open.
 //! - [`stop`] (`Stop`): ends the open iteration: PRs from the world, spend
 //!   from the exact transcript, the summary from the last message.
+//! - [`cut_short`] (`StopFailure`, `SessionEnd`): ends the open iteration
+//!   of a turn that a model-API error or the session's end cut short,
+//!   with that cause and the spend so far — never left open, never a
+//!   failure of the work (issue 33).
 //!
 //! Every hook answers with what Claude Code accepts ([`answer`]) or
 //! nothing, within its time limit ([`TIMEOUTS`], the same as in
@@ -26,6 +30,7 @@
 
 pub mod answer;
 pub mod command;
+pub mod cut_short;
 pub mod input;
 pub mod log;
 pub mod owned;
@@ -48,10 +53,12 @@ pub use input::HookEvent;
 
 /// Each hook's time limit in seconds, as `hooks/hooks.json` declares it;
 /// a hook answers [`MARGIN_SECS`] before it, whatever the engine is doing.
-pub const TIMEOUTS: [(HookEvent, u64); 3] = [
+pub const TIMEOUTS: [(HookEvent, u64); 5] = [
     (HookEvent::UserPromptSubmit, 120),
     (HookEvent::PreToolUse, 30),
     (HookEvent::Stop, 120),
+    (HookEvent::StopFailure, 120),
+    (HookEvent::SessionEnd, 30),
 ];
 
 /// How long before Claude Code's limit a hook gives its fallback answer.
@@ -61,11 +68,16 @@ pub const MARGIN_SECS: u64 = 5;
 /// `sdd-loop hook`, the JSON it reads and the answers it prints. The
 /// plugin's launcher (`hooks/sdd-loop-hook`, its `PROTOCOL`) runs an
 /// engine only when its own protocol is among these; a change either side
-/// could misread is a new number, never a change to an old one.
-pub const PROTOCOLS: [u32; 1] = [1];
+/// could misread is a new number, never a change to an old one. Protocol
+/// 2 (issue 33) adds the events `stop-failure` and `session-end`, the
+/// `Skill` tool to `pre-tool-use` and the prompt's `source` to
+/// `user-prompt-submit`: a plugin wiring them must not run an engine that
+/// would fail the new events or let another session's prompt start a loop.
+/// Protocol 1's plugin is served as before.
+pub const PROTOCOLS: [u32; 2] = [1, 2];
 
 /// What `sdd-loop hook --protocol` prints (one line, no newline):
-/// `hook-protocol 1 sdd-loop 0.2.0`.
+/// `hook-protocol 1,2 sdd-loop 0.2.0`.
 pub fn handshake() -> String {
     let list: Vec<String> = PROTOCOLS.iter().map(u32::to_string).collect();
     format!(
@@ -178,6 +190,8 @@ pub fn run(event: HookEvent, input: &[u8], hook: &mut Hook<'_>) -> Answer {
         HookEvent::UserPromptSubmit => user_prompt::run(hook, input),
         HookEvent::PreToolUse => pre_tool::run(hook, input),
         HookEvent::Stop => stop::run(hook, input),
+        HookEvent::StopFailure => cut_short::stop_failure(hook, input),
+        HookEvent::SessionEnd => cut_short::session_end(hook, input),
     }
 }
 
@@ -191,6 +205,6 @@ pub fn fallback(event: HookEvent, input: &[u8]) -> Answer {
             limit - MARGIN_SECS
         )),
         HookEvent::PreToolUse => pre_tool::fail_closed(input, "sdd-loop did not decide in time"),
-        HookEvent::Stop => Answer::Pass,
+        HookEvent::Stop | HookEvent::StopFailure | HookEvent::SessionEnd => Answer::Pass,
     }
 }

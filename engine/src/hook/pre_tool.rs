@@ -14,9 +14,16 @@
 //! - it pushes a new branch when no new PR is left;
 //! - the request is a dry run and it changes anything of these;
 //! - it runs `begin` while the iteration is open (the hook began it);
+//! - it runs the other loop's skill with `--loop` (the `Skill` tool);
 //! - no iteration is open but the session holds the loop's lock, or the
 //!   prompt's own iteration has ended: then every PR, merge, review and
 //!   push is refused.
+//!
+//! A loop skill run with `--loop` through the `Skill` tool is allowed only
+//! inside this session's open iteration of that loop; anywhere else —
+//! no loop state, no iteration open, another session's — it is refused
+//! with the prompt that starts a loop, and nothing is written (issue 33:
+//! it would run the loop skill with no tick, no lock and no budget).
 //!
 //! Everything else is allowed, and so is everything in a project with no
 //! loop state or a session holding no loop. When the hook cannot decide
@@ -153,8 +160,11 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
         .into_iter()
         .filter(|a| !matches!(a, Action::Touch { .. }))
         .collect();
-    if actions.is_empty() || !loop_dir.is_dir() {
+    if actions.is_empty() {
         return Answer::Pass;
+    }
+    if !loop_dir.is_dir() {
+        return outside_a_tick(&actions).unwrap_or(Answer::Pass);
     }
     let redactor = log::redactor(&project, hook.vars);
     let decided = match decide(hook, &input, &project, &actions, &redactor) {
@@ -253,6 +263,9 @@ fn decide(
             Err(e) => return Err(e.to_string()),
         }
     }
+    if let Some(refusal) = outside_a_tick(actions) {
+        return Ok(Decided::outside(refusal));
+    }
     let changes: Vec<&Action> = actions.iter().filter(|a| a.changes_prs()).collect();
     if changes.is_empty() {
         return Ok(Decided::outside(Answer::Pass));
@@ -295,6 +308,20 @@ fn decide(
         }
     }
     Ok(Decided::outside(Answer::Pass))
+}
+
+/// The refusal of a loop skill run with `--loop` where this session has
+/// no open iteration: it would run with no tick, no lock and no budget.
+fn outside_a_tick(actions: &[Action]) -> Option<Answer> {
+    actions.iter().find_map(|a| {
+        let Action::LoopSkill { skill, name, args } = a else {
+            return None;
+        };
+        Some(refused(format!(
+            "{} — no iteration of the {skill} loop is open in this session, so the skill would run with no lock, no budget and no telemetry. A loop's ticks begin when the user sends the loop prompt: ask the user to type `/loop /{name} {args}` (each tick then begins before you are called, and running this skill inside it is allowed). To run the skill once, outside any loop, call it without --loop.",
+            a.describe()
+        )))
+    })
 }
 
 /// The issues a new PR's body closes (`None`: the body cannot be seen).
@@ -425,6 +452,7 @@ fn in_tick(
         for a in actions {
             let deny = match a {
                 Action::Begin { .. } => Some(contract.begun()),
+                Action::LoopSkill { skill, .. } => contract.loop_skill(a, *skill),
                 Action::Push { .. } | Action::Touch { .. } => None,
                 Action::OpenPr { .. } => {
                     let closed = bodies.next().unwrap_or_else(|| Err("no body".into()));
@@ -529,6 +557,18 @@ impl<'a> Contract<'a> {
         format!(
             "`sdd-loop {skill} begin` already ran for this prompt: iteration {n} of the {skill} loop is open, held by this session. Do the work in the request; `end` runs when you stop."
         )
+    }
+
+    /// The other loop's skill with `--loop`: this iteration is not its.
+    fn loop_skill(&self, a: &Action, skill: Skill) -> Option<String> {
+        (skill != self.skill).then(|| {
+            let (own, n) = (self.skill, self.journal.iteration);
+            format!(
+                "{} — the iteration open in this session is iteration {n} of the {own} loop, not the {skill} loop's: run the {own} skill here. The {skill} loop's ticks begin with its own loop prompt, sent by the user."
+            ,
+                a.describe()
+            )
+        })
     }
 
     /// A PR opened in a dry run, beyond `max_new_prs` (`opened` so far),

@@ -57,6 +57,11 @@ pub struct Session {
     /// iteration is recovered as interrupted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// The session's turn ended on this model-API error (`StopFailure`)
+    /// with `iteration` still open: `end` failed. The session's end tries
+    /// again with the same cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<String>,
 }
 
 /// A hook state file that cannot be used.

@@ -50,6 +50,19 @@ pub(crate) fn end(
     transcript: Option<&Path>,
     summary: Option<String>,
 ) -> Ran {
+    end_with(hook, project, skill, held, transcript, summary, &[])
+}
+
+/// [`end`] with more of `end`'s flags (`--turn-ended-by`, `--error`).
+pub(crate) fn end_with(
+    hook: &mut Hook<'_>,
+    project: &Path,
+    skill: Skill,
+    held: &Held,
+    transcript: Option<&Path>,
+    summary: Option<String>,
+    extra: &[String],
+) -> Ran {
     let Held {
         iteration,
         pid,
@@ -76,6 +89,7 @@ pub(crate) fn end(
         args.push("--summary".into());
         args.push(s);
     }
+    args.extend(extra.iter().cloned());
     hook.engine.run(project, &args)
 }
 

@@ -115,6 +115,9 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
         // way, and a refusal here would block every prompt.
         return Answer::Pass;
     };
+    if !input.speaks_for_the_user() {
+        return Answer::Pass;
+    }
     let project = hook.project_for(&input.common.cwd);
     let session_id = input.common.session_id.clone();
     let (tick, answered) = match prompt::recognise(&input.prompt) {
@@ -207,6 +210,7 @@ fn decide(
         iteration,
         pending,
         stopped: false,
+        cut_short: None,
     };
     match ran.code {
         exit::TICK_DONE => {

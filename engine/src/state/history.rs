@@ -273,6 +273,14 @@ pub struct HistoryLine {
     /// Why an `errored` tick failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What ended the tick's turn before its work did, when something
+    /// did (in-session ticks, issue 33): a model-API error as Claude
+    /// Code's `StopFailure` names it (`rate_limit`, `overloaded`,
+    /// `server_error`, …) or `session_end`. Such a tick is `errored` but
+    /// fails none of its targets, so it never feeds the repeated-failure
+    /// gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_ended_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_invoked: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -374,6 +382,8 @@ pub struct TickRecord {
     pub chain: Chain,
     pub lock_held: bool,
     pub error: Option<String>,
+    /// What ended the turn before the work did ([`HistoryLine::turn_ended_by`]).
+    pub turn_ended_by: Option<String>,
 }
 
 impl From<TickRecord> for HistoryLine {
@@ -415,6 +425,7 @@ impl From<TickRecord> for HistoryLine {
             issues_dispatched_this_iter: r.issues_dispatched_this_iter,
             lock_held: Some(r.lock_held),
             error: r.error,
+            turn_ended_by: r.turn_ended_by,
             chain_invoked,
             review_outcome,
             autofix_pr_invoked,

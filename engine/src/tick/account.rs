@@ -39,6 +39,10 @@ pub struct WorkReport {
     pub qmd: Option<String>,
     /// An interrupt arrived while the work ran.
     pub interrupted: Option<InterruptKind>,
+    /// Something outside the work ended its turn first (`end
+    /// --turn-ended-by`): a model-API error or the session's end. The
+    /// iteration is errored, but no target failed.
+    pub turn_ended_by: Option<String>,
 }
 
 impl From<&RunOutcome> for WorkReport {
@@ -52,6 +56,7 @@ impl From<&RunOutcome> for WorkReport {
                     .unwrap_or_default()
             }),
             interrupted: run.interrupted,
+            turn_ended_by: None,
         }
     }
 }
@@ -320,7 +325,9 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
     let worktrees = worktrees_after(journal, &result);
     let mut failures = reported_failures(&result);
     refuse_unknown(ctx, &unknown, &mut failures, &mut error);
-    if let Some(why) = &error {
+    if let Some(by) = &work.turn_ended_by {
+        error.get_or_insert_with(|| turn_ended(by));
+    } else if let Some(why) = &error {
         blame_targets(journal, work, why, &mut failures);
     }
     let fired = exit_stops(ctx, &budget, work, journal.single_pr.is_some())?;
@@ -362,6 +369,7 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
             dispatched: journal.request.issues.iter().map(|i| i.number).collect(),
             chain,
             error,
+            turn_ended_by: work.turn_ended_by.clone(),
             lock_held: true,
         },
     )?;
@@ -494,6 +502,18 @@ fn refuse_unknown(
         *error = Some(why);
     }
 }
+
+/// The error of an iteration whose turn `by` ended (no detail given).
+fn turn_ended(by: &str) -> String {
+    if by == SESSION_END {
+        "the session ended before its turn did".to_owned()
+    } else {
+        format!("the turn ended on a model API error ({by}), not on a failure of the work")
+    }
+}
+
+/// `end --turn-ended-by`'s value for a session that ended mid-turn.
+pub const SESSION_END: &str = "session_end";
 
 /// An errored iteration fails every target it dispatched that the work
 /// did not report a failure for, with the error as the root cause (or

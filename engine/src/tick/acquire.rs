@@ -267,6 +267,7 @@ fn not_acquired(
             dispatched: Vec::new(),
             chain,
             error: None,
+            turn_ended_by: None,
             lock_held: false,
         },
     )?;

@@ -345,6 +345,7 @@ pub(crate) fn halt(
             dispatched: Vec::new(),
             chain,
             error: None,
+            turn_ended_by: None,
             lock_held: true,
         },
     )?;

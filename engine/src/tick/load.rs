@@ -535,6 +535,7 @@ fn recover(
         chain: super::record::no_chain(ctx),
         lock_held: true,
         error: Some("interrupted".into()),
+        turn_ended_by: None,
     };
     let note = format!(
         "Recovered interrupted iteration {} (pid {}) from {source}: {} tokens in, {} tokens out, PRs [{}] — recorded as errored (interrupted)",

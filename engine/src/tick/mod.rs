@@ -73,7 +73,7 @@ use crate::state::protocol::{PROTOCOL_VERSION, PrAssignment, SkillRequest};
 use crate::world::git::Git;
 use crate::world::tracker::Tracker;
 
-pub use account::WorkReport;
+pub use account::{SESSION_END, WorkReport};
 use ctx::{Ctx, Inputs, Seams};
 pub use failure::Failure;
 pub use handover::{Begun, Opened};

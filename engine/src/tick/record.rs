@@ -47,6 +47,8 @@ pub(crate) struct Record<'a> {
     pub dispatched: Vec<u64>,
     pub chain: Chain,
     pub error: Option<String>,
+    /// What ended the turn before the work did.
+    pub turn_ended_by: Option<String>,
     /// Written under the lock (false for skipped ticks).
     pub lock_held: bool,
 }
@@ -86,6 +88,7 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
         chain: r.chain,
         lock_held: r.lock_held,
         error: r.error,
+        turn_ended_by: r.turn_ended_by,
     }
     .into();
     // Everything on the line is redacted: root causes and summaries quote

@@ -247,6 +247,16 @@ impl World {
         v
     }
 
+    /// `UserPromptSubmit` from `source` (`None`: a payload without the
+    /// field, as Claude Code sent before it).
+    pub fn prompt_from(&self, prompt: &str, prompt_id: &str, source: Option<&str>) -> Value {
+        let mut v = self.prompt(prompt, prompt_id);
+        if let Some(s) = source {
+            v["source"] = json!(s);
+        }
+        v
+    }
+
     /// `PreToolUse` for a `Bash` command.
     pub fn bash(&self, command: &str, prompt_id: &str) -> Value {
         self.tool(
@@ -272,6 +282,22 @@ impl World {
         v["last_assistant_message"] = json!(message);
         v["background_tasks"] = json!([]);
         v["session_crons"] = json!([]);
+        v
+    }
+
+    /// `StopFailure`: the turn ended on a model-API error `error`.
+    pub fn stop_failure(&self, error: &str, details: &str, prompt_id: &str) -> Value {
+        let mut v = self.common("StopFailure", prompt_id);
+        v["error"] = json!(error);
+        v["error_details"] = json!(details);
+        v["last_assistant_message"] = json!("");
+        v
+    }
+
+    /// `SessionEnd` for `reason`.
+    pub fn session_end(&self, reason: &str, prompt_id: &str) -> Value {
+        let mut v = self.common("SessionEnd", prompt_id);
+        v["reason"] = json!(reason);
         v
     }
 

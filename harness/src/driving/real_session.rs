@@ -141,6 +141,26 @@ fn result_error(stream: &str) -> Option<String> {
     })
 }
 
+/// Whether the session's turn ended on a model-API error that the case's
+/// own script served (a mock-model `faults:` entry): `claude -p` then
+/// exits 1, and that is the tick's subject (Claude Code runs
+/// `StopFailure`), not a failure of the session.
+fn scripted_api_error(stream: &str) -> bool {
+    stream
+        .lines()
+        .rev()
+        .find_map(|line| {
+            let event: serde_json::Value = serde_json::from_str(line).ok()?;
+            (event["type"] == "result").then(|| {
+                event["api_error_status"].is_number()
+                    && event["result"]
+                        .as_str()
+                        .is_some_and(|r| r.contains("mock-model: scripted"))
+            })
+        })
+        .unwrap_or(false)
+}
+
 impl RealSession {
     /// Runs one tick as a real Claude Code session.
     pub fn run_tick(&mut self, mut tick: Tick<'_>) -> Result<Ticked, HarnessError> {
@@ -169,7 +189,12 @@ impl RealSession {
             wall: ran.wall,
             ..report(&runs)
         };
-        let end = match (&ran.ended, last_exit(&runs)) {
+        let ended = if matches!(ran.ended, Ended::Exited(1)) && scripted_api_error(&ran.stdout) {
+            &Ended::Exited(0)
+        } else {
+            &ran.ended
+        };
+        let end = match (ended, last_exit(&runs)) {
             (Ended::Exited(0), Some(code)) => TickEnd::Exited(code),
             (Ended::Exited(0), None) => TickEnd::Exited(0),
             (other, _) => tick_end(other, kill),
@@ -254,6 +279,7 @@ fn session_failure(tick: &Tick<'_>, ran: &Ran, runs: &[EngineRun]) -> Option<Str
     let TickRun { case, n, opts, .. } = tick.run;
     let cli_failed = match &ran.ended {
         Ended::Exited(0) | Ended::KilledAtBarrier | Ended::TimedOut => None,
+        Ended::Exited(1) if scripted_api_error(&ran.stdout) => None,
         Ended::Exited(code) => Some(format!("exited {code}")),
         Ended::Signaled(sig) => Some(format!("was killed by signal {sig}")),
     };

@@ -278,3 +278,40 @@ fn github_mcp_tools_by_name_on_any_server() {
     );
     assert_eq!(recognise("Read", &json!({"file_path": "x"})), vec![]);
 }
+
+#[test]
+fn the_skill_tool_running_a_loop_skill_with_loop_is_recognised() {
+    let skill = |skill: Skill, name: &str, args: &str| Action::LoopSkill {
+        skill,
+        name: name.into(),
+        args: args.into(),
+    };
+    assert_eq!(
+        recognise(
+            "Skill",
+            &json!({"skill": "sdd-loop:work", "args": "--loop --max-iterations 2"})
+        ),
+        vec![skill(
+            Skill::Work,
+            "sdd-loop:work",
+            "--loop --max-iterations 2"
+        )]
+    );
+    assert_eq!(
+        recognise(
+            "Skill",
+            &json!({"skill": "/sdd:review", "args": " --pr 142 --loop "})
+        ),
+        vec![skill(Skill::Review, "sdd:review", "--pr 142 --loop")]
+    );
+    for input in [
+        json!({"skill": "sdd-loop:work"}),
+        json!({"skill": "sdd:work", "args": "--max-prs 1"}),
+        json!({"skill": "sdd:work", "args": "--loopy"}),
+        json!({"skill": "sdd:plan", "args": "--loop"}),
+        json!({"skill": "loop", "args": "/sdd:work --loop"}),
+        json!({"args": "--loop"}),
+    ] {
+        assert_eq!(recognise("Skill", &input), vec![], "{input}");
+    }
+}

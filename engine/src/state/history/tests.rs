@@ -70,6 +70,7 @@ fn record(chain: Chain) -> TickRecord {
         chain,
         lock_held: true,
         error: None,
+        turn_ended_by: None,
     }
 }
 
