@@ -129,6 +129,49 @@ fn a_prompt_after_the_loop_ended_is_blocked_with_the_final_report() {
     assert!(again.blocked() && again.text().contains("has ended"));
 }
 
+/// Issue 33: a `/loop` cron job fires every minute for up to 7 days, and
+/// each fire after the run ended appended another halted line.
+#[test]
+fn fires_after_the_session_was_told_the_run_ended_record_nothing_more() {
+    let mut w = World::new(EMPTY);
+    let first = w.hook("user-prompt-submit", &w.prompt(WORK_PROMPT, "p-1"));
+    assert!(first.blocked(), "{:?}", first.json);
+    assert_eq!(w.history("work").len(), 1, "the stop is recorded once");
+    for n in 2..5 {
+        let again = w.hook(
+            "user-prompt-submit",
+            &w.prompt(WORK_PROMPT, &format!("p-{n}")),
+        );
+        let text = again.text();
+        assert!(again.blocked(), "{:?}", again.json);
+        assert!(text.contains("this fire records nothing"), "{text}");
+        assert!(
+            text.contains("## Loop Ended"),
+            "the same final report: {text}"
+        );
+    }
+    assert_eq!(w.history("work").len(), 1, "later fires append nothing");
+    // Another session was never told: its loop prompt runs begin, which
+    // records the refusal (and tells it).
+    w.session_id = "99999999-2222-3333-4444-555555555555".into();
+    let other = w.hook("user-prompt-submit", &w.prompt(WORK_PROMPT, "q-1"));
+    assert!(
+        other.blocked() && !other.text().contains("this fire records nothing"),
+        "{:?}",
+        other.json
+    );
+    assert_eq!(w.history("work").len(), 2);
+    // --fresh runs begin again, whatever this session was told.
+    let fresh = format!("{WORK_PROMPT} --fresh");
+    let fresh = w.hook("user-prompt-submit", &w.prompt(&fresh, "q-2"));
+    assert!(
+        !fresh.text().contains("this fire records nothing"),
+        "{:?}",
+        fresh.json
+    );
+    assert_eq!(w.history("work").len(), 3);
+}
+
 #[test]
 fn a_gate_is_asked_in_one_prompt_and_answered_by_the_next() {
     let w = World::new(AMBIGUOUS);

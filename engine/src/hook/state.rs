@@ -62,6 +62,26 @@ pub struct Session {
     /// again with the same cause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_short: Option<String>,
+    /// The run this session's loop prompt found ended, and the final
+    /// report it was shown: a later fire of the same loop (a `/loop` cron
+    /// job keeps firing) is refused without running `begin` again, so it
+    /// records nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Ended>,
+}
+
+/// An ended run, as a session was told of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ended {
+    /// The run's `started_at` in budget.json.
+    pub started_at: String,
+    /// Its stop cause's name.
+    pub cause: String,
+    /// The iteration its stop was recorded in.
+    pub iteration: u64,
+    /// The final report the session was shown.
+    pub report: String,
 }
 
 /// A hook state file that cannot be used.

@@ -7,7 +7,10 @@
 //!   to do, the limits left, and that `end` runs by itself at the stop;
 //! - **skip**, **stop**: the prompt is blocked with the reason (on a stop,
 //!   the final report and how to end `/loop`); no request reaches the
-//!   model, so a skipped or ended loop spends nothing;
+//!   model, so a skipped or ended loop spends nothing. A session told its
+//!   run has ended is refused the same way on every later fire (a `/loop`
+//!   cron job fires until deleted) without `begin`, so the history gains
+//!   no line per fire; `--resume` or `--fresh` runs `begin` again;
 //! - **ask**: the prompt is blocked with the gate's exact question; the
 //!   session's next prompt answers it (one of the options, `GATE=OPTION`,
 //!   or the loop prompt again with `--answer GATE=OPTION`);
@@ -28,13 +31,14 @@ use super::answer::Answer;
 use super::input::PromptInput;
 use super::log::{self, Entry};
 use super::prompt::{self, LoopPrompt};
-use super::state::{Pending, Session};
+use super::state::{Ended, Pending, Session};
 use super::{Hook, both, stop};
 use crate::agent::prompt::Template;
 use crate::exit;
 use crate::os::clock;
 use crate::os::liveness::{self, OsProbe};
 use crate::rules::redact::Redactor;
+use crate::state::budget::Budget;
 use crate::state::files;
 use crate::state::journal::Journal;
 use crate::state::paths::{Skill, StatePaths};
@@ -200,6 +204,9 @@ fn decide(
     {
         return refused;
     }
+    if let Some(refused) = ended_again(tick, paths, &input.common.session_id, saw) {
+        return refused;
+    }
     let args = begin_args(tick, pid);
     let ran = hook.engine.run(&project, &args);
     saw.push(format!("sdd-loop {} exited {}", args.join(" "), ran.code));
@@ -211,6 +218,7 @@ fn decide(
         pending,
         stopped: false,
         cut_short: None,
+        ended: None,
     };
     match ran.code {
         exit::TICK_DONE => {
@@ -233,11 +241,16 @@ fn decide(
             ))
         }
         exit::LOOP_ENDED => {
-            let _ = record(None, None).save(paths, redactor);
             let cause = summary["stop_cause"].as_str().unwrap_or("a stop condition");
+            let report = ran.stderr.trim().to_owned();
+            let ended = ended_run(paths, &report);
+            let _ = Session {
+                ended,
+                ..record(None, None)
+            }
+            .save(paths, redactor);
             Answer::BlockPrompt(format!(
-                "sdd-loop: the {skill} loop has ended ({cause}); the model was not called.\n\n{}\n\nTo end /loop, cancel its schedule (ask to stop the loop, or delete its cron job); until then each firing is refused here and spends nothing. To go on, send the loop prompt with --resume (the same budgets, every condition checked afresh) or --fresh (new budgets).",
-                ran.stderr.trim()
+                "sdd-loop: the {skill} loop has ended ({cause}); the model was not called.\n\n{report}\n\n{TO_END_LOOP}",
             ))
         }
         exit::NEEDS_ANSWER => {
@@ -250,6 +263,53 @@ fn decide(
             ran.error_text()
         )),
     }
+}
+
+/// How `/loop` ends once the engine has ended the run it drives.
+const TO_END_LOOP: &str = "To end /loop, cancel its schedule (ask to stop the loop, or delete its cron job); until then each firing is refused here and spends nothing. To go on, send the loop prompt with --resume (the same budgets, every condition checked afresh) or --fresh (new budgets).";
+
+/// The run budget.json says has ended, as `report` told this session.
+fn ended_run(paths: &StatePaths, report: &str) -> Option<Ended> {
+    let budget = Budget::load(paths.budget()).ok().flatten()?;
+    let stopped = budget.stopped?;
+    Some(Ended {
+        started_at: budget.started_at,
+        cause: stopped.cause,
+        iteration: stopped.iteration,
+        report: report.to_owned(),
+    })
+}
+
+/// A loop prompt (not `--resume`, not `--fresh`) for the run this
+/// session was already told has ended, still ended: refused with the same
+/// final report, without `begin` — which would append another halted
+/// history line on every fire of a `/loop` cron job.
+fn ended_again(
+    tick: &LoopPrompt,
+    paths: &StatePaths,
+    session_id: &str,
+    saw: &mut Vec<String>,
+) -> Option<Answer> {
+    if tick.flags.iter().any(|f| f == "--resume" || f == "--fresh") {
+        return None;
+    }
+    let told = Session::load(paths)
+        .ok()
+        .flatten()
+        .filter(|s| s.session_id == session_id)?
+        .ended?;
+    let now = ended_run(paths, &told.report)?;
+    if now != told {
+        return None;
+    }
+    saw.push(format!(
+        "the run this session was told had ended ({}, iteration {}) still is: begin not run",
+        told.cause, told.iteration
+    ));
+    Some(Answer::BlockPrompt(format!(
+        "sdd-loop: the {} loop has ended ({}); this fire records nothing, and the model was not called.\n\n{}\n\n{TO_END_LOOP}",
+        tick.skill, told.cause, told.report
+    )))
 }
 
 /// An iteration this session still holds: its stop did not end it. The

@@ -191,7 +191,9 @@ pub struct DocsArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Case files or directories [default: evals/]
+    /// Case files or directories [default: evals/]. A directory's
+    /// `driver: real-loop` cases are left out (each waits minutes on Claude
+    /// Code's own /loop timers): name their files to run them.
     pub paths: Vec<PathBuf>,
     /// Run another implementation of the contract: a command line to which
     /// the harness appends `<skill> --loop …`.

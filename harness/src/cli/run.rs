@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::driving::Options;
 use crate::driving::parallel::{self, Update};
 use crate::driving::{real, runner};
-use crate::loading::case::{Case, FORMAT_HELP};
+use crate::loading::case::{Case, Driver, FORMAT_HELP};
 use crate::loading::fixtures::Fixtures;
 use crate::reporting::benchmark::{self, Benchmark, Failing};
 use crate::reporting::report::{self, CaseResult, Snapshots};
@@ -249,6 +249,7 @@ fn set_up(
             exit::BAD_CASE,
         ));
     }
+    let cases = leave_out_real_loops(env, paths, cases);
     let places = Places::from_vars(&env.vars).map_err(|e| {
         error(
             env,
@@ -325,6 +326,29 @@ fn options(
                     .is_some_and(|v| v == "1"),
         ),
     }
+}
+
+/// The cases a run of the suite or of a folder runs: all but the
+/// `driver: real-loop` ones, each of which waits minutes on Claude Code's
+/// own `/loop` timers — they run when named (ci/check names them, beside
+/// its other steps). A note says which were left out.
+fn leave_out_real_loops(env: &mut Env<'_>, paths: &[PathBuf], cases: Vec<Case>) -> Vec<Case> {
+    if paths.iter().any(|p| !env.cwd.join(p).is_dir()) {
+        return cases;
+    }
+    let (run, left): (Vec<Case>, Vec<Case>) = cases
+        .into_iter()
+        .partition(|c| c.driver != Driver::RealLoop);
+    if !left.is_empty() {
+        let ids: Vec<&str> = left.iter().map(Case::id).collect();
+        let _ = writeln!(
+            env.stderr,
+            "note: {} real-loop case(s) not run ({}): each waits minutes on Claude Code's own /loop timers; name them to run them (`sdd-evals run evals/loop/*-real-loop.yaml`)",
+            left.len(),
+            ids.join(", ")
+        );
+    }
+    run
 }
 
 /// The run's benchmark: its pass rates, the plugin's arms, and the

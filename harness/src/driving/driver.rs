@@ -4,6 +4,7 @@
 
 use sdd_mocks::agent::script::Kind;
 
+use super::real_loop::RealLoop;
 use super::real_session::RealSession;
 use super::session::Agent;
 use super::tick::{Tick, Ticked};
@@ -24,6 +25,8 @@ pub enum TickDriver {
     Real,
     /// A real Claude Code session runs `begin`/`end` ([`super::real_session`]).
     RealSession(RealSession),
+    /// The real interactive Claude Code runs `/loop` ([`super::real_loop`]).
+    RealLoop(RealLoop),
 }
 
 impl TickDriver {
@@ -32,6 +35,7 @@ impl TickDriver {
         match (case.driver, case.driver.agent()) {
             (Driver::Session, _) => Self::Session(Agent::default()),
             (Driver::RealSession, _) => Self::RealSession(RealSession::default()),
+            (Driver::RealLoop, _) => Self::RealLoop(RealLoop::default()),
             (
                 Driver::RealClaude | Driver::RealCodex | Driver::RealGemini | Driver::RealOpencode,
                 _,
@@ -49,6 +53,7 @@ impl TickDriver {
             Self::Session(session) => session.run_tick(tick),
             Self::Real => real::run(tick),
             Self::RealSession(session) => session.run_tick(tick),
+            Self::RealLoop(session) => session.run_tick(tick),
         }
     }
 }

@@ -7,8 +7,9 @@
 //! a fake Claude Code or Codex with `--agent`) and [`session`] (the
 //! in-session protocol, `begin`/`end`, as a session would call it), and
 //! with the pinned real CLIs against a scripted model: [`real`] (the
-//! engine drives real Claude Code or Codex) and [`real_session`] (a real
-//! Claude Code session runs `begin`/`end` itself). What
+//! engine drives real Claude Code or Codex), [`real_session`] (a real
+//! Claude Code session runs `begin`/`end` itself) and [`real_loop`] (the
+//! real interactive Claude Code runs `/loop`, the plugin's hooks the ticks). What
 //! every driver shares — the prepared files, the engine's environment and
 //! command line, running under the case's deadline, the finished
 //! [`record::TickRecord`] — is the [`tick::Tick`]; whether a tick's end
@@ -25,6 +26,7 @@ pub mod options;
 pub mod parallel;
 pub mod phases;
 pub mod real;
+pub mod real_loop;
 pub mod real_session;
 pub mod record;
 pub mod runner;

@@ -65,15 +65,15 @@ pub fn prompt(case: &Case) -> String {
 
 /// One engine run the session made.
 #[derive(Debug)]
-struct EngineRun {
-    args: Vec<String>,
-    stdout: String,
-    stderr: String,
-    exit: Option<i32>,
+pub(super) struct EngineRun {
+    pub args: Vec<String>,
+    pub stdout: String,
+    pub stderr: String,
+    pub exit: Option<i32>,
 }
 
 /// The engine runs under `dir/engine/`, in order.
-fn engine_runs(dir: &Path) -> Vec<EngineRun> {
+pub(super) fn engine_runs(dir: &Path) -> Vec<EngineRun> {
     let dir = dir.join("engine");
     let read = |n: usize, ext: &str| std::fs::read_to_string(dir.join(format!("{n}.{ext}")));
     let mut runs = Vec::new();
@@ -90,7 +90,7 @@ fn engine_runs(dir: &Path) -> Vec<EngineRun> {
 }
 
 /// The last lines of `text`, for a failure message.
-fn tail(text: &str, lines: usize) -> String {
+pub(super) fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let shown = all[all.len().saturating_sub(lines)..].join("\n  ");
     if shown.is_empty() {
@@ -241,7 +241,7 @@ impl RealSession {
 
 /// The tick's report and the rest, from the engine's runs in order: a
 /// hook's JSON as text, `begin --json`'s report from its stderr.
-fn report(runs: &[EngineRun]) -> Output {
+pub(super) fn report(runs: &[EngineRun]) -> Output {
     let mut output = Output::default();
     for run in runs {
         if run.args.first().is_some_and(|a| a == "hook") {
@@ -263,7 +263,7 @@ fn report(runs: &[EngineRun]) -> Output {
 }
 
 /// The last run's exit status (`begin`'s nothing to do counts as 0).
-fn last_exit(runs: &[EngineRun]) -> Option<i32> {
+pub(super) fn last_exit(runs: &[EngineRun]) -> Option<i32> {
     runs.iter().rev().find_map(|r| r.exit).map(|code| {
         if code == i32::from(NOTHING_TO_DO) {
             0

@@ -92,6 +92,13 @@ pub struct Case {
     /// Engine arguments after `<skill> --loop`, on every tick.
     #[serde(default)]
     pub args: Vec<String>,
+    /// `driver: real-loop` only: after the last tick, how long the session
+    /// is watched — no prompt may be submitted and no model request made
+    /// in that time, e.g. `2m` for a wakeup armed 60 s ahead [default: not
+    /// watched].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub quiet: Option<Spanned<String>>,
     /// The whole case's time limit, e.g. `60s` or `2m` [default: 60s].
     #[serde(default)]
     #[schemars(with = "Option<String>")]
@@ -158,6 +165,12 @@ pub enum Driver {
     /// begin`, the work and `end` as Bash calls.
     #[serde(rename = "real-session")]
     RealSession,
+    /// The real interactive Claude Code on a pseudo-terminal with the
+    /// plugin loaded: the case's `prompt` (`/loop …`) is typed once, and
+    /// each tick is the next prompt the session submits — `/loop`'s own
+    /// wakeup or cron fire, or what the tick's `prompt:` types.
+    #[serde(rename = "real-loop")]
+    RealLoop,
 }
 
 impl Driver {
@@ -174,7 +187,7 @@ impl Driver {
     /// under (`crate::world::clis`).
     pub fn real_cli(self) -> Option<&'static str> {
         match self {
-            Driver::RealClaude | Driver::RealSession => Some("claude"),
+            Driver::RealClaude | Driver::RealSession | Driver::RealLoop => Some("claude"),
             Driver::RealCodex => Some("codex"),
             Driver::RealGemini => Some("gemini"),
             Driver::RealOpencode => Some("opencode"),
@@ -198,7 +211,16 @@ impl Driver {
     /// Whether the tick's work is an agent session's (`begin`/`end`),
     /// played or real.
     pub fn in_session(self) -> bool {
-        matches!(self, Driver::Session | Driver::RealSession)
+        matches!(
+            self,
+            Driver::Session | Driver::RealSession | Driver::RealLoop
+        )
+    }
+
+    /// Whether a real Claude Code session does the ticks' work, run per
+    /// prompt (`real-session`) or interactive (`real-loop`).
+    pub fn claude_session(self) -> bool {
+        matches!(self, Driver::RealSession | Driver::RealLoop)
     }
 }
 
@@ -338,7 +360,9 @@ pub struct TickSpec {
     pub model: Vec<Spanned<Turn>>,
     /// `driver: real-session` only: what this tick's session is sent
     /// instead of the case's loop prompt — a user's next prompt, such as
-    /// `proceed` answering the gate the last prompt asked.
+    /// `proceed` answering the gate the last prompt asked. `driver:
+    /// real-loop`: what the user types for this tick, instead of waiting
+    /// for `/loop` to fire.
     #[serde(default)]
     pub prompt: Option<String>,
     /// `driver: real-session` only: `new` starts a new Claude Code session

@@ -124,7 +124,7 @@ impl Checker<'_> {
                 l
             }
         };
-        if self.driver != Driver::RealSession && tick.prompt.is_some() {
+        if !self.driver.claude_session() && tick.prompt.is_some() {
             return Err(self.at(
                 self.ticks_at,
                 "a tick's `prompt:` is what a real Claude Code session is sent, and this case runs none".to_owned(),
@@ -164,7 +164,7 @@ impl Checker<'_> {
                 ));
             }
         }
-        if self.driver == Driver::RealSession {
+        if self.driver.claude_session() {
             if let Some(a) = tick.answers.first() {
                 return Err(self.at(
                     a.gate.referenced,
@@ -177,6 +177,50 @@ impl Checker<'_> {
                     self.ticks_at,
                     "a real session's engine arguments are the model's: `args:` would reach no command".to_owned(),
                     format!("write them in the model's `sdd-loop … begin` command ({FORMAT_HELP})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `driver: real-loop`: the typed `/loop` prompt and the plugin are
+    /// what it runs, it kills nothing, and only it watches a `quiet:`.
+    fn real_loop(&self, case: &Case) -> Checked {
+        if case.driver != Driver::RealLoop {
+            return match &case.quiet {
+                Some(q) => Err(self.at(
+                    q.referenced,
+                    "`quiet:` watches an interactive session after its last tick, and this case runs none".to_owned(),
+                    format!("add `driver: real-loop`, or drop `quiet:` ({FORMAT_HELP})"),
+                )),
+                None => Ok(()),
+            };
+        }
+        if let Some(q) = &case.quiet {
+            self.duration(q, "quiet: 2m")?;
+        }
+        if case.prompt.is_none() || !case.plugin {
+            return Err(self.at(
+                case.id.referenced,
+                "`driver: real-loop` types the case's `prompt:` into Claude Code with this plugin loaded".to_owned(),
+                format!("give the case `prompt: /loop /sdd-loop:work --loop …` and `plugin: true` ({FORMAT_HELP})"),
+            ));
+        }
+        for (i, tick) in case.ticks.value.iter().enumerate() {
+            let what = if tick.kill.is_some() {
+                Some("`kill:`")
+            } else if tick.session.is_some() {
+                Some("`session:`")
+            } else if i == 0 && tick.prompt.is_some() {
+                Some("a first tick's `prompt:` (the case's `prompt:` is typed then)")
+            } else {
+                None
+            };
+            if let Some(what) = what {
+                return Err(self.at(
+                    self.ticks_at,
+                    format!("tick {}: {what} has no meaning in one interactive session that `/loop` drives", i + 1),
+                    format!("drop it, or use `driver: real-session` ({FORMAT_HELP})"),
                 ));
             }
         }
@@ -357,7 +401,7 @@ impl Checker<'_> {
                 format!("drop one of them ({FORMAT_HELP})"),
             ));
         }
-        if case.driver == Driver::RealSession && !case.args.is_empty() {
+        if case.driver.claude_session() && !case.args.is_empty() {
             return Err(self.at(
                 case.id.referenced,
                 "a real session's engine arguments are the model's: `args:` would reach no command"
@@ -365,14 +409,14 @@ impl Checker<'_> {
                 format!("write them in the model's `sdd-loop … begin` commands ({FORMAT_HELP})"),
             ));
         }
-        if case.driver != Driver::RealSession && !case.claude_args.is_empty() {
+        if !case.driver.claude_session() && !case.claude_args.is_empty() {
             return Err(self.at(
                 case.id.referenced,
                 "`claude_args` are for the `claude` a real session runs, and this case runs none".to_owned(),
                 format!("add `driver: real-session`, or pass agent flags as `--agent-arg=…` in `args:` ({FORMAT_HELP})"),
             ));
         }
-        if case.driver != Driver::RealSession && case.plugin {
+        if !case.driver.claude_session() && case.plugin {
             return Err(self.at(
                 case.id.referenced,
                 "`plugin: true` loads the plugin into the `claude` a real session runs, and this case runs none".to_owned(),
@@ -382,6 +426,7 @@ impl Checker<'_> {
         if let Some(t) = &case.timeout {
             self.duration(t, "timeout: 2m")?;
         }
+        self.real_loop(case)?;
         if case.ticks.value.is_empty() {
             return Err(self.at(
                 case.ticks.referenced,
@@ -713,6 +758,7 @@ fn driver_name(driver: Driver) -> &'static str {
         Driver::RealGemini => "real-gemini",
         Driver::RealOpencode => "real-opencode",
         Driver::RealSession => "real-session",
+        Driver::RealLoop => "real-loop",
     }
 }
 

@@ -5,7 +5,7 @@
 //! ([`edit`]), the binaries it runs ([`bins`]) and the pinned real CLIs ([`clis`]),
 //! the scripted model a real CLI talks to and its confinement
 //! ([`model`]), how a process is spawned, steered and
-//! timed out ([`spawn`]) and reaped with everything it started
+//! timed out ([`spawn`]) or run on a pseudo-terminal ([`pty`]), and reaped with everything it started
 //! ([`procs`]), the redaction rules for what varies between worlds and
 //! the secrets planted in them ([`redact`]), and the errors of building
 //! and running one ([`error`]).
@@ -19,6 +19,7 @@ pub mod edit;
 pub mod error;
 pub mod model;
 pub mod procs;
+pub mod pty;
 pub mod redact;
 pub mod sandbox;
 pub mod spawn;

@@ -193,7 +193,10 @@ fn shell_quote(text: &str) -> String {
 /// arguments, output and exit status under `ticks/N/engine/` — what the
 /// case reads as the tick's report and exit, since the session's Bash
 /// calls are the only ones that see them (not the plugin launcher's
-/// handshake, `sdd-loop hook --protocol`, run before every hook).
+/// handshake, `sdd-loop hook --protocol`, run before every hook). In an
+/// interactive session (`SDD_EVALS_NOW_FILE` set) each run reads the
+/// engine's clock from that file, so a case's `advance:` reaches a
+/// session started ticks ago.
 fn engine_shim(engine: &Engine) -> String {
     let run = match engine {
         Engine::Binary(path) => shell_quote(&path.display().to_string()),
@@ -206,6 +209,8 @@ fn engine_shim(engine: &Engine) -> String {
         "#!/bin/sh\n\
          # Written by sdd-evals: the engine under test; in a real session it\n\
          # also keeps each run's arguments, output and exit status for the case.\n\
+         # An interactive session's clock is a file the harness moves per tick.\n\
+         if [ -n \"$SDD_EVALS_NOW_FILE\" ]; then SDD_LOOP_NOW=$(cat \"$SDD_EVALS_NOW_FILE\"); export SDD_LOOP_NOW; fi\n\
          if [ -z \"$SDD_EVALS_TICK_DIR\" ]; then exec {run} \"$@\"; fi\n\
          # The plugin launcher's handshake is no run of the tick.\n\
          if [ \"$1 $2\" = \"hook --protocol\" ]; then exec {run} \"$@\"; fi\n\
