@@ -51,7 +51,11 @@ fn count(what: &str, n: Option<u32>, bound: Count) -> (bool, String) {
     match n {
         Some(n) => (
             bound.holds(n),
-            format!("{what}: {n} model requests (held: {})", bound.describe()),
+            format!(
+                "{what}: {n} model request{} (held: {})",
+                if n == 1 { "" } else { "s" },
+                bound.describe()
+            ),
         ),
         None => (false, format!("{what}: did not run")),
     }
