@@ -137,11 +137,14 @@ in the same order.
 
 Examples:
   sdd-evals scorecard . --adapter evals/scorecard/adapters/sdd-loop.yaml
-  sdd-evals scorecard fixtures/loop-plugins/reference fixtures/loop-plugins/reference-session \\
-    --adapter evals/scorecard/adapters/reference.yaml --adapter evals/scorecard/adapters/reference.yaml
-  sdd-evals scorecard ~/src/claude-plugins-official/plugins/ralph-loop \\
+  sdd-evals scorecard fixtures/loop-plugins/reference \\
+    fixtures/loop-plugins/reference-session \\
+    --adapter evals/scorecard/adapters/reference.yaml \\
+    --adapter evals/scorecard/adapters/reference-session.yaml
+  sdd-evals scorecard ../claude-plugins-official/plugins/ralph-loop \\
     --adapter evals/scorecard/adapters/ralph-loop.yaml
-  sdd-evals scorecard fixtures/loop-plugins/reference --adapter evals/scorecard/adapters/reference.yaml \\
+  sdd-evals scorecard fixtures/loop-plugins/reference \\
+    --adapter evals/scorecard/adapters/reference.yaml \\
     --case cap-refired --keep
 
 Exit status: 0 every cell ran (and matched --expect) · 1 a cell differs
@@ -167,8 +170,8 @@ pub struct ScorecardArgs {
     /// held|broken|n/a }`; a column it does not name is not checked.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
-    /// Cells run at once [default: 4; Claude Code mostly waits on its
-    /// hooks and the scripted model]
+    /// Cells run at once (Claude Code mostly waits on its hooks and the
+    /// scripted model, so more than the cores is fine)
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub jobs: usize,
     /// The claude executable [default: the pinned Claude Code that
