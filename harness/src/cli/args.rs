@@ -119,6 +119,78 @@ pub enum Command {
   sdd-evals plugin-evals target/plugin-evals/live --out target/plugin-evals/live --compare old/benchmark.json"
     )]
     PluginEvals(PluginEvalsArgs),
+    /// Run the loop-safety scorecard: every case under evals/scorecard/
+    /// (a failure class of Claude Code loop plugins, naming no plugin)
+    /// against each PLUGIN_DIR with the real Claude Code, offline against
+    /// a scripted model, and print the matrix case × plugin — held, broken
+    /// with its evidence (model requests per session, state files), or n/a
+    /// where the plugin's adapter cannot express the case. Writes
+    /// scorecard.json, scorecard.md and scorecard.html. Exits 1 when a
+    /// cell differs from --expect or could not be run.
+    #[command(
+        after_help = SCORECARD_HELP
+    )]
+    Scorecard(ScorecardArgs),
+}
+
+const SCORECARD_HELP: &str = "\
+An adapter is a few lines of YAML that tell the cases how the plugin's
+loop is started with a cap, cancelled and finished, and which files are
+its state (evals/scorecard/README.md). Give one --adapter per PLUGIN_DIR,
+in the same order.
+
+Examples:
+  sdd-evals scorecard . --adapter evals/scorecard/adapters/sdd-loop.yaml
+  sdd-evals scorecard fixtures/loop-plugins/reference \\
+    fixtures/loop-plugins/reference-session \\
+    --adapter evals/scorecard/adapters/reference.yaml \\
+    --adapter evals/scorecard/adapters/reference-session.yaml
+  sdd-evals scorecard ../claude-plugins-official/plugins/ralph-loop \\
+    --adapter evals/scorecard/adapters/ralph-loop.yaml
+  sdd-evals scorecard fixtures/loop-plugins/reference \\
+    --adapter evals/scorecard/adapters/reference.yaml \\
+    --case cap-refired --keep
+
+Exit status: 0 every cell ran (and matched --expect) · 1 a cell differs
+from --expect or could not be run · 64 usage · 65 a case, adapter or
+--expect file does not parse · 69 Claude Code is missing
+(sdd-evals agents install) · 73 the reports cannot be written";
+
+#[derive(Debug, Args)]
+pub struct ScorecardArgs {
+    /// Plugin directories (each holds .claude-plugin/plugin.json).
+    #[arg(required = true, value_name = "PLUGIN_DIR")]
+    pub plugins: Vec<PathBuf>,
+    /// The adapter of each PLUGIN_DIR, in order.
+    #[arg(long = "adapter", required = true, value_name = "FILE")]
+    pub adapters: Vec<PathBuf>,
+    /// The cases [default: evals/scorecard]
+    #[arg(long, value_name = "DIR")]
+    pub cases: Option<PathBuf>,
+    /// Run only these cases (by id).
+    #[arg(long = "case", value_name = "ID")]
+    pub only: Vec<String>,
+    /// The verdicts each column must have: `ADAPTER_NAME: { CASE_ID:
+    /// held|broken|n/a }`; a column it does not name is not checked.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Cells run at once (Claude Code mostly waits on its hooks and the
+    /// scripted model, so more than the cores is fine)
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub jobs: usize,
+    /// The claude executable [default: the pinned Claude Code that
+    /// `sdd-evals agents` finds]
+    #[arg(long, value_name = "PATH")]
+    pub claude: Option<PathBuf>,
+    /// Seconds one submission may take before it is killed.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub timeout: u64,
+    /// Where the reports go [default: target/sdd-evals]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Keep each cell's directory (sessions' streams, the models' logs).
+    #[arg(long)]
+    pub keep: bool,
 }
 
 #[derive(Debug, Args)]

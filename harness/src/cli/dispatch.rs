@@ -19,6 +19,7 @@ use super::exit;
 use super::plugin_evals::plugin_evals_command;
 use super::review::review_command;
 use super::run::run;
+use super::scorecard::scorecard_command;
 use super::{cases, scaffold};
 
 /// Parses `args` (with the program name) and runs the command.
@@ -92,6 +93,7 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>, env: &mut Env<'_>) ->
         Command::Review(args) => review_command(env, &args, &workspace),
         Command::Agents(args) => agents_command(env, args),
         Command::PluginEvals(args) => plugin_evals_command(env, args),
+        Command::Scorecard(args) => scorecard_command(env, &args, &workspace),
         Command::Coverage(args) => {
             let paths = resolve(args.paths.clone());
             coverage_command(env, &args, &paths, &fixtures)

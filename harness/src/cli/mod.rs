@@ -6,7 +6,8 @@
 //! [`coverage`], [`agents`] (the pinned real CLIs; and `schema`, printed
 //! from the loading stage), [`plugin_evals`] (a `claude plugin eval` run
 //! of plugin-evals/ in the same reports), [`review`] (changed snapshots,
-//! without cargo-insta). Exit
+//! without cargo-insta), [`scorecard`] (the loop-safety scorecard of
+//! any Claude Code loop plugin). Exit
 //! statuses are named in [`exit`].
 
 pub mod agents;
@@ -21,6 +22,7 @@ pub mod plugin_evals;
 pub mod review;
 pub mod run;
 pub mod scaffold;
+pub mod scorecard;
 
 pub use dispatch::main_with;
 pub use env::{Env, find_workspace, sandbox_parent};

@@ -15,7 +15,9 @@
 //! [`record::TickRecord`] — is the [`tick::Tick`]; whether a tick's end
 //! stops the case is [`verdict`]'s, pure. [`parallel`] runs
 //! a suite's cases on N jobs; [`options`] is what the caller gives a run;
-//! [`phases`] is where a case's wall time went.
+//! [`phases`] is where a case's wall time went. [`scorecard`] runs one
+//! cell of the loop-safety scorecard: a plugin-neutral case against any
+//! Claude Code loop plugin.
 //!
 //! Uses loading and the world. Hands on: a [`runner::CaseRun`] (the record
 //! and the world's redaction rules) to judging and reporting.
@@ -30,6 +32,7 @@ pub mod real_loop;
 pub mod real_session;
 pub mod record;
 pub mod runner;
+pub mod scorecard;
 pub mod session;
 pub mod tick;
 pub mod verdict;

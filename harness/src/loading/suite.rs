@@ -49,6 +49,11 @@ pub fn case_files(base: &Path, paths: &[PathBuf]) -> Result<Vec<CaseFile>, Strin
     Ok(files)
 }
 
+/// The directory under `evals/` that holds the loop-safety scorecard's
+/// cases and adapters (`sdd-evals scorecard`): not engine cases, so a
+/// search skips it.
+pub const SCORECARD_DIR: &str = "scorecard";
+
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -56,6 +61,9 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == SCORECARD_DIR) {
+                continue;
+            }
             collect(&path, out);
         } else if path.extension().is_some_and(|e| e == "yaml") {
             out.push(path);
