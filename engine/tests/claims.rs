@@ -378,3 +378,50 @@ fn a_review_tick_claims_the_pr_it_reviews() {
     );
     assert_eq!(origin.claims(Skill::Review), [10, 11]);
 }
+
+#[test]
+fn status_lists_the_claims_with_holder_and_expiry_this_clones_marked() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    origin.taken_elsewhere(1, "2026-05-09T13:59:00Z");
+    s.procs.0 = vec![100];
+    let b = s.begin(&claiming(&s, 1), 100);
+    assert_eq!(planned(&b), [2]);
+    let remote = Remote {
+        dir: s.root().to_path_buf(),
+        remote: "origin".into(),
+        vars: std::env::vars().collect(),
+        limit: Duration::from_secs(20),
+    };
+    let me = Holder {
+        host: "m1".into(),
+        clone: s.root().display().to_string(),
+        pid: 1,
+        session: None,
+    };
+    let claims = sdd_loop::cli::status::Claims::read(&remote, Skill::Work, &me);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = sdd_loop::cli::status::run(
+        s.root(),
+        Skill::Work,
+        None,
+        false,
+        &s.clock,
+        &s.procs,
+        Some(claims),
+        &mut out,
+        &mut err,
+    );
+    assert_eq!(code, 0);
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains(
+            "Claims on origin:\n  #1 held by m2:/home/ci/repo (pid 9) until 2026-05-09T14:14:00Z\n  #2 held by m1:"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("(pid 100) (this clone) until 2026-05-09T14:15:00Z"),
+        "{out}"
+    );
+}

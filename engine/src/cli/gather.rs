@@ -486,3 +486,31 @@ fn apply_tick_flags(cfg: &mut TickConfig, args: &TickArgs, cwd: &Path) {
 
 #[cfg(test)]
 mod tests;
+
+/// The machine's name in leases: `SDD_LOOP_HOST`, else the system's.
+pub(super) fn host(vars: &BTreeMap<String, String>) -> String {
+    let git = crate::world::git::GitCli { dir: ".".into() };
+    vars.get("SDD_LOOP_HOST")
+        .filter(|v| !v.is_empty())
+        .cloned()
+        .or_else(|| WorldLookups { vars, git: &git }.hostname())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// The remote claims live on, by the same rule as a tick's (without the
+/// refusal): `SDD_LOOP_CLAIM_REMOTE`, else `default` when the clone has
+/// it; `None` when claims are off.
+pub(super) fn claim_remote(
+    vars: &BTreeMap<String, String>,
+    default: &str,
+    remotes: &[String],
+) -> Option<String> {
+    match vars.get("SDD_LOOP_CLAIM_REMOTE").filter(|v| !v.is_empty()) {
+        Some(off) if off == "off" => None,
+        Some(named) => Some(named.clone()),
+        None => remotes
+            .iter()
+            .any(|r| r == default)
+            .then(|| default.to_owned()),
+    }
+}
