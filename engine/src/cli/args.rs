@@ -52,6 +52,11 @@ Environment:
                            --lock=wait's deadline take at most 1 ms each — a wait moves the clock's monotonic
                            reading by its length; timestamps stay SDD_LOOP_NOW's
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
+  SDD_LOOP_CLAIM_REMOTE    the remote loop ticks claim their issues and PRs on, so loops in other clones
+                           never work the same one [default: --remote, i.e. origin; none in a checkout with
+                           no remote]; `off` turns claims off; unreachable or refusing: exit 69
+  SDD_LOOP_CLAIM_TIMEOUT   the longest one git fetch or push of claims may take, in seconds [default: 20]
+  SDD_LOOP_HOST            the machine's name written into claims [default: the system's host name]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
   CLAUDE_CONFIG_DIR, HOME  where `end --transcript auto` looks for Claude Code transcripts
   CLAUDE_CODE_SESSION_ID   set by Claude Code: `end --transcript auto` reads that session's file

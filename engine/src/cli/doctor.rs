@@ -1,9 +1,11 @@
 //! `sdd-loop doctor`: whether everything a loop needs is usable on this
 //! machine and in this project — the engine, Claude Code, the `sdd-loop`
 //! plugin (and which engine its hooks would run), the tracker
-//! credentials, each loop's state — and what to do about each part that
-//! is not. It changes nothing. The plugin's launcher names it when it
-//! blocks a loop prompt.
+//! credentials, the claims on the shared remote, each loop's state — and
+//! what to do about each part that is not. It changes nothing but one
+//! probe: to know this clone may create and delete claims (issue 32) it
+//! takes and releases claim `0` (never an issue's number) on the remote.
+//! The plugin's launcher names it when it blocks a loop prompt.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -349,6 +351,7 @@ fn state(inputs: &Inputs<'_>) -> Vec<Check> {
             true,
             &SystemClock,
             &OsProbe,
+            None,
             &mut out,
             &mut err,
         );
@@ -402,8 +405,97 @@ pub fn checks(inputs: &Inputs<'_>) -> Vec<Check> {
     all.push(claude(inputs));
     all.extend(plugin(inputs));
     all.extend(tracker_check(inputs));
+    all.push(claims_check(inputs));
     all.extend(state(inputs));
     all
+}
+
+/// Whether ticks can claim work on the shared remote: it is reached
+/// without a prompt, and a claim can be created and deleted there.
+fn claims_check(inputs: &Inputs<'_>) -> Check {
+    use crate::world::claim::{Change, Holder, Outcome, Remote, Timing};
+    let off = |detail: String| check("claims", Verdict::Ok, detail, None);
+    let git = GitCli {
+        dir: inputs.project.clone(),
+    };
+    let remotes = git.remotes();
+    let Some(name) = super::gather::claim_remote(inputs.vars, "origin", &remotes) else {
+        return match inputs.vars.get("SDD_LOOP_CLAIM_REMOTE").map(String::as_str) {
+            Some("off") => off("off (SDD_LOOP_CLAIM_REMOTE=off): safe only while no other clone works this backlog".into()),
+            _ if remotes.is_empty() => off("off: this checkout has no remote, so no other clone to share a backlog with".into()),
+            _ => check(
+                "claims",
+                Verdict::Fix,
+                format!("no remote named origin to claim work on (remotes: {})", remotes.join(", ")),
+                Some("set SDD_LOOP_CLAIM_REMOTE=NAME (the remote every clone shares), or SDD_LOOP_CLAIM_REMOTE=off".into()),
+            ),
+        };
+    };
+    let remote = Remote {
+        dir: inputs.project.clone(),
+        remote: name.clone(),
+        vars: inputs.vars.clone(),
+        limit: Duration::from_secs(config::DEFAULT_CLAIM_TIMEOUT_SECS),
+    };
+    let fix = |detail: String| {
+        check(
+            "claims",
+            Verdict::Fix,
+            detail,
+            Some(format!(
+                "ticks exit 69 until this clone can push refs under {}/ on `{name}` without a prompt (credentials, or the host's rules), or set SDD_LOOP_CLAIM_REMOTE=off when no other clone works this backlog",
+                crate::world::claim::NAMESPACE
+            )),
+        )
+    };
+    let held = match remote.read(Skill::Work) {
+        Ok(seen) => seen.len(),
+        Err(e) => return fix(format!("cannot read claims on `{name}`: {e}")),
+    };
+    let holder = Holder {
+        host: super::gather::host(inputs.vars),
+        clone: inputs.project.display().to_string(),
+        pid: std::process::id(),
+        session: None,
+    };
+    let now = crate::os::clock::Clock::now(&SystemClock);
+    let lease = Timing::default().lease(Skill::Work, 0, &holder, now);
+    let taken = match remote.push(&[Change::Take {
+        lease,
+        expected: None,
+    }]) {
+        Ok(o) => o,
+        Err(e) => return fix(format!("cannot push a claim to `{name}`: {e}")),
+    };
+    let commit = match taken.into_iter().next() {
+        Some(Outcome::Done { commit: Some(c) }) => c,
+        Some(Outcome::Refused { reason }) => {
+            return fix(format!(
+                "`{name}` refused the probe claim {}: {reason}",
+                crate::world::claim::ref_name(Skill::Work, 0)
+            ));
+        }
+        _ => return fix(format!("`{name}` did not answer for the probe claim")),
+    };
+    let released = remote.push(&[Change::Release {
+        skill: Skill::Work,
+        number: 0,
+        expected: commit,
+    }]);
+    match released {
+        Ok(o) if matches!(o.first(), Some(Outcome::Done { .. })) => check(
+            "claims",
+            Verdict::Ok,
+            format!(
+                "on `{name}`: a claim can be created and released ({held} work claim(s) held now)"
+            ),
+            None,
+        ),
+        Ok(_) | Err(_) => fix(format!(
+            "`{name}` let a claim be created but not deleted ({})",
+            crate::world::claim::ref_name(Skill::Work, 0)
+        )),
+    }
 }
 
 /// Prints the checks (text or one JSON object); 0 when nothing needs

@@ -57,7 +57,7 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, env: &mut E
     // The skill's guard, started by the engine on every tick, is read
     // without the whole parser.
     if let Some((what, parent)) = args.get(1..).and_then(crate::skill::guard::parse) {
-        return crate::skill::guard::run(&what, parent);
+        return crate::skill::guard::run(&what, parent, keeping(env));
     }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -135,7 +135,7 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
                     .collect();
                 crate::skill::guard::Guarded::Shell(line.join(" "))
             };
-            crate::skill::guard::run(&what, parent)
+            crate::skill::guard::run(&what, parent, keeping(env))
         }
         Command::Status(args) => {
             let root = env.cwd.join(&args.project);
@@ -150,6 +150,7 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
                 args.json,
                 clock.as_ref(),
                 &OsProbe,
+                status_claims(env, &root, args.skill),
                 env.stdout,
                 env.stderr,
             )
@@ -185,6 +186,36 @@ pub(crate) fn clock_from(env: &Env<'_>) -> Result<Arc<dyn Clock>, (String, &'sta
 /// The clock `SDD_LOOP_NOW` and `SDD_LOOP_CLOCK` ask for
 /// ([`crate::os::clock`]): real time unless told otherwise. The error is
 /// the message and its help line.
+/// The claims `status` shows: on the remote ticks claim on (see
+/// [`gather::claim_remote`]); none when claims are off.
+fn status_claims(env: &Env<'_>, root: &std::path::Path, skill: Skill) -> Option<status::Claims> {
+    let git = crate::world::git::GitCli {
+        dir: root.to_path_buf(),
+    };
+    let remote = gather::claim_remote(&env.vars, "origin", &git.remotes())?;
+    let me = crate::world::claim::Holder {
+        host: gather::host(&env.vars),
+        clone: root.display().to_string(),
+        pid: std::process::id(),
+        session: None,
+    };
+    let remote = crate::world::claim::Remote {
+        dir: root.to_path_buf(),
+        remote,
+        vars: env.vars.clone(),
+        limit: std::time::Duration::from_secs(crate::config::DEFAULT_CLAIM_TIMEOUT_SECS),
+    };
+    Some(status::Claims::read(&remote, skill, &me))
+}
+
+/// What the guard keeps: the tick's claims, when the engine named its
+/// journal, on the tick's clock.
+fn keeping(env: &Env<'_>) -> Option<crate::skill::guard::Keeping> {
+    let keeper = crate::skill::keeper::from_vars(&env.vars)?;
+    let clock = clock_from_vars(&env.vars).ok()?;
+    Some((keeper, clock))
+}
+
 pub(crate) fn clock_from_vars(
     vars: &BTreeMap<String, String>,
 ) -> Result<Arc<dyn Clock>, (String, &'static str)> {

@@ -1,11 +1,14 @@
 //! `sdd-loop status work|review`: who holds the lock and whether it is
 //! alive, budget used and remaining per dimension, the last tick, an
-//! in-flight iteration, and the stop cause if the run has ended.
+//! in-flight iteration, the stop cause if the run has ended — and the
+//! claims on the shared remote (issue 32): who holds which issue or PR,
+//! until when, this clone's own marked.
 //!
 //! Read-only and safe while a tick runs: the lock is peeked without the
 //! guard (it is published by rename, so the read is whole), nothing is
 //! repaired — a torn history line is only reported — and no file is
-//! created. It says only what is there: before the first tick there is no
+//! created (reading the claims fetches them into the clone's
+//! `refs/sdd-loop/seen/`, as every tick does). It says only what is there: before the first tick there is no
 //! run to be stopped or not, and no state file to point at.
 
 use std::io::Write;
@@ -35,12 +38,14 @@ pub fn run(
     as_json: bool,
     clock: &dyn Clock,
     probe: &dyn ProcessProbe,
+    claims: Option<Claims>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
     let paths = StatePaths::new(root, skill, budget_file);
     match gather(&paths, clock, probe) {
-        Ok(s) => {
+        Ok(mut s) => {
+            s.claims = claims;
             let text = if as_json {
                 format!("{}\n", s.json(root, &paths))
             } else {
@@ -59,7 +64,93 @@ pub fn run(
     }
 }
 
+/// The claims on the shared remote, as `status` read them.
+#[derive(Debug)]
+pub struct Claims {
+    pub remote: String,
+    /// Each claim by number, or why they could not be read.
+    pub read: Result<Vec<ClaimShown>, String>,
+}
+
+/// One claim: its holder, its expiry, whether it is this clone's.
+#[derive(Debug)]
+pub struct ClaimShown {
+    pub number: u64,
+    pub holder: String,
+    pub expires_at: String,
+    pub ours: bool,
+}
+
+impl Claims {
+    /// What `remote.read(skill)` says, with `me` for this clone.
+    pub fn read(
+        remote: &crate::world::claim::Remote,
+        skill: Skill,
+        me: &crate::world::claim::Holder,
+    ) -> Self {
+        let read = remote
+            .read(skill)
+            .map(|seen| {
+                seen.into_iter()
+                    .map(|(number, s)| match s.lease {
+                        Some(l) => ClaimShown {
+                            number,
+                            holder: l.holder.to_string(),
+                            expires_at: clock::format(l.expires_at),
+                            ours: l.holder.same_clone(me),
+                        },
+                        None => ClaimShown {
+                            number,
+                            holder: format!("a ref that is not a lease ({})", s.commit),
+                            expires_at: "never".into(),
+                            ours: false,
+                        },
+                    })
+                    .collect()
+            })
+            .map_err(|e| e.to_string());
+        Self {
+            remote: remote.remote.clone(),
+            read,
+        }
+    }
+
+    fn text(&self) -> String {
+        match &self.read {
+            Err(e) => format!("Claims on {}: cannot be read ({e})\n", self.remote),
+            Ok(c) if c.is_empty() => format!("Claims on {}: none\n", self.remote),
+            Ok(c) => {
+                let mut s = format!("Claims on {}:\n", self.remote);
+                for claim in c {
+                    s.push_str(&format!(
+                        "  #{} held by {}{} until {}\n",
+                        claim.number,
+                        claim.holder,
+                        if claim.ours { " (this clone)" } else { "" },
+                        claim.expires_at
+                    ));
+                }
+                s
+            }
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        match &self.read {
+            Err(e) => json!({"remote": self.remote, "error": e}),
+            Ok(c) => json!({
+                "remote": self.remote,
+                "held": c.iter().map(|c| json!({
+                    "number": c.number, "holder": c.holder,
+                    "expires_at": c.expires_at, "this_clone": c.ours,
+                })).collect::<Vec<_>>(),
+            }),
+        }
+    }
+}
+
 struct Status {
+    claims: Option<Claims>,
     skill: Skill,
     lock: Option<Result<(lock::LockRecord, Liveness), String>>,
     budget: Option<Budget>,
@@ -106,6 +197,7 @@ fn gather(
         (b.elapsed_seconds() + gap) / 60
     });
     Ok(Status {
+        claims: None,
         skill: paths.skill,
         lock,
         budget,
@@ -212,6 +304,9 @@ impl Status {
                 self.skill
             ),
         });
+        if let Some(c) = &self.claims {
+            s.push_str(&c.text());
+        }
         let files: Vec<String> = [paths.budget().to_path_buf(), paths.history()]
             .into_iter()
             .filter(|p| p.exists())
@@ -259,6 +354,7 @@ impl Status {
             "torn_last_line_bytes": self.torn,
             "stopped": self.budget.as_ref().and_then(|b| b.stopped.as_ref()).map(|s| json!({"cause": s.cause, "iteration": s.iteration, "gate": s.gate})),
             "files": {"budget": rel(paths.budget()), "history": rel(&paths.history())},
+            "claims": self.claims.as_ref().map(Claims::json),
         })
     }
 }
@@ -280,6 +376,7 @@ mod tests {
             as_json,
             &clock,
             &OsProbe,
+            None,
             &mut out,
             &mut err,
         );

@@ -91,6 +91,10 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
         turn_ended_by: r.turn_ended_by,
     }
     .into();
+    let mut line = line;
+    if let Some(claims) = ctx.claim_log.value() {
+        line.extra.insert("claims".into(), claims);
+    }
     // Everything on the line is redacted: root causes and summaries quote
     // what skills and trackers said.
     let line = ctx.redacted(line);
