@@ -48,9 +48,11 @@ Environment:
   SDD_LOOP_TRACKER_TIMEOUT, SDD_LOOP_TRACKER_RETRY_BUDGET
                            tracker time limits in seconds (same as the flags)
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
+  SDD_LOOP_NOW_FILE        a file holding an RFC 3339 instant, read on every reading of the clock
+                           (tests): replacing it by rename moves the clock during a tick
   SDD_LOOP_CLOCK           real [default] or simulated (tests): simulated, the tracker's retry waits and
                            --lock=wait's deadline take at most 1 ms each — a wait moves the clock's monotonic
-                           reading by its length; timestamps stay SDD_LOOP_NOW's
+                           reading by its length; timestamps stay SDD_LOOP_NOW's (or SDD_LOOP_NOW_FILE's)
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
   CLAUDE_CONFIG_DIR, HOME  where `end --transcript auto` looks for Claude Code transcripts
