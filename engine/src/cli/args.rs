@@ -55,6 +55,9 @@ Environment:
                            reading by its length; timestamps stay SDD_LOOP_NOW's (or SDD_LOOP_NOW_FILE's)
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
+  SDD_LOOP_PAUSE_AT, SDD_LOOP_PAUSE_DIR
+                           wait at a named pause point until released: write `paused PID` into the
+                           FIFO DIR/ready, read one byte from the FIFO DIR/release (tests)
   CLAUDE_CONFIG_DIR, HOME  where `end --transcript auto` looks for Claude Code transcripts
   CLAUDE_CODE_SESSION_ID   set by Claude Code: `end --transcript auto` reads that session's file
   CLAUDECODE               set by Claude Code: `end --transcript` first waits (at most 2 s) for its writes";
