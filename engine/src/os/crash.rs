@@ -149,7 +149,9 @@ impl CrashPoints {
         let (Ok(mut ready), Ok(mut release)) = (open("ready", true), open("release", false)) else {
             return;
         };
-        let _ = writeln!(ready, "paused {}", std::process::id());
+        // One write, shorter than PIPE_BUF: engines paused together never
+        // interleave their lines.
+        let _ = ready.write_all(format!("paused {}\n", std::process::id()).as_bytes());
         let _ = release.read(&mut [0u8; 1]);
     }
 
