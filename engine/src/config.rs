@@ -41,6 +41,41 @@ pub const DEFAULT_TRACKER_TIMEOUT_SECS: u64 = 10;
 /// next tick tries again, which is cheaper than a tick that hangs.
 pub const DEFAULT_TRACKER_RETRY_BUDGET_SECS: u64 = 30;
 
+/// Longest one git command about claims may take (`SDD_LOOP_CLAIM_TIMEOUT`):
+/// a fetch or push of a few refs answers in well under a second on a
+/// reachable remote; twenty seconds lets a slow link through and still
+/// ends a silent one long before a lease would matter.
+pub const DEFAULT_CLAIM_TIMEOUT_SECS: u64 = 20;
+
+/// Claims on the shared remote (issue 32): where they live and how long a
+/// lease lasts. `TickConfig::claims` is `None` when claims are off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimSettings {
+    /// The remote's name (or URL) in the clone.
+    pub remote: String,
+    /// The machine's name written into the leases.
+    pub host: String,
+    /// A lease's length from its last renewal.
+    pub lease: Duration,
+    /// How far two machines' clocks may disagree.
+    pub skew: Duration,
+    /// The longest one git command may take.
+    pub limit: Duration,
+}
+
+impl ClaimSettings {
+    /// The defaults (15 min leases, 5 min skew) on `remote`.
+    pub fn new(remote: impl Into<String>, host: impl Into<String>) -> Self {
+        Self {
+            remote: remote.into(),
+            host: host.into(),
+            lease: Duration::from_secs(15 * 60),
+            skew: Duration::from_secs(5 * 60),
+            limit: Duration::from_secs(DEFAULT_CLAIM_TIMEOUT_SECS),
+        }
+    }
+}
+
 /// One tick's configuration.
 #[derive(Debug, Clone)]
 pub struct TickConfig {
@@ -86,6 +121,9 @@ pub struct TickConfig {
     /// The `sdd-loop` binary, to run the skill under its guard
     /// ([`crate::skill::guard`]); `None` runs `sh -c` directly.
     pub guard: Option<PathBuf>,
+    /// Claims on the shared remote; `None`: off (no remote to share, or
+    /// `SDD_LOOP_CLAIM_REMOTE=off`).
+    pub claims: Option<ClaimSettings>,
 }
 
 impl TickConfig {
@@ -120,6 +158,7 @@ impl TickConfig {
             environment: Default::default(),
             tracker_token: None,
             guard: None,
+            claims: None,
         }
     }
 

@@ -1504,6 +1504,7 @@ mod journal_file {
                 budget_file,
                 claude_md,
                 skill_process,
+                claims: None,
             },
         )
     }

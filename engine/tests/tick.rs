@@ -979,6 +979,7 @@ fn a_crashed_iteration_is_recovered_from_its_journal() {
         budget_file: None,
         claude_md: None,
         skill_process: None,
+        claims: None,
     };
     journal.save(&paths.inflight()).unwrap();
     std::fs::write(
@@ -1053,6 +1054,7 @@ fn a_crashed_iteration_is_recovered_even_when_a_halted_line_carries_its_number()
         budget_file: None,
         claude_md: None,
         skill_process: None,
+        claims: None,
     };
     journal.save(&paths.inflight()).unwrap();
     let ex = Exchange::for_iteration(&paths, 2);
@@ -1139,6 +1141,7 @@ fn an_orphaned_skill_is_stopped_before_its_iteration_is_recovered() {
         budget_file: None,
         claude_md: None,
         skill_process: Some(sdd_loop::state::journal::SkillProcess { pgid, start: None }),
+        claims: None,
     };
     journal.save(&paths.inflight()).unwrap();
     std::fs::write(

@@ -50,6 +50,10 @@ pub(super) trait Lookups {
     fn remote_repository(&self, remote: &str) -> Option<String>;
     /// `gh`'s token for the tracker's host.
     fn gh_token(&self, tracker_url: &str) -> Result<Token, NoToken>;
+    /// The names of the clone's remotes (none outside a clone).
+    fn remotes(&self) -> Vec<String>;
+    /// The machine's name.
+    fn hostname(&self) -> Option<String>;
 }
 
 /// What the binary asks: git, and `gh`.
@@ -68,6 +72,18 @@ impl Lookups for WorldLookups<'_> {
 
     fn gh_token(&self, tracker_url: &str) -> Result<Token, NoToken> {
         token::find(self.vars, tracker_url)
+    }
+
+    fn remotes(&self) -> Vec<String> {
+        self.git.remotes()
+    }
+
+    fn hostname(&self) -> Option<String> {
+        ["/proc/sys/kernel/hostname", "/etc/hostname"]
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .map(|h| h.trim().to_owned())
+            .find(|h| !h.is_empty())
     }
 }
 
@@ -182,8 +198,10 @@ pub(super) fn gather(
             &var,
         ),
     );
+    let claims = keep(&mut problems, claims(request, loop_tick, &var, lookups));
     let (
         Some(skill_cmd),
+        Some(claims),
         Some(clock),
         Some(crash),
         Some(lock_poll),
@@ -192,6 +210,7 @@ pub(super) fn gather(
         true,
     ) = (
         skill_cmd,
+        claims,
         clock,
         crash,
         lock_poll,
@@ -232,6 +251,7 @@ pub(super) fn gather(
     cfg.crash = crash;
     cfg.environment = vars.clone();
     cfg.tracker_token = token;
+    cfg.claims = claims;
     if let Some(args) = request.args {
         apply_tick_flags(&mut cfg, args, request.cwd);
     }
@@ -311,6 +331,58 @@ fn skill_command(
         )),
         Mode::Begin | Mode::End => Ok(String::new()),
     }
+}
+
+/// Claims on the shared remote (issue 32), for a loop tick: on the
+/// remote `SDD_LOOP_CLAIM_REMOTE` names (`off`: none), else on `--remote`
+/// (`origin`) — and off in a checkout with no remote at all, which has no
+/// other clone to share a backlog with. A clone with remotes but not the
+/// one named is refused: claiming nowhere would fail open.
+fn claims(
+    request: &Request<'_>,
+    loop_tick: bool,
+    var: &dyn Fn(&str) -> Option<String>,
+    lookups: &dyn Lookups,
+) -> Result<Option<config::ClaimSettings>, Problem> {
+    if !loop_tick {
+        return Ok(None);
+    }
+    let named = var("SDD_LOOP_CLAIM_REMOTE");
+    if named.as_deref() == Some("off") {
+        return Ok(None);
+    }
+    let limit = seconds(
+        None,
+        ("claim-timeout", "SDD_LOOP_CLAIM_TIMEOUT"),
+        config::DEFAULT_CLAIM_TIMEOUT_SECS,
+        var,
+    )?;
+    let host = var("SDD_LOOP_HOST")
+        .or_else(|| lookups.hostname())
+        .unwrap_or_else(|| "localhost".to_owned());
+    let remote = match named {
+        Some(remote) => remote,
+        None => {
+            let remote = request.common.remote.clone();
+            let remotes = lookups.remotes();
+            if remotes.is_empty() {
+                return Ok(None);
+            }
+            if !remotes.contains(&remote) {
+                return Err(Problem::invalid(
+                    format!(
+                        "this clone has no remote named `{remote}` to claim issues on (its remotes: {})",
+                        remotes.join(", ")
+                    ),
+                    "set SDD_LOOP_CLAIM_REMOTE=NAME to claim on the remote every clone shares, or SDD_LOOP_CLAIM_REMOTE=off when no other clone works this backlog",
+                ));
+            }
+            remote
+        }
+    };
+    let mut settings = config::ClaimSettings::new(remote, host);
+    settings.limit = Duration::from_secs(limit);
+    Ok(Some(settings))
 }
 
 /// `begin` exists only in loop mode.

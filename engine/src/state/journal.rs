@@ -99,6 +99,57 @@ pub struct Journal {
     /// orphaned skill runs beside the next one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skill_process: Option<SkillProcess>,
+    /// The claims on the shared remote the tick holds for its work
+    /// (issue 32): renewed while the work runs, released by `end`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims: Option<Claims>,
+}
+
+/// A tick's claims on the shared remote, as the journal keeps them: what
+/// the guard (from a shell) or the hooks (in a session) need to renew
+/// them, and what `end` releases.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claims {
+    /// The remote the claims are on, as the clone names it.
+    pub remote: String,
+    /// The clone's directory (git runs there).
+    pub clone: PathBuf,
+    /// The machine's name, as the leases say it.
+    pub host: String,
+    /// How long a lease lasts from its last renewal, in seconds.
+    pub lease_secs: u64,
+    /// The clock margin another clone waits past an expiry, in seconds.
+    pub skew_secs: u64,
+    /// The longest one git command may take, in seconds.
+    pub limit_secs: u64,
+    /// The claims held, in plan order.
+    pub held: Vec<HeldClaim>,
+    /// Numbers whose claim was lost while the work ran (taken by another
+    /// clone, or not renewed before it lapsed): their work must stop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<LostClaim>,
+}
+
+/// One claim held: the issue or PR, the commit its ref points at (the
+/// expected value of the next renewal or release) and its expiry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeldClaim {
+    pub number: u64,
+    pub commit: String,
+    /// RFC 3339, by this clone's clock.
+    pub expires_at: String,
+}
+
+/// A claim lost while the work ran, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LostClaim {
+    pub number: u64,
+    pub reason: String,
+    /// RFC 3339, by this clone's clock.
+    pub at: String,
 }
 
 /// A running skill's process group and its leader's start time (so a
@@ -125,6 +176,16 @@ impl Journal {
     pub fn record_skill_process(path: &Path, process: SkillProcess) -> Result<(), JournalError> {
         if let Some(mut journal) = Self::load(path)? {
             journal.skill_process = Some(process);
+            journal.save(path)?;
+        }
+        Ok(())
+    }
+
+    /// Records the claims' new state in the journal at `path` (after a
+    /// renewal or a loss).
+    pub fn record_claims(path: &Path, claims: &Claims) -> Result<(), JournalError> {
+        if let Some(mut journal) = Self::load(path)? {
+            journal.claims = Some(claims.clone());
             journal.save(path)?;
         }
         Ok(())
@@ -213,6 +274,20 @@ mod tests {
             skill_process: Some(SkillProcess {
                 pgid: 77,
                 start: Some(5),
+            }),
+            claims: Some(Claims {
+                remote: "origin".into(),
+                clone: "/work/clone".into(),
+                host: "m1".into(),
+                lease_secs: 900,
+                skew_secs: 300,
+                limit_secs: 20,
+                held: vec![HeldClaim {
+                    number: 3,
+                    commit: "abc".into(),
+                    expires_at: "2026-05-09T15:05:00Z".into(),
+                }],
+                lost: vec![],
             }),
         };
         j.save(&path).unwrap();

@@ -290,5 +290,6 @@ fn not_acquired(
         outcome,
         fired,
         budget,
+        skipped_for_claims: false,
     })
 }

@@ -125,6 +125,11 @@ pub(crate) struct Ctx<'c, 'w> {
     /// This tick's spend by both estimates, for the next status block,
     /// when the work's agent reported its own.
     pub tick_cost: Option<TickCost>,
+    /// The claims on the shared remote this tick holds and has not yet
+    /// handed to the journal (released if the tick stops before the work).
+    pub claims: Option<crate::state::journal::Claims>,
+    /// What this tick did with claims, for its history line.
+    pub claim_log: super::claims::ClaimLog,
 }
 
 impl<'c, 'w> Ctx<'c, 'w> {
@@ -155,6 +160,8 @@ impl<'c, 'w> Ctx<'c, 'w> {
             notes: Vec::new(),
             gates: Vec::new(),
             tick_cost: None,
+            claims: None,
+            claim_log: Default::default(),
         }
     }
 

@@ -27,6 +27,9 @@ pub(crate) struct Halt {
     pub backlog: Option<Vec<u64>>,
     /// Why nothing is planned (`halted at entry`, `stopped at a gate`).
     pub plan: &'static str,
+    /// Not a stop but a skip: other clones hold the claims on every
+    /// candidate (the note naming who holds what).
+    pub skipped: Option<String>,
 }
 
 impl Halt {
@@ -35,6 +38,7 @@ impl Halt {
             context: None,
             backlog: None,
             plan,
+            skipped: None,
         }
     }
 
@@ -43,6 +47,18 @@ impl Halt {
             context: Some(context),
             backlog,
             plan,
+            skipped: None,
+        }
+    }
+
+    /// Nothing claimable: other clones hold every candidate (`note` says
+    /// who holds what).
+    pub fn claimed_nothing(context: String, backlog: Option<Vec<u64>>, note: String) -> Self {
+        Self {
+            context: Some(context),
+            backlog,
+            plan: "other clones hold the claims",
+            skipped: Some(note),
         }
     }
 }
@@ -299,8 +315,12 @@ pub(crate) fn halt(
     mut run: Loaded,
     halt: Halt,
 ) -> Result<Concluded, Failure> {
+    super::claims::release_unused(ctx);
     ctx.cfg.crash.hit("after-gates");
     load::commit(ctx, &mut run.pending, &run.budget, run.iteration)?;
+    if let Some(note) = halt.skipped.clone() {
+        return skip(ctx, run, halt, note);
+    }
     let context = halt.context.unwrap_or_else(|| match ctx.cfg.skill {
         Skill::Work => "Backlog: not examined".to_owned(),
         Skill::Review => match ctx.cfg.pr {
@@ -365,5 +385,65 @@ pub(crate) fn halt(
         outcome: Outcome::Halted,
         fired: run.fired,
         budget: Some(run.budget),
+        skipped_for_claims: false,
+    })
+}
+
+/// A tick that found nothing it could claim: like a lock skip, a
+/// `skipped_lock` line (not authoritative: nothing was counted), no
+/// counter advanced, nothing spent, the lock released.
+fn skip(
+    ctx: &mut Ctx<'_, '_>,
+    run: Loaded,
+    halt: Halt,
+    note: String,
+) -> Result<Concluded, Failure> {
+    ctx.note(note.clone());
+    let started = ctx.started;
+    let gates = ctx.gates.clone();
+    let shown = Shown {
+        context: halt.context.unwrap_or_default(),
+        plan: format!("none — {}", halt.plan),
+        concurrency: run.concurrency.clone(),
+        outcome: format!("skipped — {note}; no counter advanced"),
+    };
+    let chain = record::no_chain(ctx);
+    record::append(
+        ctx,
+        Record {
+            iteration: run.iteration,
+            started,
+            outcome: Outcome::SkippedLock,
+            gates: &gates,
+            fired: &[],
+            snapshot: BudgetSnapshot::from(&run.budget),
+            delta: Delta::default(),
+            tracked: run.carried.clone(),
+            worktrees: run.carried_worktrees.clone(),
+            failures: Vec::new(),
+            backlog: halt.backlog,
+            dispatched: Vec::new(),
+            chain,
+            error: None,
+            lock_held: false,
+        },
+    )?;
+    ctx.show(
+        &shown,
+        &Ending {
+            iteration: run.iteration,
+            started,
+            budget: Some(&run.budget),
+            fired: &[],
+        },
+    )?;
+    ctx.release(Some(run.held));
+    Ok(Concluded {
+        code: exit::TICK_DONE,
+        iteration: run.iteration,
+        outcome: Outcome::SkippedLock,
+        fired: Vec::new(),
+        budget: Some(run.budget),
+        skipped_for_claims: true,
     })
 }

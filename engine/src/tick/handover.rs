@@ -79,6 +79,7 @@ pub(crate) fn open(
         budget_file: Some(ctx.paths.budget().to_path_buf()),
         claude_md: Some(ctx.cfg.claude_md.clone()),
         skill_process: None,
+        claims: ctx.claims.take().filter(|c| !c.held.is_empty()),
     };
     if journal.request.issues.is_empty() && journal.request.prs.is_empty() {
         let nothing = SkillResult {
@@ -253,6 +254,7 @@ pub(crate) fn complete_recorded(
         outcome: line.and_then(|l| l.outcome).unwrap_or(Outcome::Ok),
         fired,
         budget: crate::state::budget::Budget::load(ctx.paths.budget())?,
+        skipped_for_claims: false,
     })
 }
 

@@ -38,6 +38,7 @@
 
 mod account;
 mod acquire;
+mod claims;
 mod ctx;
 mod entry;
 mod failure;
@@ -126,6 +127,8 @@ pub struct Concluded {
     pub outcome: Outcome,
     pub fired: Vec<Fired>,
     pub budget: Option<Budget>,
+    /// Skipped because other clones hold the claims on every candidate.
+    pub skipped_for_claims: bool,
 }
 
 /// Which command of a tick is running.
@@ -360,6 +363,9 @@ fn summarise(
                 Phase::Wrapper => {}
                 Phase::Begin => {
                     let (outcome, reason) = match (c.code, c.outcome) {
+                        (exit::TICK_DONE, Outcome::SkippedLock) if c.skipped_for_claims => {
+                            ("skip", Some("other clones hold the claims on the work"))
+                        }
                         (exit::TICK_DONE, Outcome::SkippedLock) => {
                             ("skip", Some("another tick holds the lock"))
                         }
@@ -414,9 +420,11 @@ fn begin_tick(ctx: &mut Ctx<'_, '_>, driver: Driver) -> Result<Begun, Failure> {
         return entry::halt(ctx, run, halt).map(Begun::Concluded);
     }
     let planned = match ctx.cfg.skill {
-        Skill::Work => work::plan(ctx, &mut run)?,
-        Skill::Review => review::plan(ctx, &mut run)?,
+        Skill::Work => work::plan(ctx, &mut run),
+        Skill::Review => review::plan(ctx, &mut run),
     };
+    // A tick that asks, or fails, after claiming leaves no claim behind.
+    let planned = planned.inspect_err(|_| claims::release_unused(ctx))?;
     match planned {
         Err(halt) => entry::halt(ctx, run, halt).map(Begun::Concluded),
         Ok(dispatch) => {
@@ -426,11 +434,12 @@ fn begin_tick(ctx: &mut Ctx<'_, '_>, driver: Driver) -> Result<Begun, Failure> {
             let before = if driver == Driver::Session
                 && !(request.issues.is_empty() && request.prs.is_empty())
             {
-                Some(found::snapshot(ctx, request)?)
+                Some(found::snapshot(ctx, request).inspect_err(|_| claims::release_unused(ctx))?)
             } else {
                 None
             };
-            let begun = handover::open(ctx, run, dispatch, driver)?;
+            let begun = handover::open(ctx, run, dispatch, driver)
+                .inspect_err(|_| claims::release_unused(ctx))?;
             if let (Some(before), Begun::Work(opened)) = (&before, &begun) {
                 found::keep(ctx, before, &opened.exchange);
             }
@@ -632,6 +641,7 @@ fn run_once(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concl
             outcome: Outcome::Ok,
             fired: Vec::new(),
             budget: None,
+            skipped_for_claims: false,
         }),
         Some(why) => Err(Failure::new(
             outcome

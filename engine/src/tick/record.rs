@@ -88,6 +88,10 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
         error: r.error,
     }
     .into();
+    let mut line = line;
+    if let Some(claims) = ctx.claim_log.value() {
+        line.extra.insert("claims".into(), claims);
+    }
     // Everything on the line is redacted: root causes and summaries quote
     // what skills and trackers said.
     let line = ctx.redacted(line);

@@ -2,11 +2,13 @@
 //! the open PRs to review, deferral of PRs with no new commits since the
 //! iteration that last recorded them (SPEC-0020 "Concurrency Invariants
 //! for /sdd:review": SHA equality is the sole rule), the repeated-failure
-//! and 80% budget gates, and the post-feedback-merge gate per PR.
+//! and 80% budget gates, and the post-feedback-merge gate per PR. The
+//! PRs reviewed are those claimed on the shared remote ([`super::claims`]).
 
 use std::collections::BTreeSet;
 
 use super::Failure;
+use super::claims::{self, Planned};
 use super::ctx::{Ctx, list, pr_ref, short};
 use super::entry::{self, Halt};
 use super::handover::Dispatch;
@@ -45,7 +47,15 @@ pub(crate) fn plan(
             return at_gate(context);
         }
     }
+    let numbers: Vec<u64> = candidates.iter().map(|p| p.number).collect();
+    match claims::plan(ctx, &numbers, ctx.cfg.max_agents as usize)? {
+        Planned::Unclaimed => {}
+        Planned::Won(won) => candidates.retain(|p| won.contains(&p.number)),
+        Planned::Nothing(note) => return Ok(Err(Halt::claimed_nothing(context, None, note))),
+    }
     let selection = select(ctx, run, candidates);
+    let kept: Vec<u64> = selection.prs.iter().map(|p| p.number).collect();
+    claims::keep_only(ctx, &kept);
     if let Some(stop) = entry::budget_gate(ctx, run, selection.new_prs)? {
         run.fired.push(stop);
         return at_gate(context);

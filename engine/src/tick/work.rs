@@ -1,11 +1,14 @@
 //! Steps 4–5 for `/sdd:work`: discover the backlog (condition #1 empty,
 //! #7 dependency cycle), then the gates in their fixed order — backlog
 //! drift, repeated failure, ambiguous criteria per selected issue, the 80%
-//! budget gate — and the request the work is dispatched with.
+//! budget gate — and the request the work is dispatched with. The plan is
+//! what was claimed: the candidates are claimed on the shared remote in
+//! plan order before the criteria are triaged ([`super::claims`]).
 
 use std::collections::BTreeSet;
 
 use super::Failure;
+use super::claims::{self, Planned};
 use super::ctx::{Ctx, list, plural, pr_ref};
 use super::entry::{self, Halt};
 use super::handover::Dispatch;
@@ -52,10 +55,22 @@ pub(crate) fn plan(
         .max_prs
         .saturating_sub(run.budget.prs_touched.len() as u64);
     let take = ctx.cfg.max_agents.min(remaining_prs) as usize;
-    let selected: Vec<u64> = candidates.iter().copied().take(take).collect();
+    let selected: Vec<u64> = match claims::plan(ctx, &candidates, take)? {
+        Planned::Unclaimed => candidates.iter().copied().take(take).collect(),
+        Planned::Won(won) => won,
+        Planned::Nothing(note) => {
+            return Ok(Err(Halt::claimed_nothing(
+                context.clone(),
+                Some(snapshot.clone()),
+                note,
+            )));
+        }
+    };
     let Some(triage) = triage_criteria(ctx, run, &backlog, &selected)? else {
         return halt("stopped at a gate");
     };
+    let kept: Vec<u64> = triage.assignments.iter().map(|a| a.number).collect();
+    claims::keep_only(ctx, &kept);
     if let Some(stop) = entry::budget_gate(ctx, run, triage.assignments.len() as u64)? {
         run.fired.push(stop);
         return halt("stopped at a gate");

@@ -66,6 +66,15 @@ impl GitCli {
     }
 }
 
+impl GitCli {
+    /// The names of the clone's remotes; none outside a clone.
+    pub fn remotes(&self) -> Vec<String> {
+        self.run(&self.dir, &["remote"])
+            .map(|out| out.lines().map(|l| l.trim().to_owned()).collect())
+            .unwrap_or_default()
+    }
+}
+
 impl Git for GitCli {
     fn remote_heads(
         &self,

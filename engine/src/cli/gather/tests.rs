@@ -38,6 +38,8 @@ struct Fake {
     remote: Option<&'static str>,
     gh: Option<&'static str>,
     remote_asked: Cell<u32>,
+    /// The clone's remotes (none: not a clone, or a clone with no remote).
+    remotes: Vec<&'static str>,
 }
 
 impl Lookups for Fake {
@@ -56,6 +58,14 @@ impl Lookups for Fake {
             }),
             _ => Err(NoToken::GhAbsent),
         }
+    }
+
+    fn remotes(&self) -> Vec<String> {
+        self.remotes.iter().map(|r| (*r).to_owned()).collect()
+    }
+
+    fn hostname(&self) -> Option<String> {
+        Some("box1".into())
     }
 }
 
@@ -362,4 +372,77 @@ fn end_needs_neither_a_skill_command_nor_a_repository() {
     assert_eq!(gathered.cfg.skill_cmd, "");
     assert_eq!(gathered.cfg.repository, None);
     assert_eq!(gathered.note, None);
+}
+
+// ---------------------------------------------------------------- claims
+
+const LOOP: &[&str] = &["--loop", "--repo", "o/r", "--skill-cmd", "x"];
+
+#[test]
+fn claims_are_on_for_the_clones_origin_with_the_machines_name() {
+    let fake = Fake {
+        remotes: vec!["origin"],
+        ..Fake::default()
+    };
+    let claims = wrapper(LOOP, &[], &fake).unwrap().cfg.claims.unwrap();
+    assert_eq!(claims.remote, "origin");
+    assert_eq!(claims.host, "box1");
+    assert_eq!(claims.lease, Duration::from_secs(900));
+    assert_eq!(claims.skew, Duration::from_secs(300));
+    assert_eq!(claims.limit, Duration::from_secs(20));
+    let named = wrapper(
+        LOOP,
+        &[
+            ("SDD_LOOP_HOST", "ci-7"),
+            ("SDD_LOOP_CLAIM_TIMEOUT", "5"),
+            ("SDD_LOOP_CLAIM_REMOTE", "shared"),
+        ],
+        &fake,
+    )
+    .unwrap()
+    .cfg
+    .claims
+    .unwrap();
+    assert_eq!(
+        (named.remote.as_str(), named.host.as_str(), named.limit),
+        ("shared", "ci-7", Duration::from_secs(5))
+    );
+}
+
+#[test]
+fn claims_are_off_without_a_remote_or_when_asked_and_outside_loop_mode() {
+    assert_eq!(
+        wrapper(LOOP, &[], &Fake::default()).unwrap().cfg.claims,
+        None
+    );
+    let fake = Fake {
+        remotes: vec!["origin"],
+        ..Fake::default()
+    };
+    let off = wrapper(LOOP, &[("SDD_LOOP_CLAIM_REMOTE", "off")], &fake).unwrap();
+    assert_eq!(off.cfg.claims, None);
+    let once = wrapper(&["--repo", "o/r", "--skill-cmd", "x"], &[], &fake).unwrap();
+    assert_eq!(once.cfg.claims, None);
+}
+
+/// A clone whose remotes do not include the one claims default to would
+/// otherwise claim nowhere and work as if alone: refused, with the fix.
+#[test]
+fn a_clone_without_the_claims_remote_is_refused_with_the_variable_to_set() {
+    let fake = Fake {
+        remotes: vec!["upstream", "fork"],
+        ..Fake::default()
+    };
+    let refusal = wrapper(LOOP, &[], &fake).err().unwrap();
+    assert_eq!(
+        messages(&refusal),
+        [
+            "this clone has no remote named `origin` to claim issues on (its remotes: upstream, fork)"
+        ]
+    );
+    assert!(
+        refusal.problems[0]
+            .help
+            .contains("SDD_LOOP_CLAIM_REMOTE=NAME")
+    );
 }

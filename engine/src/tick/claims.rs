@@ -1,0 +1,457 @@
+//! The plan is what was claimed (issue 32, DESIGN §14): before a tick
+//! works an issue (a review tick a PR) it claims it on the shared remote
+//! ([`crate::world::claim`]), so a loop in another clone — or on another
+//! machine — never works the same one.
+//!
+//! - One fetch per tick reads every claim of the skill; then the
+//!   candidates are taken in plan order, up to what the tick would plan,
+//!   in one push (each ref under its own lease, so the remote answers for
+//!   each). A take refused because another clone got there first makes
+//!   the tick take the next unclaimed candidate, in one more push: at most
+//!   one push round trip per planned issue.
+//! - A claim held by another clone is left alone until its lease is past
+//!   its expiry by the skew margin ([`Timing::takeable`]); then it is
+//!   taken over with a compare-and-swap against the commit that was read.
+//!   A claim of this same clone (a tick of it that died) is taken back the
+//!   same way at once: the checkout's lock says no other tick of this
+//!   clone runs.
+//! - Nothing claimable: the tick is skipped like a lock skip (a
+//!   `skipped_lock` line, no counter advanced, nothing spent), with a note
+//!   naming who holds what until when.
+//! - Failure is closed: a remote that cannot be reached, or that refuses
+//!   refs under `refs/sdd-loop/` by a rule of its own, is exit 69 with
+//!   nothing worked and nothing written on the tracker.
+//! - `end` releases the claims (a deletion under the same lease), and a
+//!   tick that halts or fails after claiming releases them before it
+//!   returns. A release that cannot reach the remote leaves the claims to
+//!   expire.
+//!
+//! The claims a tick holds travel to the work and to `end` in the journal
+//! ([`Claims`]); the tick's history line says what it took, lost and
+//! released (`claims`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::json;
+
+use super::Failure;
+use super::ctx::Ctx;
+use crate::exit;
+use crate::os::clock;
+use crate::state::journal::{Claims, HeldClaim};
+use crate::state::paths::Skill;
+use crate::world::claim::{self, Change, ClaimError, Holder, Lease, Outcome, Remote, Seen, Timing};
+
+/// The remote and lease a tick claims with.
+pub(crate) struct Claimer {
+    pub remote: Remote,
+    pub timing: Timing,
+    pub holder: Holder,
+    pub skill: Skill,
+}
+
+impl Claimer {
+    /// The claimer of this tick; `None` when claims are off.
+    pub fn of(ctx: &Ctx<'_, '_>) -> Option<Self> {
+        let settings = ctx.cfg.claims.as_ref()?;
+        Some(Self {
+            remote: Remote {
+                dir: ctx.cfg.root.clone(),
+                remote: settings.remote.clone(),
+                vars: ctx.cfg.environment.clone(),
+                limit: settings.limit,
+            },
+            timing: Timing {
+                lease: settings.lease,
+                skew: settings.skew,
+            },
+            holder: Holder {
+                host: settings.host.clone(),
+                clone: ctx.cfg.root.display().to_string(),
+                pid: ctx.me.pid,
+                session: None,
+            },
+            skill: ctx.cfg.skill,
+        })
+    }
+
+    /// The claimer the journal's claims were taken by (for renewing and
+    /// releasing them from another process).
+    pub fn from_journal(
+        claims: &Claims,
+        skill: Skill,
+        pid: u32,
+        vars: BTreeMap<String, String>,
+    ) -> Self {
+        Self {
+            remote: Remote {
+                dir: claims.clone.clone(),
+                remote: claims.remote.clone(),
+                vars,
+                limit: Duration::from_secs(claims.limit_secs),
+            },
+            timing: Timing {
+                lease: Duration::from_secs(claims.lease_secs),
+                skew: Duration::from_secs(claims.skew_secs),
+            },
+            holder: Holder {
+                host: claims.host.clone(),
+                clone: claims.clone.display().to_string(),
+                pid,
+                session: None,
+            },
+            skill,
+        }
+    }
+
+    /// An empty record of claims held through this claimer.
+    fn journal(&self) -> Claims {
+        Claims {
+            remote: self.remote.remote.clone(),
+            clone: self.remote.dir.clone(),
+            host: self.holder.host.clone(),
+            lease_secs: self.timing.lease.as_secs(),
+            skew_secs: self.timing.skew.as_secs(),
+            limit_secs: self.remote.limit.as_secs(),
+            held: Vec::new(),
+            lost: Vec::new(),
+        }
+    }
+}
+
+/// A candidate, as the claims read say.
+enum Seat {
+    /// Free, ours, or expired: takeable with this expected old value.
+    Open(Option<String>),
+    /// Held by another clone's unexpired lease.
+    Held(Lease),
+    /// A ref in our namespace that is not a lease: never taken.
+    Foreign,
+}
+
+fn seat(c: &Claimer, seen: Option<&Seen>, now: Timestamp) -> Seat {
+    match seen {
+        None => Seat::Open(None),
+        Some(Seen { lease: None, .. }) => Seat::Foreign,
+        Some(Seen {
+            commit,
+            lease: Some(lease),
+        }) => {
+            if lease.holder.same_clone(&c.holder) || c.timing.takeable(lease, now) {
+                Seat::Open(Some(commit.clone()))
+            } else {
+                Seat::Held(lease.clone())
+            }
+        }
+    }
+}
+
+/// What claiming the candidates gave.
+#[derive(Debug, Default)]
+pub(crate) struct Claimed {
+    /// The numbers claimed, in plan order.
+    pub won: Vec<u64>,
+    /// Who holds the candidates this tick could not claim.
+    pub others: Vec<String>,
+    /// Fetches and pushes made.
+    pub round_trips: u32,
+}
+
+/// A push refused because someone else changed the ref first (as opposed
+/// to a rule of the remote, which refuses every claim alike).
+fn lost_a_race(reason: &str) -> bool {
+    [
+        "stale info",
+        "already exists",
+        "expected",
+        "fetch first",
+        "non-fast-forward",
+    ]
+    .iter()
+    .any(|w| reason.contains(w))
+}
+
+/// Claims up to `want` of `candidates`, in their order, and keeps what it
+/// holds in `ctx.claims`. `Ok(None)`: claims are off.
+pub(crate) fn claim(
+    ctx: &mut Ctx<'_, '_>,
+    candidates: &[u64],
+    want: usize,
+) -> Result<Option<Claimed>, Failure> {
+    let Some(c) = Claimer::of(ctx) else {
+        return Ok(None);
+    };
+    let seen = c.remote.read(c.skill).map_err(|e| unreachable(ctx, &e))?;
+    let now = ctx.now();
+    let mut claimed = Claimed {
+        round_trips: 1,
+        ..Claimed::default()
+    };
+    let mut open = Vec::new();
+    for n in candidates {
+        match seat(&c, seen.get(n), now) {
+            Seat::Open(expected) => open.push((*n, expected)),
+            Seat::Held(lease) => claimed.others.push(held_by(*n, &lease)),
+            Seat::Foreign => claimed.others.push(format!(
+                "#{n} by a ref that is not a lease ({})",
+                claim::ref_name(c.skill, *n)
+            )),
+        }
+    }
+    let mut journal = ctx.claims.take().unwrap_or_else(|| c.journal());
+    let mut next = open.into_iter();
+    while claimed.won.len() < want {
+        let batch: Vec<(u64, Option<String>)> =
+            next.by_ref().take(want - claimed.won.len()).collect();
+        if batch.is_empty() {
+            break;
+        }
+        let leases: Vec<Lease> = batch
+            .iter()
+            .map(|(n, _)| c.timing.lease(c.skill, *n, &c.holder, now))
+            .collect();
+        let changes: Vec<Change> = batch
+            .iter()
+            .zip(&leases)
+            .map(|((_, expected), lease)| Change::Take {
+                lease: lease.clone(),
+                expected: expected.clone(),
+            })
+            .collect();
+        claimed.round_trips += 1;
+        let outcomes = match c.remote.push(&changes) {
+            Ok(o) => o,
+            Err(e) => {
+                ctx.claims = Some(journal);
+                return Err(unreachable(ctx, &e));
+            }
+        };
+        for ((lease, outcome), (n, _)) in leases.iter().zip(outcomes).zip(&batch) {
+            match outcome {
+                Outcome::Done { commit } => {
+                    claimed.won.push(*n);
+                    journal.held.push(HeldClaim {
+                        number: *n,
+                        commit: commit.unwrap_or_default(),
+                        expires_at: clock::format(lease.expires_at),
+                    });
+                }
+                Outcome::Refused { reason } if lost_a_race(&reason) => claimed.others.push(
+                    format!("#{n} by another clone that took it first ({reason})"),
+                ),
+                Outcome::Refused { reason } => {
+                    ctx.claims = Some(journal);
+                    return Err(refused(ctx, *n, &reason));
+                }
+            }
+        }
+    }
+    ctx.claims = Some(journal);
+    Ok(Some(claimed))
+}
+
+/// `#N by host:clone (pid P) until T`.
+fn held_by(n: u64, lease: &Lease) -> String {
+    format!(
+        "#{n} by {} until {}",
+        lease.holder,
+        clock::format(lease.expires_at)
+    )
+}
+
+fn unreachable(ctx: &Ctx<'_, '_>, e: &ClaimError) -> Failure {
+    let remote = ctx
+        .cfg
+        .claims
+        .as_ref()
+        .map_or("origin", |s| s.remote.as_str());
+    Failure::new(
+        exit::UNAVAILABLE,
+        format!("cannot claim work on the shared remote `{remote}`: {e}"),
+        "nothing was worked and nothing was written on the tracker: a tick works only what it claimed. Make the remote reachable without a prompt (`sdd-loop doctor` checks it), or set SDD_LOOP_CLAIM_REMOTE=off when no other clone works this backlog",
+    )
+}
+
+fn refused(ctx: &Ctx<'_, '_>, n: u64, reason: &str) -> Failure {
+    let skill = ctx.cfg.skill;
+    let remote = ctx
+        .cfg
+        .claims
+        .as_ref()
+        .map_or("origin", |s| s.remote.as_str());
+    Failure::new(
+        exit::UNAVAILABLE,
+        format!(
+            "the shared remote `{remote}` refused the claim {} ({reason})",
+            claim::ref_name(skill, n)
+        ),
+        format!(
+            "nothing was worked and nothing was written on the tracker: this clone must be allowed to push refs under {}/ (`sdd-loop doctor` checks it), or set SDD_LOOP_CLAIM_REMOTE=off when no other clone works this backlog",
+            claim::NAMESPACE
+        ),
+    )
+}
+
+/// Releases the claims in `claims` except `keep`, in one push; what was
+/// released goes to the tick's record. A remote that cannot be reached
+/// leaves them to expire (said in a note).
+pub(crate) fn release(ctx: &mut Ctx<'_, '_>, claims: &mut Claims, keep: &[u64], pid: u32) {
+    let going: Vec<HeldClaim> = claims
+        .held
+        .iter()
+        .filter(|h| !keep.contains(&h.number))
+        .cloned()
+        .collect();
+    if going.is_empty() {
+        return;
+    }
+    let c = Claimer::from_journal(claims, ctx.cfg.skill, pid, ctx.cfg.environment.clone());
+    let changes: Vec<Change> = going
+        .iter()
+        .map(|h| Change::Release {
+            skill: c.skill,
+            number: h.number,
+            expected: h.commit.clone(),
+        })
+        .collect();
+    match c.remote.push(&changes) {
+        Ok(outcomes) => {
+            for (h, outcome) in going.iter().zip(outcomes) {
+                match outcome {
+                    Outcome::Done { .. } => ctx.claim_log.released.push(h.number),
+                    Outcome::Refused { reason } => ctx.note(format!(
+                        "Claim on #{} was not released: it changed on the remote ({reason}) — another clone holds it now",
+                        h.number
+                    )),
+                }
+            }
+        }
+        Err(e) => ctx.note(format!(
+            "Claims on {} not released ({e}): they expire by themselves at the lease's end",
+            super::ctx::list(&going.iter().map(|h| h.number).collect::<Vec<_>>())
+        )),
+    }
+    claims.held.retain(|h| keep.contains(&h.number));
+}
+
+/// Releases whatever this tick claimed and still holds in `ctx.claims`
+/// (a tick that halted, asked, or failed after claiming).
+pub(crate) fn release_unused(ctx: &mut Ctx<'_, '_>) {
+    if let Some(mut claims) = ctx.claims.take() {
+        let pid = ctx.me.pid;
+        release(ctx, &mut claims, &[], pid);
+    }
+}
+
+/// What a tick did with claims, for its history line (`claims`).
+#[derive(Debug, Default)]
+pub(crate) struct ClaimLog {
+    pub remote: Option<String>,
+    pub taken: Vec<u64>,
+    pub others: Vec<String>,
+    pub lost: Vec<u64>,
+    pub released: Vec<u64>,
+}
+
+impl ClaimLog {
+    /// The history line's `claims` value; `None` when nothing was claimed.
+    pub fn value(&self) -> Option<serde_json::Value> {
+        let remote = self.remote.as_ref()?;
+        let mut v = json!({
+            "remote": remote,
+            "taken": self.taken,
+            "released": self.released,
+        });
+        if !self.others.is_empty() {
+            v["held_by_others"] = json!(self.others);
+        }
+        if !self.lost.is_empty() {
+            v["lost"] = json!(self.lost);
+        }
+        Some(v)
+    }
+}
+
+/// What claiming makes of a tick's candidates.
+pub(crate) enum Planned {
+    /// Claims are off, or there is nothing to claim: plan as before.
+    Unclaimed,
+    /// These were claimed, in plan order.
+    Won(Vec<u64>),
+    /// Nothing could be claimed: the note naming who holds what.
+    Nothing(String),
+}
+
+/// Claims up to `want` of `candidates` (issues for `work`, PRs for
+/// `review`) and says what the tick may plan.
+pub(crate) fn plan(
+    ctx: &mut Ctx<'_, '_>,
+    candidates: &[u64],
+    want: usize,
+) -> Result<Planned, Failure> {
+    if want == 0 || candidates.is_empty() {
+        return Ok(Planned::Unclaimed);
+    }
+    let Some(claimed) = claim(ctx, candidates, want)? else {
+        return Ok(Planned::Unclaimed);
+    };
+    let what = match ctx.cfg.skill {
+        Skill::Work => "issue",
+        Skill::Review => "PR",
+    };
+    ctx.claim_log.remote = ctx.cfg.claims.as_ref().map(|s| s.remote.clone());
+    ctx.claim_log.taken.extend(&claimed.won);
+    ctx.claim_log.others.extend(claimed.others.iter().cloned());
+    if claimed.won.is_empty() {
+        return Ok(Planned::Nothing(format!(
+            "No {what} claimable — other clones hold {}",
+            claimed.others.join("; ")
+        )));
+    }
+    if !claimed.others.is_empty() {
+        ctx.note(format!(
+            "Claimed {}; passed over {what}s other clones hold: {}",
+            super::ctx::list(&claimed.won),
+            claimed.others.join("; ")
+        ));
+    }
+    Ok(Planned::Won(claimed.won))
+}
+
+/// Releases the claims the tick took but will not work (skipped or
+/// escalated at a gate, or past the PR budget), keeping `keep`.
+pub(crate) fn keep_only(ctx: &mut Ctx<'_, '_>, keep: &[u64]) {
+    if let Some(mut claims) = ctx.claims.take() {
+        let pid = ctx.me.pid;
+        release(ctx, &mut claims, keep, pid);
+        ctx.claims = Some(claims);
+    }
+}
+
+/// `end`: the claims the journal holds are released (those lost while
+/// the work ran are not ours to release) and the tick's record says what
+/// was taken, lost and released.
+pub(crate) fn release_at_end(ctx: &mut Ctx<'_, '_>, journal: &crate::state::journal::Journal) {
+    let Some(mut claims) = journal.claims.clone() else {
+        return;
+    };
+    ctx.claim_log.remote = Some(claims.remote.clone());
+    if ctx.claim_log.taken.is_empty() {
+        ctx.claim_log.taken = claims
+            .held
+            .iter()
+            .map(|h| h.number)
+            .chain(claims.lost.iter().map(|l| l.number))
+            .collect();
+    }
+    for lost in &claims.lost {
+        ctx.note(format!(
+            "Claim on #{} was lost while the work ran ({}, at {}): another clone may work it",
+            lost.number, lost.reason, lost.at
+        ));
+        ctx.claim_log.lost.push(lost.number);
+    }
+    release(ctx, &mut claims, &[], journal.pid);
+}

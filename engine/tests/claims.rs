@@ -1,0 +1,380 @@
+//! Claims on the shared remote (issue 32), on real git: each sandbox is a
+//! clone of one bare repository, the tracker and the skill are faked. Two
+//! ticks plan disjoint issues; a claim another clone holds sends the tick
+//! to the next issue; an expired lease is taken over, an unexpired one is
+//! not; an unreachable remote is exit 69 with nothing worked; `end`
+//! releases; a tick of the same clone takes its claims back.
+
+#[expect(dead_code, reason = "the tick tests use the rest of the fakes")]
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use sdd_loop::config::{ClaimSettings, TickConfig};
+use sdd_loop::exit;
+use sdd_loop::state::history::Outcome;
+use sdd_loop::state::paths::Skill;
+use sdd_loop::tick::{EndFlags, EndInput};
+use sdd_loop::world::claim::{self, Change, Holder, Remote, Timing};
+use support::*;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// One bare origin; clones made on demand.
+struct Origin {
+    dir: tempfile::TempDir,
+}
+
+impl Origin {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        git(
+            dir.path(),
+            &["init", "-q", "--bare", "-b", "main", "origin.git"],
+        );
+        Self { dir }
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join("origin.git")
+    }
+
+    /// A sandbox whose root is a clone of this origin, with issues 1–4.
+    fn clone_sandbox(&self) -> Sandbox {
+        let s = Sandbox::new().with_issues((1..=4).map(|n| issue(n, CLEAR)).collect());
+        git(s.root(), &["init", "-q", "-b", "main"]);
+        git(
+            s.root(),
+            &["remote", "add", "origin", self.path().to_str().unwrap()],
+        );
+        s
+    }
+
+    /// The claim refs on the origin: number → commit.
+    fn claims(&self, skill: Skill) -> Vec<u64> {
+        let out = git(
+            &self.path(),
+            &["for-each-ref", "--format=%(refname)", claim::NAMESPACE],
+        );
+        let prefix = format!("{}/{skill}/", claim::NAMESPACE);
+        let mut numbers: Vec<u64> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix(&prefix)?.parse().ok())
+            .collect();
+        numbers.sort_unstable();
+        numbers
+    }
+
+    /// The lease the origin holds for `number`.
+    fn lease(&self, skill: Skill, number: u64) -> claim::Lease {
+        let message = git(
+            &self.path(),
+            &["log", "-1", "--format=%B", &claim::ref_name(skill, number)],
+        );
+        serde_json::from_str(message.trim()).unwrap()
+    }
+
+    /// Another clone, on machine `m2`, takes `number` at `at` (its clock).
+    fn taken_elsewhere(&self, number: u64, at: &str) {
+        let other = self.dir.path().join("elsewhere");
+        if !other.exists() {
+            std::fs::create_dir(&other).unwrap();
+            git(&other, &["init", "-q", "-b", "main"]);
+        }
+        let remote = Remote {
+            dir: other.clone(),
+            remote: self.path().display().to_string(),
+            vars: std::env::vars().collect(),
+            limit: Duration::from_secs(20),
+        };
+        let holder = Holder {
+            host: "m2".into(),
+            clone: "/home/ci/repo".into(),
+            pid: 9,
+            session: None,
+        };
+        let lease = Timing::default().lease(Skill::Work, number, &holder, at.parse().unwrap());
+        let done = remote
+            .push(&[Change::Take {
+                lease,
+                expected: None,
+            }])
+            .unwrap();
+        assert!(matches!(done[0], claim::Outcome::Done { .. }), "{done:?}");
+    }
+}
+
+fn claiming(s: &Sandbox, max_agents: u64) -> TickConfig {
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.max_agents = max_agents;
+    cfg.environment = std::env::vars().collect();
+    cfg.claims = Some(ClaimSettings::new("origin", "m1"));
+    cfg
+}
+
+fn planned(r: &Ran) -> Vec<u64> {
+    r.summary["request"]["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["number"].as_u64().unwrap())
+        .collect()
+}
+
+fn claims_line(s: &Sandbox) -> serde_json::Value {
+    s.last(Skill::Work).extra["claims"].clone()
+}
+
+#[test]
+fn two_clones_at_once_plan_disjoint_issues() {
+    let origin = Origin::new();
+    let mut a = origin.clone_sandbox();
+    let mut b = origin.clone_sandbox();
+    a.procs.0 = vec![100];
+    let first = a.begin(&claiming(&a, 2), 100);
+    assert_eq!(first.code, exit::TICK_DONE, "{}{}", first.out, first.err);
+    assert_eq!(planned(&first), [1, 2]);
+    let second = b.begin(&claiming(&b, 2), 200);
+    assert_eq!(second.code, exit::TICK_DONE, "{}{}", second.out, second.err);
+    assert_eq!(planned(&second), [3, 4], "{}", second.out);
+    assert!(
+        second
+            .out
+            .contains("Claimed #3, #4; passed over issues other clones hold: #1 by m1:"),
+        "{}",
+        second.out
+    );
+    assert_eq!(origin.claims(Skill::Work), [1, 2, 3, 4]);
+}
+
+#[test]
+fn a_claim_held_elsewhere_sends_the_tick_to_the_next_issue_and_end_releases() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    origin.taken_elsewhere(1, "2026-05-09T13:59:00Z");
+    let r = s.tick(&claiming(&s, 1));
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert_eq!(s.runner.requests[0].issues[0].number, 2);
+    assert!(
+        r.out.contains(
+            "passed over issues other clones hold: #1 by m2:/home/ci/repo (pid 9) until 2026-05-09T14:14:00Z"
+        ),
+        "{}",
+        r.out
+    );
+    assert_eq!(origin.claims(Skill::Work), [1], "#2 released at the end");
+    let line = claims_line(&s);
+    assert_eq!(line["remote"], "origin");
+    assert_eq!(line["taken"], serde_json::json!([2]));
+    assert_eq!(line["released"], serde_json::json!([2]));
+}
+
+#[test]
+fn an_unexpired_lease_is_left_alone_and_nothing_claimable_is_a_skip() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    *s.tracker.issues.borrow_mut() = vec![issue(1, CLEAR)];
+    // Expired by the holder's clock at 14:15, but within the 5 min skew.
+    origin.taken_elsewhere(1, "2026-05-09T13:46:00Z");
+    let r = s.tick(&claiming(&s, 2));
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert!(s.runner.requests.is_empty(), "nothing worked");
+    assert!(
+        r.out.contains(
+            "No issue claimable — other clones hold #1 by m2:/home/ci/repo (pid 9) until 2026-05-09T14:01:00Z"
+        ),
+        "{}",
+        r.out
+    );
+    let line = s.last(Skill::Work);
+    assert_eq!(line.outcome, Some(Outcome::SkippedLock));
+    assert_eq!(line.lock_held, Some(false));
+    assert!(!s.paths(Skill::Work).lock().exists(), "lock released");
+    assert_eq!(s.budget(Skill::Work).iterations_used, 0, "nothing counted");
+    // In a session: exit 5, the reason said.
+    let b = s.begin(&claiming(&s, 2), 100);
+    assert_eq!(b.code, exit::NOTHING_TO_DO, "{}{}", b.out, b.err);
+    assert_eq!(
+        b.summary["reason"],
+        "other clones hold the claims on the work"
+    );
+}
+
+#[test]
+fn an_expired_lease_is_taken_over() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    *s.tracker.issues.borrow_mut() = vec![issue(1, CLEAR)];
+    // Expired at 13:55, plus the 5 min margin: takeable from 14:00.
+    origin.taken_elsewhere(1, "2026-05-09T13:40:00Z");
+    let b = s.begin(&claiming(&s, 2), 100);
+    assert_eq!(b.code, exit::TICK_DONE, "{}{}", b.out, b.err);
+    assert_eq!(planned(&b), [1]);
+    let lease = origin.lease(Skill::Work, 1);
+    assert_eq!(lease.holder.host, "m1");
+    assert_eq!(lease.holder.pid, 100);
+    assert_eq!(lease.expires_at.to_string(), "2026-05-09T14:15:00Z");
+}
+
+#[test]
+fn an_unreachable_remote_is_exit_69_with_nothing_worked_or_written() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    let mut cfg = claiming(&s, 2);
+    cfg.claims = Some(ClaimSettings::new(
+        s.root().join("no-such-remote.git").display().to_string(),
+        "m1",
+    ));
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, exit::UNAVAILABLE, "{}{}", r.out, r.err);
+    assert!(
+        r.err
+            .contains("error: cannot claim work on the shared remote"),
+        "{}",
+        r.err
+    );
+    assert!(r.err.contains("SDD_LOOP_CLAIM_REMOTE=off"), "{}", r.err);
+    assert!(s.runner.requests.is_empty(), "nothing worked");
+    assert!(
+        s.tracker.posted.borrow().is_empty(),
+        "nothing on the tracker"
+    );
+    assert!(!s.paths(Skill::Work).lock().exists(), "lock released");
+    assert!(!s.paths(Skill::Work).inflight().exists());
+}
+
+#[test]
+fn a_remote_that_refuses_claim_refs_is_exit_69() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    let hook = origin.path().join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'refs are read-only here' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hook, perms).unwrap();
+    let r = s.tick(&claiming(&s, 2));
+    assert_eq!(r.code, exit::UNAVAILABLE, "{}{}", r.out, r.err);
+    assert!(
+        r.err
+            .contains("refused the claim refs/sdd-loop/claims/work/1"),
+        "{}",
+        r.err
+    );
+    assert!(s.runner.requests.is_empty(), "nothing worked");
+    assert!(
+        s.tracker.posted.borrow().is_empty(),
+        "nothing on the tracker"
+    );
+}
+
+#[test]
+fn end_releases_the_sessions_claims() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    s.procs.0 = vec![100];
+    let cfg = claiming(&s, 2);
+    let b = s.begin(&cfg, 100);
+    assert_eq!(planned(&b), [1, 2]);
+    assert_eq!(origin.claims(Skill::Work), [1, 2]);
+    let e = s.end(
+        &cfg,
+        &EndInput {
+            caller: Some(100),
+            flags: EndFlags::default(),
+            ..Default::default()
+        },
+    );
+    assert_eq!(e.code, exit::TICK_DONE, "{}{}", e.out, e.err);
+    assert!(origin.claims(Skill::Work).is_empty(), "released at end");
+    let line = claims_line(&s);
+    assert_eq!(line["taken"], serde_json::json!([1, 2]));
+    assert_eq!(line["released"], serde_json::json!([1, 2]));
+}
+
+#[test]
+fn a_tick_that_stops_at_a_gate_releases_what_it_claimed() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    *s.tracker.issues.borrow_mut() = vec![issue(1, "no criteria"), issue(2, CLEAR)];
+    let r = s.tick(&claiming(&s, 2));
+    assert_eq!(r.code, exit::NEEDS_ANSWER, "{}{}", r.out, r.err);
+    assert!(
+        origin.claims(Skill::Work).is_empty(),
+        "nothing left claimed"
+    );
+}
+
+#[test]
+fn resume_takes_back_the_clones_own_claims() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    s.procs.0 = vec![100];
+    let b = s.begin(&claiming(&s, 2), 100);
+    assert_eq!(planned(&b), [1, 2]);
+    let before = origin.lease(Skill::Work, 1);
+    // The session dies without `end`; the clone's next tick resumes.
+    s.procs.0 = vec![];
+    let mut cfg = claiming(&s, 2);
+    cfg.resume = true;
+    let r = s.begin(&cfg, 300);
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert_eq!(planned(&r), [1, 2], "{}", r.out);
+    let after = origin.lease(Skill::Work, 1);
+    assert_eq!(after.holder.pid, 300);
+    assert!(after.expires_at > before.expires_at, "renewed");
+}
+
+#[test]
+fn a_review_tick_claims_the_pr_it_reviews() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    s.procs.0 = vec![100];
+    s.tracker.pulls.borrow_mut().extend([
+        pull(10, sdd_loop::state::history::PrState::Open, &[], "a1"),
+        pull(11, sdd_loop::state::history::PrState::Open, &[], "b1"),
+    ]);
+    let mut cfg = claiming(&s, 1);
+    cfg.skill = Skill::Review;
+    let first = s.begin(&cfg, 100);
+    assert_eq!(first.code, exit::TICK_DONE, "{}{}", first.out, first.err);
+    assert_eq!(first.summary["request"]["prs"][0]["number"], 10);
+    let mut other = origin.clone_sandbox();
+    other
+        .tracker
+        .pulls
+        .borrow_mut()
+        .extend(s.tracker.pulls.borrow().clone());
+    let mut cfg = claiming(&other, 1);
+    cfg.skill = Skill::Review;
+    let second = other.begin(&cfg, 200);
+    assert_eq!(
+        second.summary["request"]["prs"][0]["number"], 11,
+        "{}",
+        second.out
+    );
+    assert_eq!(origin.claims(Skill::Review), [10, 11]);
+}
