@@ -209,6 +209,10 @@ impl<'a> Tick<'a> {
             var("MOCK_QMD_STATE", &sandbox.qmd_state),
             var("MOCK_QMD_FIXTURES", &opts.fixtures.qmd()),
         ];
+        if let Some(m) = machine {
+            // A claim names its holder's machine: each machine its own.
+            env.push(var("SDD_LOOP_HOST", &m.name));
+        }
         if let Some(Kill::CrashPoint(point)) = self.kill() {
             env.push(var("SDD_LOOP_CRASH_AT", &point.value));
         }
