@@ -6,8 +6,8 @@
 //!
 //! Pause points hold the engine still instead of killing it, so a test
 //! releases several engines from one barrier at the same step — two clones'
-//! ticks that have both read the backlog and neither has claimed yet
-//! (issue 32). `SDD_LOOP_PAUSE_AT=<name>` with `SDD_LOOP_PAUSE_DIR=<dir>`:
+//! ticks that have both read the backlog (a review tick: its PRs) and
+//! neither has claimed yet (issue 32). `SDD_LOOP_PAUSE_AT=<name>` with `SDD_LOOP_PAUSE_DIR=<dir>`:
 //! at that step the engine writes `paused <pid>` into the FIFO `dir/ready`
 //! and reads one byte from the FIFO `dir/release`, which the test writes
 //! when it lets the engine go — one byte per engine, so one write of N
@@ -72,7 +72,7 @@ pub const AGENT_ONLY: [&str; 1] = ["after-agent-usage"];
 /// Every pause point, in tick order, with what has happened by then.
 pub const PAUSE_POINTS: [(&str, &str); 1] = [(
     "after-backlog",
-    "work: the backlog is read; nothing is planned, claimed or written yet",
+    "the backlog (review: the PRs to review) is read; nothing is claimed or written yet",
 )];
 
 /// The armed crash point and pause point, if any.

@@ -475,6 +475,8 @@ mod tests {
         assert!(lost_a_race(
             "[remote rejected] (cannot lock ref 'refs/sdd-loop/claims/work/1': reference already exists)"
         ));
-        assert!(!lost_a_race("[remote rejected] (pre-receive hook declined)"));
+        assert!(!lost_a_race(
+            "[remote rejected] (pre-receive hook declined)"
+        ));
     }
 }

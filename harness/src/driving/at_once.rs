@@ -1,7 +1,7 @@
 //! A tick on several machines at once (`machines: [a, b]`): one engine
 //! per machine, each in its own clone with its own clock, started
-//! together. A work tick's engines pause once they have read the backlog
-//! (the engine's pause point `after-backlog`) and are released together
+//! together. The engines pause once they have read the backlog (a review
+//! tick: its PRs; the engine's pause point `after-backlog`) and are released together
 //! when every one has paused, so they claim their issues at the same
 //! moment — the race two clones' loops run. Nothing sleeps: each engine
 //! says `paused PID` in the FIFO `ready`, and one write of N bytes into
@@ -15,8 +15,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Instant;
-
-use sdd_loop::state::paths::Skill;
 
 use super::tick::{Tick, TickRun, Ticked, io};
 use super::wrapper;
@@ -37,24 +35,16 @@ pub fn run(on: Vec<TickRun<'_>>, reaper: &Reaper) -> Result<Vec<Ticked>, Harness
     };
     let count = on.len();
     let deadline = first.deadline;
-    let pause = if first.case.skill == Skill::Work {
-        Some(Pause::make(
-            first.sandbox.machine_tick_dir(first.n, "pause")?,
-        )?)
-    } else {
-        None
-    };
+    let pause = Pause::make(first.sandbox.machine_tick_dir(first.n, "pause")?)?;
     let (tx, rx) = mpsc::channel();
-    if let Some(p) = &pause {
-        p.listen(tx.clone())?;
-    }
+    pause.listen(tx.clone())?;
     let mut siblings: Vec<Reaper> = on.iter().map(|_| Reaper::new(reaper.marker())).collect();
     let results = std::thread::scope(|scope| {
         let handles: Vec<_> = on
             .into_iter()
             .zip(siblings.iter_mut())
             .map(|(run, sibling)| {
-                let extra = pause.as_ref().map(Pause::env).unwrap_or_default();
+                let extra = pause.env();
                 let tx = tx.clone();
                 scope.spawn(move || {
                     let ran = Tick::prepare(run, sibling).and_then(|t| wrapper::run_with(t, extra));
@@ -64,9 +54,7 @@ pub fn run(on: Vec<TickRun<'_>>, reaper: &Reaper) -> Result<Vec<Ticked>, Harness
             })
             .collect();
         drop(tx);
-        if let Some(p) = &pause {
-            p.release_when_all_paused(&rx, count, deadline);
-        }
+        pause.release_when_all_paused(&rx, count, deadline);
         handles
             .into_iter()
             .map(|h| {
@@ -78,9 +66,7 @@ pub fn run(on: Vec<TickRun<'_>>, reaper: &Reaper) -> Result<Vec<Ticked>, Harness
             })
             .collect::<Vec<_>>()
     });
-    if let Some(p) = &pause {
-        p.stop_listening();
-    }
+    pause.stop_listening();
     drop(siblings);
     results.into_iter().collect()
 }

@@ -171,6 +171,11 @@ impl RunRecord {
         self.ticks.last()
     }
 
+    /// The history lines `tick` appended (on its machine, if it has one).
+    pub fn lines_of(&self, tick: &TickRecord) -> &[Value] {
+        self.history_of(tick).get(tick.lines.clone()).unwrap_or(&[])
+    }
+
     /// The history lines a tick appended, or every line.
     pub fn lines(&self, tick: Option<usize>) -> &[Value] {
         match tick.and_then(|n| self.tick(n)) {

@@ -586,7 +586,7 @@ fn status_layout(run: &RunRecord, tick: Option<usize>) -> (bool, String) {
         let shape = status_layout::Tick {
             single_pr: t.args.iter().any(|a| a == "--pr" || a.starts_with("--pr=")),
             skipped: run
-                .lines(Some(t.number))
+                .lines_of(t)
                 .iter()
                 .any(|l| l["outcome"] == "skipped_lock"),
         };

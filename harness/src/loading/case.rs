@@ -377,8 +377,8 @@ pub struct TickSpec {
     #[schemars(with = "Option<String>")]
     pub machine: Option<Spanned<String>>,
     /// With `machines:` declared: the machines this tick runs on at once,
-    /// one engine each; a work tick's engines are released together once
-    /// every one has read the backlog (the pause point `after-backlog`),
+    /// one engine each, released together once every one has read the
+    /// backlog (a review tick: its PRs; the pause point `after-backlog`),
     /// so they claim at the same moment.
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
