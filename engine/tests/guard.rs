@@ -30,3 +30,131 @@ fn a_detached_grandchild_does_not_outlive_the_guard() {
         "the detached process {pid} outlived its guard"
     );
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Issue 32: a tick's claim taken over by another clone while its skill
+/// runs is noticed at the guard's next renewal (on the tick's clock,
+/// `SDD_LOOP_NOW`): the skill is told on its events stream and, with no
+/// claim left, its group is stopped — the skill here would run forever.
+#[test]
+fn the_guard_stops_a_skill_whose_every_claim_was_taken_over() {
+    use sdd_loop::state::journal::{Claims, HeldClaim, Journal};
+    use sdd_loop::state::paths::Skill;
+    use sdd_loop::state::protocol::{PROTOCOL_VERSION, SkillRequest};
+    use sdd_loop::world::claim::{Change, Holder, Outcome, Remote, Timing};
+
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "--bare", "origin.git"]);
+    let clone = dir.path().join("clone");
+    std::fs::create_dir(&clone).unwrap();
+    git(&clone, &["init", "-q"]);
+    git(&clone, &["remote", "add", "origin", "../origin.git"]);
+    let remote = Remote {
+        dir: clone.clone(),
+        remote: "origin".into(),
+        vars: std::env::vars().collect(),
+        limit: std::time::Duration::from_secs(20),
+    };
+    let holder = |host: &str| Holder {
+        host: host.into(),
+        clone: clone.display().to_string(),
+        pid: 7,
+        session: None,
+    };
+    let timing = Timing::default();
+    let take = |lease, expected| match &remote.push(&[Change::Take { lease, expected }]).unwrap()[0]
+    {
+        Outcome::Done { commit: Some(c) } => c.clone(),
+        other => panic!("{other:?}"),
+    };
+    let at = |s: &str| s.parse().unwrap();
+    let ours = take(
+        timing.lease(Skill::Work, 1, &holder("m1"), at("2026-11-26T10:00:00Z")),
+        None,
+    );
+    // Lapsed (10:15) and past the margin by m2's clock: m2 takes it over.
+    take(
+        timing.lease(Skill::Work, 1, &holder("m2"), at("2026-11-26T10:21:00Z")),
+        Some(ours.clone()),
+    );
+    let journal_path = dir.path().join("work.inflight.json");
+    let events = dir.path().join("events.jsonl");
+    Journal {
+        iteration: 1,
+        pid: 7,
+        process_start: None,
+        started_at: "2026-11-26T10:00:00Z".into(),
+        run_started_at: "2026-11-26T10:00:00Z".into(),
+        seconds_at_start: 0,
+        request: SkillRequest {
+            protocol: PROTOCOL_VERSION,
+            skill: Skill::Work,
+            iteration: 1,
+            repository: None,
+            issues: vec![],
+            prs: vec![],
+            max_new_prs: None,
+            no_chain: false,
+            dry_run: false,
+        },
+        tracked_prs: vec![],
+        backlog_snapshot: None,
+        gates: vec![],
+        driver: Default::default(),
+        worktrees: vec![],
+        shown: Default::default(),
+        gate_outcomes: vec![],
+        single_pr: None,
+        budget_file: None,
+        claude_md: None,
+        skill_process: None,
+        claims: Some(Claims {
+            remote: "origin".into(),
+            clone: clone.clone(),
+            host: "m1".into(),
+            lease_secs: 900,
+            skew_secs: 300,
+            limit_secs: 20,
+            held: vec![HeldClaim {
+                number: 1,
+                commit: ours,
+                expires_at: "2026-11-26T10:15:00Z".into(),
+            }],
+            lost: vec![],
+        }),
+    }
+    .save(&journal_path)
+    .unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_sdd-loop"))
+        .args(["__guard", "--exec", "--", "tail", "-f", "/dev/null"])
+        .env("SDD_LOOP_JOURNAL", &journal_path)
+        .env("SDD_LOOP_EVENTS", &events)
+        .env("SDD_LOOP_NOW", "2026-11-26T10:10:00Z")
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the skill was stopped: {status}");
+    let told = std::fs::read_to_string(&events).unwrap();
+    assert!(
+        told.contains(r#""event":"claim_lost","number":1"#),
+        "{told}"
+    );
+    let journal = Journal::load(&journal_path).unwrap().unwrap();
+    let claims = journal.claims.unwrap();
+    assert!(claims.held.is_empty());
+    assert_eq!(claims.lost[0].number, 1);
+    assert_eq!(claims.lost[0].at, "2026-11-26T10:10:00Z");
+}

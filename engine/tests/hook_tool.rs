@@ -479,3 +479,68 @@ fn the_loops_files_are_refused_with_no_loop_running_too() {
         "a refusal outside a loop project writes nothing"
     );
 }
+
+/// Issue 32: the session's claim on #1 was taken over by another clone
+/// (its lease had lapsed while the session ran); the next tool call's
+/// renewal finds it gone, and the PR for #1 is refused.
+#[test]
+fn a_pr_for_an_issue_whose_claim_was_lost_is_refused() {
+    use sdd_loop::state::journal::Journal;
+    use sdd_loop::state::paths::Skill;
+    use sdd_loop::world::claim::{Change, Holder, Outcome, Remote, Timing};
+
+    let w = World::with_git(TWO_STORIES);
+    let a = w.hook(
+        "user-prompt-submit",
+        &w.prompt("/sdd:work --loop --max-agents 1", "p-1"),
+    );
+    assert!(a.context().is_some(), "{:?}", a.json);
+    let journal_path = w.project.join(".sdd/loop/work.inflight.json");
+    let mut journal = Journal::load(&journal_path).unwrap().unwrap();
+    let claims = journal.claims.as_mut().expect("the tick claimed #1");
+    assert_eq!(claims.held[0].number, 1);
+    // Another clone takes #1 over with a compare-and-swap on our commit.
+    let other = tempfile::tempdir().unwrap();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(other.path())
+        .status()
+        .unwrap();
+    let remote = Remote {
+        dir: other.path().to_path_buf(),
+        remote: w.git.as_ref().unwrap().origin.display().to_string(),
+        vars: std::env::vars().collect(),
+        limit: std::time::Duration::from_secs(20),
+    };
+    let holder = Holder {
+        host: "m2".into(),
+        clone: "/elsewhere".into(),
+        pid: 9,
+        session: None,
+    };
+    let lease = Timing::default().lease(Skill::Work, 1, &holder, jiff::Timestamp::now());
+    let done = remote
+        .push(&[Change::Take {
+            lease,
+            expected: Some(claims.held[0].commit.clone()),
+        }])
+        .unwrap();
+    assert!(matches!(done[0], Outcome::Done { .. }), "{done:?}");
+    // Our lease is near its end: the next call renews, and is refused.
+    claims.held[0].expires_at =
+        sdd_loop::os::clock::format(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(60));
+    journal.save(&journal_path).unwrap();
+    let pr = w.hook(
+        "pre-tool-use",
+        &w.bash("gh pr create --title Login --body 'Closes #1'", "p-1"),
+    );
+    assert!(pr.denied(), "{:?}", pr.json);
+    assert!(
+        pr.text()
+            .contains("this tick's claim on #1 is lost (taken by another clone"),
+        "{}",
+        pr.text()
+    );
+    let ls = w.hook("pre-tool-use", &w.bash("ls", "p-1"));
+    assert!(ls.passed(), "{:?}", ls.json);
+}

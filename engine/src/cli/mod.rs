@@ -59,7 +59,7 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, env: &mut E
     // The skill's guard, started by the engine on every tick, is read
     // without the whole parser.
     if let Some((what, parent)) = args.get(1..).and_then(crate::skill::guard::parse) {
-        return crate::skill::guard::run(&what, parent);
+        return crate::skill::guard::run(&what, parent, keeping(env));
     }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -137,7 +137,7 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
                     .collect();
                 crate::skill::guard::Guarded::Shell(line.join(" "))
             };
-            crate::skill::guard::run(&what, parent)
+            crate::skill::guard::run(&what, parent, keeping(env))
         }
         Command::Status(args) => {
             let root = env.cwd.join(&args.project);
@@ -184,6 +184,14 @@ const NOW_FILE_HELP: &str = "SDD_LOOP_NOW_FILE names a file holding an RFC 3339 
 
 pub(crate) fn clock_from(env: &Env<'_>) -> Result<Arc<dyn Clock>, (String, &'static str)> {
     clock_from_vars(&env.vars)
+}
+
+/// What the guard keeps: the tick's claims, when the engine named its
+/// journal, on the tick's clock.
+fn keeping(env: &Env<'_>) -> Option<crate::skill::guard::Keeping> {
+    let keeper = crate::skill::keeper::from_vars(&env.vars)?;
+    let clock = clock_from_vars(&env.vars).ok()?;
+    Some((keeper, clock))
 }
 
 /// The clock `SDD_LOOP_NOW`, `SDD_LOOP_NOW_FILE` and `SDD_LOOP_CLOCK` ask

@@ -413,6 +413,7 @@ fn in_tick(
             _ => None,
         })
         .collect();
+    let lost = keep_claims(hook, paths, journal);
     let seen = Counts::update(&exchange, redactor, |c| (false, c.prs_opened))
         .map_err(|e| e.to_string())?;
     if let Some(why) = contract.new_branch_push(hook, cwd, actions, seen) {
@@ -428,13 +429,22 @@ fn in_tick(
                 Action::Push { .. } | Action::Touch { .. } => None,
                 Action::OpenPr { .. } => {
                     let closed = bodies.next().unwrap_or_else(|| Err("no body".into()));
-                    let why = contract.open_pr(a, closed, opened);
+                    let unclaimed = closed.as_ref().ok().and_then(|issues| {
+                        issues.iter().find_map(|n| lost.get(n).map(|why| (*n, why)))
+                    });
+                    let why = match unclaimed {
+                        Some((n, why)) => Some(claim_lost(a, n, why)),
+                        None => contract.open_pr(a, closed, opened),
+                    };
                     if why.is_none() {
                         opened += 1;
                     }
                     why
                 }
-                Action::Merge { pr, .. } => contract.merge(a, *pr),
+                Action::Merge { pr, .. } => match pr.and_then(|n| lost.get(&n).map(|w| (n, w))) {
+                    Some((n, why)) => Some(claim_lost(a, n, why)),
+                    None => contract.merge(a, *pr),
+                },
                 Action::Review { pr, .. } => contract.review(a, *pr, &mut reviews),
             };
             if let Some(why) = deny {
@@ -448,6 +458,50 @@ fn in_tick(
     })
     .map_err(|e| e.to_string())?;
     Ok(decided(answer))
+}
+
+/// The longest a hook's renewal may wait on the remote: well under the
+/// hook's own time limit, so a remote that hangs cannot make the hook
+/// time out (which Claude Code treats as no answer, failing open).
+const HOOK_GIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Renews the tick's claims that are due, by the hook's clock (issue 32),
+/// and returns the issues or PRs whose claim is lost, with why.
+fn keep_claims(
+    hook: &Hook<'_>,
+    paths: &StatePaths,
+    journal: &Journal,
+) -> std::collections::BTreeMap<u64, String> {
+    let Some(mut claims) = journal.claims.clone() else {
+        return Default::default();
+    };
+    let limit = claims.limit_secs.min(HOOK_GIT_LIMIT.as_secs());
+    let before = claims.clone();
+    claims.limit_secs = limit;
+    let tended = crate::skill::keeper::renew_due(
+        &mut claims,
+        journal.request.skill,
+        journal.pid,
+        hook.vars,
+        hook.clock.now(),
+    );
+    claims.limit_secs = before.limit_secs;
+    if !tended.renewed.is_empty() || !tended.lost.is_empty() {
+        let _ = Journal::record_claims(&paths.inflight(), &claims);
+    }
+    claims
+        .lost
+        .into_iter()
+        .map(|l| (l.number, l.reason))
+        .collect()
+}
+
+/// Why a PR or merge for `n` is refused: its claim is lost.
+fn claim_lost(a: &Action, n: u64, why: &str) -> String {
+    format!(
+        "{} — this tick's claim on #{n} is lost ({why}): another clone may be working it now. Leave #{n} alone this tick; end records the loss.",
+        a.describe()
+    )
 }
 
 /// The open iteration's contract, as the hook checks a call against it;

@@ -136,9 +136,20 @@ pub fn parse(args: &[std::ffi::OsString]) -> Option<(Guarded, Option<u32>)> {
     }
 }
 
+/// How often the guard looks at the tick's claims (each look reads the
+/// tick's clock; a renewal is due minutes apart).
+const KEEP_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The claims the guard keeps while the skill runs, and the tick's clock.
+pub type Keeping = (
+    crate::skill::keeper::Keeper,
+    std::sync::Arc<dyn crate::os::clock::Clock>,
+);
+
 /// Runs `what` as the guard; its exit status, or its death by the same
-/// signal.
-pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
+/// signal. With `keeping`, the tick's claims are renewed while it runs,
+/// and the skill's group is stopped when every one of them is lost.
+pub fn run(what: &Guarded, parent: Option<u32>, keeping: Option<Keeping>) -> u8 {
     // The guard signals its whole group: it must be that group's leader,
     // never a guest in its caller's (the engine starts it as one; a guard
     // started by hand makes its own).
@@ -230,8 +241,16 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
         forward_once(SIGTERM);
         deadline();
     }
+    let keeper = keeping.map(|k| keep_claims(k, std::sync::Arc::clone(&done), deadline.clone()));
     let status = child.wait();
     done.store(true, std::sync::atomic::Ordering::SeqCst);
+    if let Some(keeper) = keeper {
+        keeper.thread().unpark();
+        // Said here: the process's stderr is locked by the main thread.
+        if let Ok(Some(said)) = keeper.join() {
+            let _ = writeln!(std::io::stderr().lock(), "{said}");
+        }
+    }
     #[cfg(target_os = "linux")]
     stop_descendants(FORWARDED.load(std::sync::atomic::Ordering::SeqCst));
     handle.close();
@@ -251,6 +270,39 @@ pub fn run(what: &Guarded, parent: Option<u32>) -> u8 {
         }
         Err(_) => 1,
     }
+}
+
+/// The thread that renews the tick's claims while the skill runs, and
+/// stops the skill's group (then, after the grace, kills it) once every
+/// claim is lost — taken by another clone, or not renewed before its
+/// lease ended by the tick's clock. It ends with what the guard says.
+fn keep_claims(
+    (keeper, clock): Keeping,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    on_lost: impl Fn() + Send + 'static,
+) -> std::thread::JoinHandle<Option<String>> {
+    std::thread::spawn(move || {
+        if !crate::skill::keeper::holds_claims(&keeper.journal) {
+            return None;
+        }
+        loop {
+            std::thread::park_timeout(KEEP_POLL);
+            if done.load(std::sync::atomic::Ordering::SeqCst) {
+                return None;
+            }
+            let tended = keeper.tend(clock.as_ref());
+            if tended.stop {
+                forward_once(SIGTERM);
+                on_lost();
+                let lost: Vec<String> =
+                    tended.lost_so_far.iter().map(|n| format!("#{n}")).collect();
+                return Some(format!(
+                    "sdd-loop guard: every claim of this tick is lost ({}) — the skill was stopped",
+                    lost.join(", ")
+                ));
+            }
+        }
+    })
 }
 
 /// The processes whose parent is `parent`, from `/proc/*/stat`.

@@ -336,6 +336,12 @@ impl SkillRunner for ProcessRunner<'_> {
             .env(ENV_RESULT, exchange.result_path())
             .env(ENV_EVENTS, exchange.events_path())
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .envs(
+                spec.journal
+                    .iter()
+                    .filter(|_| spec.guard.is_some())
+                    .map(|j| (crate::skill::keeper::ENV_JOURNAL, j)),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

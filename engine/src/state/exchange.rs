@@ -192,7 +192,7 @@ pub fn fold_events(events: &[SkillEvent]) -> SkillResult {
                 target: target.clone(),
                 root_cause: root_cause.clone(),
             }),
-            SkillEvent::Progress { .. } => {}
+            SkillEvent::Progress { .. } | SkillEvent::ClaimLost { .. } => {}
         }
     }
     result.usage = usage

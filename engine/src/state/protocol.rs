@@ -302,6 +302,14 @@ pub enum SkillEvent {
     Progress {
         message: String,
     },
+    /// Written by the engine, not the skill (issue 32): the claim on
+    /// issue or PR `number` was lost while the work ran — another clone
+    /// took it, or it could not be renewed before it lapsed. Stop working
+    /// on it: no PR, no merge for it this tick.
+    ClaimLost {
+        number: u64,
+        reason: String,
+    },
 }
 
 fn one() -> u64 {

@@ -31,7 +31,6 @@
 //! released (`claims`).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::json;
@@ -85,23 +84,11 @@ impl Claimer {
         pid: u32,
         vars: BTreeMap<String, String>,
     ) -> Self {
+        let (remote, timing, holder) = crate::skill::keeper::remote_of(claims, pid, vars);
         Self {
-            remote: Remote {
-                dir: claims.clone.clone(),
-                remote: claims.remote.clone(),
-                vars,
-                limit: Duration::from_secs(claims.limit_secs),
-            },
-            timing: Timing {
-                lease: Duration::from_secs(claims.lease_secs),
-                skew: Duration::from_secs(claims.skew_secs),
-            },
-            holder: Holder {
-                host: claims.host.clone(),
-                clone: claims.clone.display().to_string(),
-                pid,
-                session: None,
-            },
+            remote,
+            timing,
+            holder,
             skill,
         }
     }
