@@ -146,16 +146,17 @@ fn two_clones_released_together_work_all_five_issues_each_exactly_once() {
         let gap = ISSUES.iter().filter(|n| !t.prs.contains_key(n)).count();
         duplicates += dup;
         unworked += gap;
-        *splits
-            .entry(format!("{:?}", t.split))
-            .or_insert(0) += 1;
+        *splits.entry(format!("{:?}", t.split)).or_insert(0) += 1;
         if dup > 0 || gap > 0 || t.aborted.is_some() {
             failures.push(format!(
                 "trial {}: PRs per issue {:?}, split {:?}{}",
                 i + 1,
                 t.prs,
                 t.split,
-                t.aborted.as_deref().map(|a| format!(", {a}")).unwrap_or_default()
+                t.aborted
+                    .as_deref()
+                    .map(|a| format!(", {a}"))
+                    .unwrap_or_default()
             ));
         }
     }

@@ -176,7 +176,8 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         sandbox.project(),
         &opts.workspace,
         sandbox.tracker.address().port(),
-    );
+    )
+    .dead_endpoint(&sandbox.dead_url);
     drop(reaper);
     phases.capture = lap.lap();
     // Not kept, the sandbox is dropped with the closure: the tracker stops

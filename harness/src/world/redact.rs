@@ -7,7 +7,8 @@
 //! - the sandbox directory → `[ROOT]`, the workspace → `[WORKSPACE]`, and
 //!   the sandbox project's Claude Code folder name (its path with every
 //!   non-alphanumeric character turned into `-`) → `[PROJECT-SLUG]`;
-//! - the mock tracker's port → `[PORT]`;
+//! - the mock tracker's port → `[PORT]`, and the loopback address a
+//!   partitioned machine is pointed at → `[DEAD-ENDPOINT]`;
 //! - a real Claude Code session's id (the name of its transcript under
 //!   `[ROOT]/claude-config/projects/`) → `[SESSION-1]`, `[SESSION-2]`, …
 //!   in the order the sessions began;
@@ -142,6 +143,16 @@ impl Redactor {
             rules,
             secrets: credentials(),
         }
+    }
+
+    /// Also redacts `url` (a partitioned machine's dead endpoint, whose
+    /// port is any free one) as `[DEAD-ENDPOINT]`.
+    pub fn dead_endpoint(mut self, url: &str) -> Self {
+        if !url.is_empty() {
+            self.rules
+                .insert(0, (literal(url), "[DEAD-ENDPOINT]".to_owned()));
+        }
+        self
     }
 
     /// `text` without credentials, everything else as it was.
