@@ -106,6 +106,7 @@ fn trial(case: &Case, opts: &Options) -> Trial {
 }
 
 #[test]
+#[expect(clippy::print_stdout, reason = "the figures are the test's report")]
 fn two_clones_released_together_work_all_five_issues_each_exactly_once() {
     let trials: usize = std::env::var("SDD_EVALS_TWO_CLONES_TRIALS")
         .ok()
