@@ -204,6 +204,7 @@ fn work_tick_opens_a_pr_and_reports_every_kind_of_spend() {
             SkillEvent::Failure { .. } => "failure",
             SkillEvent::Progress { .. } => "progress",
             SkillEvent::MergeAttempted { .. } => "merge",
+            SkillEvent::ClaimLost { .. } => "claim_lost",
         })
         .collect();
     assert_eq!(
