@@ -249,7 +249,7 @@ pub fn copy_world(world: &GitWorld, root: &Path) -> Result<GitWorld, GitError> {
 }
 
 /// `cp -r from to`, keeping file modes (git's hooks are executable).
-fn copy_tree(from: &Path, to: &Path) -> Result<(), GitError> {
+pub fn copy_tree(from: &Path, to: &Path) -> Result<(), GitError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| GitError::Io { path, source }

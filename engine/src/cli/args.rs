@@ -48,9 +48,11 @@ Environment:
   SDD_LOOP_TRACKER_TIMEOUT, SDD_LOOP_TRACKER_RETRY_BUDGET
                            tracker time limits in seconds (same as the flags)
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
+  SDD_LOOP_NOW_FILE        a file holding an RFC 3339 instant, read on every reading of the clock
+                           (tests): replacing it by rename moves the clock during a tick
   SDD_LOOP_CLOCK           real [default] or simulated (tests): simulated, the tracker's retry waits and
                            --lock=wait's deadline take at most 1 ms each — a wait moves the clock's monotonic
-                           reading by its length; timestamps stay SDD_LOOP_NOW's
+                           reading by its length; timestamps stay SDD_LOOP_NOW's (or SDD_LOOP_NOW_FILE's)
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
   SDD_LOOP_CLAIM_REMOTE    the remote loop ticks claim their issues and PRs on, so loops in other clones
                            never work the same one [default: --remote, i.e. origin; none in a checkout with
@@ -58,6 +60,9 @@ Environment:
   SDD_LOOP_CLAIM_TIMEOUT   the longest one git fetch or push of claims may take, in seconds [default: 20]
   SDD_LOOP_HOST            the machine's name written into claims [default: the system's host name]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
+  SDD_LOOP_PAUSE_AT, SDD_LOOP_PAUSE_DIR
+                           wait at a named pause point until released: write `paused PID` into the
+                           FIFO DIR/ready, read one byte from the FIFO DIR/release (tests)
   CLAUDE_CONFIG_DIR, HOME  where `end --transcript auto` looks for Claude Code transcripts
   CLAUDE_CODE_SESSION_ID   set by Claude Code: `end --transcript auto` reads that session's file
   CLAUDECODE               set by Claude Code: `end --transcript` first waits (at most 2 s) for its writes";

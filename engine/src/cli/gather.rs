@@ -406,10 +406,20 @@ fn clock(vars: &BTreeMap<String, String>) -> Result<Arc<dyn Clock>, Problem> {
 
 /// The crash point `SDD_LOOP_CRASH_AT` arms, if any.
 fn crash_points(var: &dyn Fn(&str) -> Option<String>) -> Result<CrashPoints, Problem> {
-    match var("SDD_LOOP_CRASH_AT") {
-        None => Ok(CrashPoints::none()),
-        Some(name) => CrashPoints::arm(&name)
-            .map_err(|msg| Problem::invalid(msg, "run `sdd-loop crash-points` for the list")),
+    let list = "run `sdd-loop crash-points` for the list";
+    let points = match var("SDD_LOOP_CRASH_AT") {
+        None => CrashPoints::none(),
+        Some(name) => CrashPoints::arm(&name).map_err(|msg| Problem::invalid(msg, list))?,
+    };
+    match (var("SDD_LOOP_PAUSE_AT"), var("SDD_LOOP_PAUSE_DIR")) {
+        (None, _) => Ok(points),
+        (Some(name), Some(dir)) => points
+            .pause_at(&name, PathBuf::from(dir))
+            .map_err(|msg| Problem::invalid(msg, list)),
+        (Some(_), None) => Err(Problem::invalid(
+            "SDD_LOOP_PAUSE_AT is set without SDD_LOOP_PAUSE_DIR",
+            "set SDD_LOOP_PAUSE_DIR to the directory holding the FIFOs `ready` and `release`",
+        )),
     }
 }
 

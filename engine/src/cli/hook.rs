@@ -16,14 +16,14 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use super::args::HookArgs;
 use super::{Env, main_with};
 use crate::exit;
 use crate::hook::{self, Engine, Hook, Ran};
-use crate::os::clock::{self, Clock, FixedClock, SystemClock};
+use crate::os::clock::{Clock, SystemClock};
 use crate::os::liveness::OsProbe;
 use crate::state::holder;
 use crate::world::git::GitCli;
@@ -62,15 +62,11 @@ impl Engine for InProcess {
     }
 }
 
-fn clock(vars: &BTreeMap<String, String>) -> Box<dyn Clock> {
-    match vars
-        .get("SDD_LOOP_NOW")
-        .filter(|v| !v.trim().is_empty())
-        .and_then(|v| clock::parse(v).ok())
-    {
-        Some(at) => Box::new(FixedClock(at)),
-        None => Box::new(SystemClock),
-    }
+/// The hook's clock: the one the variables ask for, as a tick's; a hook
+/// must answer whatever they hold, so a clock they do not describe is the
+/// system's (the tick the hook starts refuses them with the reason).
+fn clock(vars: &BTreeMap<String, String>) -> Arc<dyn Clock> {
+    super::clock_from_vars(vars).unwrap_or_else(|_| Arc::new(SystemClock))
 }
 
 pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {

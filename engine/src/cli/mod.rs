@@ -18,7 +18,9 @@ use std::sync::Arc;
 use clap::Parser;
 
 use crate::exit;
-use crate::os::clock::{self, Clock, FixedClock, SimulatedClock, SystemClock};
+use crate::os::clock::{
+    self, Clock, FileClock, FileWall, FixedClock, SimulatedClock, SystemClock, Wall,
+};
 use crate::os::crash::CrashPoints;
 use crate::os::liveness::OsProbe;
 use crate::skill::runner::Interrupts;
@@ -179,13 +181,12 @@ fn write_or(env: &mut Env<'_>, text: &str) -> u8 {
 
 const NOW_HELP: &str = "SDD_LOOP_NOW takes an RFC 3339 instant such as 2026-05-09T14:50:00Z";
 
+const NOW_FILE_HELP: &str = "SDD_LOOP_NOW_FILE names a file holding an RFC 3339 instant such as 2026-05-09T14:50:00Z (replace it by rename to move the clock)";
+
 pub(crate) fn clock_from(env: &Env<'_>) -> Result<Arc<dyn Clock>, (String, &'static str)> {
     clock_from_vars(&env.vars)
 }
 
-/// The clock `SDD_LOOP_NOW` and `SDD_LOOP_CLOCK` ask for
-/// ([`crate::os::clock`]): real time unless told otherwise. The error is
-/// the message and its help line.
 /// The claims `status` shows: on the remote ticks claim on (see
 /// [`gather::claim_remote`]); none when claims are off.
 fn status_claims(env: &Env<'_>, root: &std::path::Path, skill: Skill) -> Option<status::Claims> {
@@ -216,23 +217,37 @@ fn keeping(env: &Env<'_>) -> Option<crate::skill::guard::Keeping> {
     Some((keeper, clock))
 }
 
+/// The clock `SDD_LOOP_NOW`, `SDD_LOOP_NOW_FILE` and `SDD_LOOP_CLOCK` ask
+/// for ([`crate::os::clock`]): real time unless told otherwise. The error
+/// is the message and its help line.
 pub(crate) fn clock_from_vars(
     vars: &BTreeMap<String, String>,
 ) -> Result<Arc<dyn Clock>, (String, &'static str)> {
     let var = |k: &str| vars.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
-    let wall = match var("SDD_LOOP_NOW") {
-        None => None,
-        Some(v) => Some(clock::parse(v).map_err(|e| {
+    let wall = match (var("SDD_LOOP_NOW"), var("SDD_LOOP_NOW_FILE")) {
+        (None, None) => Wall::System,
+        (Some(v), None) => Wall::Fixed(clock::parse(v).map_err(|e| {
             (
                 format!("SDD_LOOP_NOW={v:?} is not an RFC 3339 instant: {e}"),
                 NOW_HELP,
             )
         })?),
+        (None, Some(path)) => Wall::File(
+            FileWall::open(std::path::Path::new(path))
+                .map_err(|e| (e.to_string(), NOW_FILE_HELP))?,
+        ),
+        (Some(_), Some(_)) => {
+            return Err((
+                "SDD_LOOP_NOW and SDD_LOOP_NOW_FILE are both set".to_owned(),
+                "set one: SDD_LOOP_NOW fixes the instant for the whole process, SDD_LOOP_NOW_FILE reads it from a file on every reading",
+            ));
+        }
     };
     Ok(match (var("SDD_LOOP_CLOCK"), wall) {
-        (None | Some("real"), None) => Arc::new(SystemClock),
-        (None | Some("real"), Some(at)) => Arc::new(FixedClock(at)),
-        (Some("simulated"), wall) => Arc::new(SimulatedClock::new(wall)),
+        (None | Some("real"), Wall::System) => Arc::new(SystemClock),
+        (None | Some("real"), Wall::Fixed(at)) => Arc::new(FixedClock(at)),
+        (None | Some("real"), Wall::File(file)) => Arc::new(FileClock(file)),
+        (Some("simulated"), wall) => Arc::new(SimulatedClock::reading(wall)),
         (Some(other), _) => {
             return Err((
                 format!("SDD_LOOP_CLOCK={other:?} is not a clock"),

@@ -107,6 +107,7 @@ fn help_lists_every_flag_default_env_and_exit_codes() {
         "--repo",
         "--tracker-url",
         "SDD_LOOP_NOW",
+        "SDD_LOOP_NOW_FILE",
         "SDD_LOOP_CLOCK",
         "Exit status:",
     ] {
@@ -142,6 +143,48 @@ fn bad_clock_and_crash_point_are_usage_errors() {
     );
     assert_eq!(code, exit::USAGE, "{err}");
     assert!(err.contains("after-lock"));
+}
+
+#[test]
+fn a_clock_file_that_gives_no_instant_or_a_second_clock_is_a_usage_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("machine-a.clock");
+    let missing = missing.to_str().unwrap();
+    let (code, _, err) = call(
+        &["work", "--loop", "--skill-cmd", "true"],
+        &[("SDD_LOOP_NOW_FILE", missing)],
+    );
+    assert_eq!(code, exit::USAGE, "{err}");
+    assert!(
+        err.contains("cannot read the clock file") && err.contains("machine-a.clock"),
+        "{err}"
+    );
+    assert!(
+        err.contains("help: SDD_LOOP_NOW_FILE names a file"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("machine-a.clock"), "2026-05-09T14:00:00Z").unwrap();
+    let (code, _, err) = call(
+        &["work", "--loop", "--skill-cmd", "true"],
+        &[
+            ("SDD_LOOP_NOW_FILE", missing),
+            ("SDD_LOOP_NOW", "2026-05-09T14:00:00Z"),
+        ],
+    );
+    assert_eq!(code, exit::USAGE, "{err}");
+    assert!(err.contains("both set"), "{err}");
+    let clock =
+        super::clock_from_vars(&[("SDD_LOOP_NOW_FILE".to_owned(), missing.to_owned())].into())
+            .unwrap();
+    assert_eq!(
+        crate::os::clock::format(clock.now()),
+        "2026-05-09T14:00:00Z"
+    );
+    std::fs::write(dir.path().join("machine-a.clock"), "2026-05-09T14:16:00Z").unwrap();
+    assert_eq!(
+        crate::os::clock::format(clock.now()),
+        "2026-05-09T14:16:00Z"
+    );
 }
 
 #[test]

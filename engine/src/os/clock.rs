@@ -4,7 +4,7 @@
 //! it too ([`Clock::sleep`], measured by [`Clock::monotonic`]).
 //!
 //! Production uses [`SystemClock`]: real time, real sleeps. The binary
-//! reads two variables (`sdd-loop --help` lists them):
+//! reads three variables (`sdd-loop --help` lists them):
 //!
 //! - `SDD_LOOP_NOW` (RFC 3339) fixes the clock's *wall* reading: every
 //!   timestamp of that process is that instant ([`FixedClock`]), so a
@@ -22,11 +22,15 @@
 //!   the instant it was given, not one a second later — so every snapshot
 //!   reads as it did.
 //!
-//! Simulated machines (issue 32), each with its own clock moved by the
-//! harness during a tick, fit behind the same trait: a wall reading taken
-//! from a file the harness rewrites (one file per machine, replaced by
-//! rename, read on every [`Clock::now`]) instead of a fixed instant, with
-//! the waits still simulated here; nothing that asks the clock changes.
+//! - `SDD_LOOP_NOW_FILE` (a path) makes the wall reading the instant that
+//!   file holds, read again on every [`Clock::now`] ([`FileWall`]): the
+//!   harness moves the clock *during* a tick by replacing the file
+//!   (write a temporary file, then rename it over), so a claim's lease
+//!   runs out while the tick that holds it is still running (issue 32:
+//!   one file per simulated machine, each with its own skew). One small
+//!   read a reading, no thread; a reading that fails (the file gone,
+//!   half-written by someone not renaming) keeps the last good one. With
+//!   `SDD_LOOP_CLOCK=simulated` the waits are simulated as above.
 //!
 //! Waits on another real process stay on real time under every clock, since
 //! a simulated second would not give that process a second to act: a killed
@@ -37,6 +41,7 @@
 //! [`ManualClock`]. Timestamps are written as RFC 3339 UTC with whole
 //! seconds (`2026-05-09T14:50:00Z`), the shape of the contract's examples.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -88,18 +93,115 @@ impl Clock for FixedClock {
     }
 }
 
+/// A wall reading taken from a file someone else moves
+/// (`SDD_LOOP_NOW_FILE`): the RFC 3339 instant the file holds, read on
+/// every reading. The file is meant to be replaced by rename, so a reader
+/// sees the old instant or the new one; a reading that fails keeps the
+/// last good one, which [`FileWall::open`] guarantees there is.
+#[derive(Debug)]
+pub struct FileWall {
+    path: PathBuf,
+    last: Mutex<Timestamp>,
+}
+
+/// Why a clock file gives no instant.
+#[derive(Debug, thiserror::Error)]
+pub enum ClockFileError {
+    #[error("cannot read the clock file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the clock file {path} holds {text:?}, not an RFC 3339 instant: {source}")]
+    Parse {
+        path: PathBuf,
+        text: String,
+        source: jiff::Error,
+    },
+}
+
+impl FileWall {
+    /// Reads `path` once: a clock whose file gives no instant now is
+    /// refused, so every later reading has a last good instant to keep.
+    pub fn open(path: &Path) -> Result<Self, ClockFileError> {
+        let first = read_instant(path)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            last: Mutex::new(first),
+        })
+    }
+
+    /// The file's instant, or the last good one.
+    pub fn read(&self) -> Timestamp {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok(now) = read_instant(&self.path) {
+            *last = now;
+        }
+        *last
+    }
+}
+
+fn read_instant(path: &Path) -> Result<Timestamp, ClockFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ClockFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text).map_err(|source| ClockFileError::Parse {
+        path: path.to_path_buf(),
+        text: text.trim().to_owned(),
+        source,
+    })
+}
+
+/// Where a clock's wall reading comes from.
+#[derive(Debug)]
+pub enum Wall {
+    /// The system's real time.
+    System,
+    /// One instant for the whole process (`SDD_LOOP_NOW`).
+    Fixed(Timestamp),
+    /// The instant a file holds, moved by someone else (`SDD_LOOP_NOW_FILE`).
+    File(FileWall),
+}
+
+impl Wall {
+    fn read(&self) -> Timestamp {
+        match self {
+            Wall::System => Timestamp::now(),
+            Wall::Fixed(at) => *at,
+            Wall::File(file) => file.read(),
+        }
+    }
+}
+
+/// Real waits, the wall reading from a file (`SDD_LOOP_NOW_FILE`).
+#[derive(Debug)]
+pub struct FileClock(pub FileWall);
+
+impl Clock for FileClock {
+    fn now(&self) -> Timestamp {
+        self.0.read()
+    }
+}
+
 /// The harness's clock (`SDD_LOOP_CLOCK=simulated`): waits are simulated
 /// — a sleep returns at once and moves the monotonic reading forward by
-/// its length — and the wall reading is `wall` (`SDD_LOOP_NOW`), else the
-/// system's. See the module doc for why a wait leaves the wall alone.
+/// its length — and the wall reading is `wall` (`SDD_LOOP_NOW` or
+/// `SDD_LOOP_NOW_FILE`), else the system's. See the module doc for why a
+/// wait leaves the wall alone.
 #[derive(Debug)]
 pub struct SimulatedClock {
-    wall: Option<Timestamp>,
+    wall: Wall,
     slept: Mutex<Duration>,
 }
 
 impl SimulatedClock {
     pub fn new(wall: Option<Timestamp>) -> Self {
+        Self::reading(wall.map_or(Wall::System, Wall::Fixed))
+    }
+
+    /// Simulated waits, the wall reading from `wall`.
+    pub fn reading(wall: Wall) -> Self {
         Self {
             wall,
             slept: Mutex::new(Duration::ZERO),
@@ -109,7 +211,7 @@ impl SimulatedClock {
 
 impl Clock for SimulatedClock {
     fn now(&self) -> Timestamp {
-        self.wall.unwrap_or_else(Timestamp::now)
+        self.wall.read()
     }
 
     fn monotonic(&self) -> Duration {
@@ -200,6 +302,58 @@ mod tests {
         assert!(real.elapsed() < Duration::from_secs(60), "no real hour");
         assert!(clock.monotonic() >= before + Duration::from_secs(3600));
         assert_eq!(clock.now(), wall);
+    }
+
+    #[test]
+    fn a_file_clock_reads_the_instant_the_file_holds_now_and_keeps_the_last_good_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clock");
+        std::fs::write(&path, "2026-05-09T14:50:00Z\n").unwrap();
+        let clock = FileClock(FileWall::open(&path).unwrap());
+        assert_eq!(format(clock.now()), "2026-05-09T14:50:00Z");
+        let next = dir.path().join("clock.new");
+        std::fs::write(&next, "2026-05-09T15:06:00Z").unwrap();
+        std::fs::rename(&next, &path).unwrap();
+        assert_eq!(format(clock.now()), "2026-05-09T15:06:00Z");
+        std::fs::write(&path, "garbage").unwrap();
+        assert_eq!(format(clock.now()), "2026-05-09T15:06:00Z");
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(format(clock.now()), "2026-05-09T15:06:00Z");
+    }
+
+    #[test]
+    fn a_clock_file_that_gives_no_instant_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clock");
+        let err = FileWall::open(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("cannot read the clock file") && err.contains("clock"),
+            "{err}"
+        );
+        std::fs::write(&path, "noon").unwrap();
+        let err = FileWall::open(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("holds \"noon\", not an RFC 3339 instant"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_simulated_clock_reading_a_file_moves_with_it_and_simulates_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clock");
+        std::fs::write(&path, "2026-05-09T14:50:00Z").unwrap();
+        let clock = SimulatedClock::reading(Wall::File(FileWall::open(&path).unwrap()));
+        let before = clock.monotonic();
+        clock.sleep(Duration::from_secs(600));
+        assert!(clock.monotonic() >= before + Duration::from_secs(600));
+        assert_eq!(
+            format(clock.now()),
+            "2026-05-09T14:50:00Z",
+            "a wait leaves the wall"
+        );
+        std::fs::write(&path, "2026-05-09T15:20:00Z").unwrap();
+        assert_eq!(format(clock.now()), "2026-05-09T15:20:00Z");
     }
 
     #[test]

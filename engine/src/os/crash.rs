@@ -3,6 +3,21 @@
 //! a process can do to itself) at that step of the tick, so the crash-sweep
 //! tests can prove recovery exact from every step (DESIGN §5).
 //! `sdd-loop crash-points` prints the list.
+//!
+//! Pause points hold the engine still instead of killing it, so a test
+//! releases several engines from one barrier at the same step — two clones'
+//! ticks that have both read the backlog (a review tick: its PRs) and
+//! neither has claimed yet (issue 32). `SDD_LOOP_PAUSE_AT=<name>` with `SDD_LOOP_PAUSE_DIR=<dir>`:
+//! at that step the engine writes `paused <pid>` into the FIFO `dir/ready`
+//! and reads one byte from the FIFO `dir/release`, which the test writes
+//! when it lets the engine go — one byte per engine, so one write of N
+//! bytes releases N engines at once. The test makes both FIFOs and holds
+//! each open for reading and writing, so neither open blocks the engine.
+//! A pause whose FIFOs cannot be opened does not pause: it is no crash
+//! point, and a tick must not hang on it.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
 
 /// Every crash point, in tick order, with what has happened by then.
 pub const POINTS: [(&str, &str); 11] = [
@@ -54,10 +69,17 @@ pub const WRAPPER_ONLY: [&str; 3] = ["after-spawn", "after-agent-usage", "after-
 /// a tick that runs a skill command passes them by.
 pub const AGENT_ONLY: [&str; 1] = ["after-agent-usage"];
 
-/// The armed crash point, if any.
+/// Every pause point, in tick order, with what has happened by then.
+pub const PAUSE_POINTS: [(&str, &str); 1] = [(
+    "after-backlog",
+    "the backlog (review: the PRs to review) is read; nothing is claimed or written yet",
+)];
+
+/// The armed crash point and pause point, if any.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CrashPoints {
     armed: Option<&'static str>,
+    pause: Option<(&'static str, PathBuf)>,
 }
 
 impl CrashPoints {
@@ -70,7 +92,10 @@ impl CrashPoints {
         POINTS
             .iter()
             .find(|(p, _)| *p == name)
-            .map(|(p, _)| Self { armed: Some(p) })
+            .map(|(p, _)| Self {
+                armed: Some(p),
+                pause: None,
+            })
             .ok_or_else(|| {
                 format!(
                     "unknown crash point `{name}` (known: {})",
@@ -81,6 +106,53 @@ impl CrashPoints {
                         .join(", ")
                 )
             })
+    }
+
+    /// Also pauses at `name`, with the FIFOs in `dir`; an unknown name is
+    /// an error listing the known ones.
+    pub fn pause_at(mut self, name: &str, dir: PathBuf) -> Result<Self, String> {
+        let (point, _) = PAUSE_POINTS
+            .iter()
+            .find(|(p, _)| *p == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown pause point `{name}` (known: {})",
+                    PAUSE_POINTS
+                        .iter()
+                        .map(|(p, _)| *p)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+        self.pause = Some((point, dir));
+        Ok(self)
+    }
+
+    /// Waits at `name` until released, if the pause is armed there.
+    pub fn pause(&self, name: &'static str) {
+        debug_assert!(
+            PAUSE_POINTS.iter().any(|(p, _)| *p == name),
+            "unlisted pause point {name}"
+        );
+        let Some((point, dir)) = &self.pause else {
+            return;
+        };
+        if *point != name {
+            return;
+        }
+        let open = |file: &str, write: bool| {
+            std::fs::OpenOptions::new()
+                .read(!write)
+                .write(write)
+                .open(dir.join(file))
+        };
+        let (Ok(mut ready), Ok(mut release)) = (open("ready", true), open("release", false)) else {
+            return;
+        };
+        // One write, shorter than PIPE_BUF: engines paused together never
+        // interleave their lines.
+        let _ = ready.write_all(format!("paused {}\n", std::process::id()).as_bytes());
+        let _ = release.read(&mut [0u8; 1]);
     }
 
     /// Aborts the process if `name` is armed.
@@ -96,10 +168,15 @@ impl CrashPoints {
 
     /// The listing printed by `sdd-loop crash-points`.
     pub fn listing() -> String {
-        POINTS
+        let mut text: String = POINTS
             .iter()
             .map(|(p, what)| format!("{p:<22} {what}\n"))
-            .collect()
+            .collect();
+        text.push_str("\nPause points (SDD_LOOP_PAUSE_AT, with SDD_LOOP_PAUSE_DIR):\n");
+        for (p, what) in PAUSE_POINTS {
+            text.push_str(&format!("{p:<22} {what}\n"));
+        }
+        text
     }
 }
 
@@ -121,6 +198,49 @@ mod tests {
         let c = CrashPoints::arm("before-release").unwrap();
         c.hit("after-lock");
         CrashPoints::none().hit("before-release");
-        assert_eq!(CrashPoints::listing().lines().count(), POINTS.len());
+        assert_eq!(
+            CrashPoints::listing().lines().count(),
+            POINTS.len() + 2 + PAUSE_POINTS.len()
+        );
+    }
+
+    #[test]
+    fn a_paused_engine_says_so_and_waits_for_its_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["ready", "release"] {
+            let path = dir.path().join(f);
+            rustix::fs::mkfifoat(
+                rustix::fs::CWD,
+                &path,
+                rustix::fs::Mode::from_raw_mode(0o600),
+            )
+            .unwrap();
+        }
+        let rw = |f: &str| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(dir.path().join(f))
+                .unwrap()
+        };
+        let (mut ready, mut release) = (rw("ready"), rw("release"));
+        let points = CrashPoints::none()
+            .pause_at("after-backlog", dir.path().to_path_buf())
+            .unwrap();
+        let paused = std::thread::spawn(move || points.pause("after-backlog"));
+        let mut line = [0u8; 64];
+        let n = ready.read(&mut line).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&line[..n]).trim(),
+            format!("paused {}", std::process::id())
+        );
+        assert!(!paused.is_finished(), "held until its byte comes");
+        release.write_all(b"g").unwrap();
+        paused.join().unwrap();
+        assert!(
+            CrashPoints::none()
+                .pause_at("lunch", PathBuf::new())
+                .is_err()
+        );
     }
 }

@@ -147,7 +147,11 @@ pub(crate) struct Claimed {
 }
 
 /// A push refused because someone else changed the ref first (as opposed
-/// to a rule of the remote, which refuses every claim alike).
+/// to a rule of the remote, which refuses every claim alike). Two pushes
+/// of one ref at the same moment: the loser's ref transaction finds the
+/// ref locked or moved, and git says `[remote rejected] (failed to update
+/// ref)` or `(cannot lock ref …)` — measured with two clones released
+/// from one barrier (`evals/loop/machines-ticks-at-once.yaml`).
 fn lost_a_race(reason: &str) -> bool {
     [
         "stale info",
@@ -155,6 +159,8 @@ fn lost_a_race(reason: &str) -> bool {
         "expected",
         "fetch first",
         "non-fast-forward",
+        "failed to update ref",
+        "cannot lock ref",
     ]
     .iter()
     .any(|w| reason.contains(w))
@@ -441,4 +447,23 @@ pub(crate) fn release_at_end(ctx: &mut Ctx<'_, '_>, journal: &crate::state::jour
         ctx.claim_log.lost.push(lost.number);
     }
     release(ctx, &mut claims, &[], journal.pid);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lost_a_race;
+
+    /// Regression: the loser of a true race (two clones' pushes at once)
+    /// read `[remote rejected] (failed to update ref)` and stopped its
+    /// tick with exit 69, as if the remote refused claims by a rule.
+    #[test]
+    fn a_ref_transaction_lost_to_another_push_is_a_lost_race() {
+        assert!(lost_a_race("[remote rejected] (failed to update ref)"));
+        assert!(lost_a_race(
+            "[remote rejected] (cannot lock ref 'refs/sdd-loop/claims/work/1': reference already exists)"
+        ));
+        assert!(!lost_a_race(
+            "[remote rejected] (pre-receive hook declined)"
+        ));
+    }
 }

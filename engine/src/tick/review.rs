@@ -34,6 +34,7 @@ pub(crate) fn plan(
         Ok(found) => found,
         Err(halt) => return Ok(Err(halt)),
     };
+    ctx.cfg.crash.pause("after-backlog");
     let Unchanged {
         deferred,
         deferred_tracked,

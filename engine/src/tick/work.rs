@@ -27,6 +27,7 @@ pub(crate) fn plan(
     run: &mut Loaded,
 ) -> Result<Result<Dispatch, Halt>, Failure> {
     let backlog = discover(ctx, run)?;
+    ctx.cfg.crash.pause("after-backlog");
     let snapshot = backlog.snapshot();
     let context = format!("Backlog: {}", backlog.summary());
     let halt = |plan| {

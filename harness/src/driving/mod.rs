@@ -13,7 +13,8 @@
 //! every driver shares — the prepared files, the engine's environment and
 //! command line, running under the case's deadline, the finished
 //! [`record::TickRecord`] — is the [`tick::Tick`]; whether a tick's end
-//! stops the case is [`verdict`]'s, pure. [`parallel`] runs
+//! stops the case is [`verdict`]'s, pure. [`at_once`] runs one tick on
+//! several machines at once. [`parallel`] runs
 //! a suite's cases on N jobs; [`options`] is what the caller gives a run;
 //! [`phases`] is where a case's wall time went. [`scorecard`] runs one
 //! cell of the loop-safety scorecard: a plugin-neutral case against any
@@ -23,6 +24,7 @@
 //! and the world's redaction rules) to judging and reporting.
 
 pub mod agent;
+pub mod at_once;
 pub mod driver;
 pub mod options;
 pub mod parallel;

@@ -74,6 +74,28 @@ pub struct TickRecord {
     /// `end` the Stop hook runs, is not among it — only a blocked
     /// prompt's (a skip, a stop) is.
     pub from_hooks: bool,
+    /// The machine it ran on, in a case with machines; its `lines` index
+    /// that machine's history.
+    pub machine: Option<String>,
+}
+
+/// What a run left in one machine's project.
+#[derive(Debug, Clone, Default)]
+pub struct MachineRecord {
+    pub name: String,
+    pub history: Vec<Value>,
+    pub budget: Option<Value>,
+    pub lock: Option<Value>,
+    pub files: BTreeSet<String>,
+}
+
+/// A pull request on the tracker at the end of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRecord {
+    pub number: u64,
+    pub branch: String,
+    /// The issues its body closes.
+    pub closes: BTreeSet<u64>,
 }
 
 /// Everything a run produced.
@@ -98,21 +120,66 @@ pub struct RunRecord {
     pub workspace: PathBuf,
     /// Why the run stopped early, if it did.
     pub aborted: Option<String>,
+    /// A case with machines: each machine's project at the end of the run
+    /// (`history`, `budget`, `lock` and `files` above are the machine's
+    /// that ran the last tick).
+    pub machines: Vec<MachineRecord>,
+    /// The pull requests on the tracker at the end of the run.
+    pub pulls: Vec<PullRecord>,
 }
 
 impl RunRecord {
+    /// Tick `number`: the first record of it (a tick on several machines
+    /// at once has one each; [`RunRecord::on`] tells them apart).
     pub fn tick(&self, number: usize) -> Option<&TickRecord> {
-        number.checked_sub(1).and_then(|i| self.ticks.get(i))
+        self.ticks.iter().find(|t| t.number == number)
+    }
+
+    /// The run as machine `name` saw it: its project, and only the ticks
+    /// it ran; `None` for a machine the run does not know.
+    pub fn on(&self, name: &str) -> Option<RunRecord> {
+        let m = self.machines.iter().find(|m| m.name == name)?;
+        Some(RunRecord {
+            ticks: self
+                .ticks
+                .iter()
+                .filter(|t| t.machine.as_deref() == Some(name))
+                .cloned()
+                .collect(),
+            history: m.history.clone(),
+            budget: m.budget.clone(),
+            lock: m.lock.clone(),
+            files: m.files.clone(),
+            ..self.clone()
+        })
+    }
+
+    /// The history lines a record's `lines` index: its machine's, or the
+    /// project's.
+    fn history_of(&self, tick: &TickRecord) -> &[Value] {
+        match &tick.machine {
+            Some(name) => self
+                .machines
+                .iter()
+                .find(|m| &m.name == name)
+                .map_or(&[][..], |m| &m.history),
+            None => &self.history,
+        }
     }
 
     pub fn last_tick(&self) -> Option<&TickRecord> {
         self.ticks.last()
     }
 
+    /// The history lines `tick` appended (on its machine, if it has one).
+    pub fn lines_of(&self, tick: &TickRecord) -> &[Value] {
+        self.history_of(tick).get(tick.lines.clone()).unwrap_or(&[])
+    }
+
     /// The history lines a tick appended, or every line.
     pub fn lines(&self, tick: Option<usize>) -> &[Value] {
         match tick.and_then(|n| self.tick(n)) {
-            Some(t) => self.history.get(t.lines.clone()).unwrap_or(&[]),
+            Some(t) => self.history_of(t).get(t.lines.clone()).unwrap_or(&[]),
             None if tick.is_some() => &[],
             None => &self.history,
         }

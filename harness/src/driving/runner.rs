@@ -21,15 +21,17 @@ use jiff::{SignedDuration, Timestamp};
 use sdd_mocks::git;
 use serde_json::Value;
 
+use super::at_once;
 use super::driver::TickDriver;
 use super::options::Options;
 use super::phases::{Lap, Phases};
-use super::record::RunRecord;
+use super::record::{MachineRecord, PullRecord, RunRecord};
 use super::tick::{Tick, TickRun};
 use crate::loading::case::{self, Case, Event, TickSpec};
 use crate::loading::duration;
 use crate::world::edit;
 use crate::world::error::HarnessError;
+use crate::world::machines::{self, Change};
 use crate::world::procs::Reaper;
 use crate::world::redact::Redactor;
 use crate::world::sandbox::Sandbox;
@@ -92,13 +94,17 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
     for (i, spec) in case.ticks().iter().enumerate() {
         let n = i + 1;
         let prefix = format!("case {}, tick {n}", case.id());
-        let events = apply_events(spec, &mut sandbox, &mut clock, case);
+        let events = apply_events(spec, &mut sandbox, &mut clock, case)
+            .and_then(|()| live_changes(&spec.at_barrier));
         phases.events += lap.lap();
-        if let Err(msg) = events {
-            aborted = Some(format!("{prefix}: {msg}"));
-            break;
-        }
-        let run = TickRun {
+        let at_barrier = match events {
+            Ok(changes) => changes,
+            Err(msg) => {
+                aborted = Some(format!("{prefix}: {msg}"));
+                break;
+            }
+        };
+        let run = |machine| TickRun {
             case,
             spec,
             n,
@@ -107,39 +113,71 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
             deadline,
             timeout,
             opts,
+            machine,
+            at_barrier: at_barrier.clone(),
         };
-        let (record, abort) = driver.run(Tick::prepare(run, &mut reaper)?)?;
+        let ran = if spec.machines.is_empty() {
+            let machine = spec
+                .machine
+                .as_ref()
+                .and_then(|m| sandbox.machine(&m.value));
+            vec![driver.run(Tick::prepare(run(machine), &mut reaper)?)?]
+        } else {
+            let on: Vec<_> = spec
+                .machines
+                .iter()
+                .filter_map(|m| sandbox.machine(&m.value))
+                .map(|m| run(Some(m)))
+                .collect();
+            at_once::run(on, &reaper)?
+        };
         phases.ticks.push(lap.lap());
-        ticks.push(record);
+        let mut abort = None;
+        for (record, why) in ran {
+            ticks.push(record);
+            abort = abort.or(why);
+        }
         if let Some(msg) = abort {
             aborted = Some(format!("{prefix}: {msg}"));
             break;
         }
+        if !at_barrier.is_empty() {
+            let dead = sandbox.dead_url.clone();
+            machines::apply(&at_barrier, &mut clock, &mut sandbox.machines, &dead)?;
+        }
     }
 
     let skill = case.skill.as_str();
-    let state = sandbox.state_dir();
+    let captured: Vec<MachineRecord> = sandbox
+        .machines
+        .iter()
+        .map(|m| capture(&m.name, &m.project, skill))
+        .collect();
+    let last = ticks.last().and_then(|t| t.machine.clone());
+    let main = match last.and_then(|name| captured.iter().position(|m| m.name == name)) {
+        Some(i) => captured[i].clone(),
+        None => capture("", sandbox.project(), skill),
+    };
     let record = RunRecord {
         ticks,
-        history: read_history(&state.join(format!("{skill}.history.jsonl"))),
-        budget: std::fs::read(state.join(format!("{skill}.budget.json")))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok()),
-        lock: std::fs::read(state.join(format!("{skill}.lock")))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok()),
-        files: RunRecord::list_files(sandbox.project()),
+        history: main.history,
+        budget: main.budget,
+        lock: main.lock,
+        files: main.files,
         requests: sandbox.tracker.requests(),
         model_log: sandbox.model.as_ref().map(|m| m.log()).unwrap_or_default(),
         workspace: opts.workspace.clone(),
         aborted,
+        machines: captured,
+        pulls: pulls(&sandbox),
     };
     let redactor = Redactor::new(
         &sandbox.root,
         sandbox.project(),
         &opts.workspace,
         sandbox.tracker.address().port(),
-    );
+    )
+    .dead_endpoint(&sandbox.dead_url);
     drop(reaper);
     phases.capture = lap.lap();
     // Not kept, the sandbox is dropped with the closure: the tracker stops
@@ -153,6 +191,68 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         wall: started.elapsed(),
         phases,
     })
+}
+
+/// What a run left in a project.
+fn capture(name: &str, project: &Path, skill: &str) -> MachineRecord {
+    let state = project.join(".sdd").join("loop");
+    let json = |file: String| {
+        std::fs::read(state.join(file))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+    };
+    MachineRecord {
+        name: name.to_owned(),
+        history: read_history(&state.join(format!("{skill}.history.jsonl"))),
+        budget: json(format!("{skill}.budget.json")),
+        lock: json(format!("{skill}.lock")),
+        files: RunRecord::list_files(project),
+    }
+}
+
+/// The pull requests on the tracker, with the issues each closes.
+fn pulls(sandbox: &Sandbox) -> Vec<PullRecord> {
+    sandbox.tracker.read(|world| {
+        world
+            .list_pulls("all", None, None)
+            .into_iter()
+            .map(|(number, p)| PullRecord {
+                number,
+                branch: p["head"]["ref"].as_str().unwrap_or_default().to_owned(),
+                closes: sdd_loop::world::backlog::closes(p["body"].as_str().unwrap_or_default()),
+            })
+            .collect()
+    })
+}
+
+/// A tick's `at_barrier:` events as the changes they make.
+fn live_changes(events: &[Event]) -> Result<Vec<Change>, String> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, event)| {
+            let fail = |e: String| format!("at_barrier[{}]: {e}", i + 1);
+            Ok(match event {
+                Event::Advance(d) => Change::Advance(signed(&d.value).map_err(fail)?),
+                Event::Skew { machine, by } => Change::Skew(
+                    machine.value.clone(),
+                    duration::parse_signed(&by.value).map_err(fail)?,
+                ),
+                Event::Partition(m) => Change::Partition(m.value.clone(), true),
+                Event::Heal(m) => Change::Partition(m.value.clone(), false),
+                _ => {
+                    return Err(fail(
+                        "only advance, skew, partition and heal happen at a barrier".to_owned(),
+                    ));
+                }
+            })
+        })
+        .collect()
+}
+
+fn signed(text: &str) -> Result<SignedDuration, String> {
+    let d = duration::parse(text)?;
+    SignedDuration::try_from(d).map_err(|e| e.to_string())
 }
 
 fn read_history(path: &Path) -> Vec<Value> {
@@ -170,13 +270,25 @@ fn apply_events(
     clock: &mut Timestamp,
     case: &Case,
 ) -> Result<(), String> {
+    // The project a file event changes: the tick's (first) machine's.
+    let project = spec
+        .on_machines()
+        .first()
+        .and_then(|m| sandbox.machine(m))
+        .map_or_else(|| sandbox.project().to_path_buf(), |m| m.project.clone());
+    let state = project.join(".sdd").join("loop");
     for (i, event) in spec.before.iter().enumerate() {
         let fail = |e: String| format!("before[{}]: {e}", i + 1);
         match event {
             Event::Advance(d) => {
-                let d = duration::parse(&d.value).map_err(fail)?;
-                let d = SignedDuration::try_from(d).map_err(|e| fail(e.to_string()))?;
+                let d = signed(&d.value).map_err(fail)?;
                 *clock = clock.checked_add(d).map_err(|e| fail(e.to_string()))?;
+            }
+            Event::Skew { .. } | Event::Partition(_) | Event::Heal(_) => {
+                let changes = live_changes(std::slice::from_ref(event)).map_err(fail)?;
+                let dead = sandbox.dead_url.clone();
+                machines::apply(&changes, clock, &mut sandbox.machines, &dead)
+                    .map_err(|e| fail(e.to_string()))?;
             }
             Event::Qmd(state) => sandbox.set_qmd(*state).map_err(|e| fail(e.to_string()))?,
             Event::Tracker(change) => sandbox
@@ -214,7 +326,7 @@ fn apply_events(
                 sandbox.tracker.inject(fault.clone());
             }
             Event::StopFile(present) => {
-                let dir = sandbox.state_dir();
+                let dir = state.clone();
                 let path = dir.join(format!("{}.stop", case.skill.as_str()));
                 if *present {
                     std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
@@ -223,19 +335,18 @@ fn apply_events(
                     let _ = std::fs::remove_file(&path);
                 }
             }
-            Event::File { path, content } => sandbox
-                .write_file(&path.value, content)
+            Event::File { path, content } => Sandbox::write_file_in(&project, &path.value, content)
                 .map_err(|e| fail(e.to_string()))?,
-            Event::Remove(path) => sandbox
-                .remove_file(&path.value)
-                .map_err(|e| fail(e.to_string()))?,
+            Event::Remove(path) => {
+                Sandbox::remove_file_in(&project, &path.value).map_err(|e| fail(e.to_string()))?
+            }
             Event::Edit(e) => {
-                edit::apply_edit(sandbox.project(), case.skill.as_str(), e).map_err(fail)?;
+                edit::apply_edit(&project, case.skill.as_str(), e).map_err(fail)?;
             }
             Event::Truncate(t) => {
-                edit::apply_truncate(sandbox.project(), case.skill.as_str(), t).map_err(fail)?;
+                edit::apply_truncate(&project, case.skill.as_str(), t).map_err(fail)?;
             }
         }
     }
-    Ok(())
+    sandbox.set_clocks(*clock).map_err(|e| e.to_string())
 }

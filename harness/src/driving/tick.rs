@@ -9,7 +9,7 @@
 //! A driver adds only what is its own.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
@@ -22,6 +22,7 @@ use super::verdict;
 use crate::loading::case::{Case, Kill, TickSpec};
 use crate::world::bins::Engine;
 use crate::world::error::HarnessError;
+use crate::world::machines::{self, Change, Machine};
 use crate::world::procs::{MARKER, Reaper};
 use crate::world::sandbox::{Sandbox, TRACKER_TOKEN};
 use crate::world::spawn::{self, Invocation, Ran};
@@ -59,6 +60,18 @@ pub struct TickRun<'a> {
     pub deadline: Instant,
     pub timeout: Duration,
     pub opts: &'a Options,
+    /// The machine the tick runs on, in a case with machines.
+    pub machine: Option<&'a Machine>,
+    /// What changes in the world when the fake skill reaches its barrier
+    /// (`at_barrier:`), the tick going on.
+    pub at_barrier: Vec<Change>,
+}
+
+impl TickRun<'_> {
+    /// Where the engine runs: the tick's machine's clone, or the project.
+    pub fn project(&self) -> &Path {
+        self.machine.map_or(self.sandbox.project(), |m| &m.project)
+    }
 }
 
 /// The files a tick hands the fake skill and the engine: the script, the
@@ -108,9 +121,13 @@ impl<'a> Tick<'a> {
     /// Prepares tick `run`: its fake-skill script, answers file and
     /// barrier FIFO are written, the history's length noted.
     pub fn prepare(run: TickRun<'a>, reaper: &'a mut Reaper) -> Result<Self, HarnessError> {
-        let dir = run.sandbox.tick_dir(run.n)?;
+        let dir = match run.machine {
+            Some(m) => run.sandbox.machine_tick_dir(run.n, &m.name)?,
+            None => run.sandbox.tick_dir(run.n)?,
+        };
         let barrier = match run.spec.kill.as_ref().map(|k| &k.value) {
             Some(Kill::Barrier | Kill::Interrupt) => Some(dir.join("barrier.fifo")),
+            _ if !run.at_barrier.is_empty() => Some(dir.join("barrier.fifo")),
             _ => None,
         };
         let fifo = barrier
@@ -154,10 +171,11 @@ impl<'a> Tick<'a> {
             path.push(":");
             path.push(&opts.path);
         }
+        let machine = self.run.machine;
         let mut env = vec![
             var("PATH", &path),
-            var("HOME", &sandbox.home),
-            var("TMPDIR", &sandbox.tmp),
+            var("HOME", &machine.map_or(&sandbox.home, |m| &m.home)),
+            var("TMPDIR", &machine.map_or(&sandbox.tmp, |m| &m.tmp)),
             var("GIT_CONFIG_NOSYSTEM", &"1"),
             var("GIT_TERMINAL_PROMPT", &"0"),
             // A sandbox repository never needs `git maintenance run --auto`,
@@ -167,11 +185,22 @@ impl<'a> Tick<'a> {
             var("GIT_CONFIG_KEY_0", &"maintenance.auto"),
             var("GIT_CONFIG_VALUE_0", &"false"),
             var(MARKER, &self.reaper.marker()),
-            var("SDD_LOOP_NOW", &self.run.clock.to_string()),
+            match machine {
+                // A machine's clock is its file, which the harness moves
+                // during the tick too.
+                Some(m) => var("SDD_LOOP_NOW_FILE", &m.clock),
+                None => var("SDD_LOOP_NOW", &self.run.clock.to_string()),
+            },
             // The engine's waits (tracker back-off, retry-after, --lock=wait's
             // deadline) move its clock instead of taking real time.
             var("SDD_LOOP_CLOCK", &"simulated"),
-            var("SDD_LOOP_TRACKER_URL", &sandbox.tracker.uri()),
+            var(
+                "SDD_LOOP_TRACKER_URL",
+                &match machine {
+                    Some(m) if m.partitioned => sandbox.dead_url.clone(),
+                    _ => sandbox.tracker.uri(),
+                },
+            ),
             var("SDD_LOOP_REPO", &sandbox.tracker.repository()),
             var("SDD_LOOP_TRACKER_TOKEN", &TRACKER_TOKEN),
             var("SDD_LOOP_POLL_MS", &POLL_MS),
@@ -180,6 +209,10 @@ impl<'a> Tick<'a> {
             var("MOCK_QMD_STATE", &sandbox.qmd_state),
             var("MOCK_QMD_FIXTURES", &opts.fixtures.qmd()),
         ];
+        if let Some(m) = machine {
+            // A claim names its holder's machine: each machine its own.
+            env.push(var("SDD_LOOP_HOST", &m.name));
+        }
         if let Some(Kill::CrashPoint(point)) = self.kill() {
             env.push(var("SDD_LOOP_CRASH_AT", &point.value));
         }
@@ -209,7 +242,7 @@ impl<'a> Tick<'a> {
             program,
             args,
             env,
-            cwd: self.run.sandbox.project().to_path_buf(),
+            cwd: self.run.project().to_path_buf(),
         }
     }
 
@@ -245,6 +278,7 @@ impl<'a> Tick<'a> {
             barrier: self.prepared.fifo.take(),
             at_barrier: match self.kill() {
                 Some(Kill::Interrupt) => spawn::AtBarrier::Interrupt,
+                None if !self.run.at_barrier.is_empty() => spawn::AtBarrier::Continue,
                 // A real agent is not the harness's to stop: the engine dies
                 // alone, and its guard must stop the agent (checked below).
                 _ if self.guards_real_agent() => spawn::AtBarrier::KillOnly,
@@ -257,7 +291,24 @@ impl<'a> Tick<'a> {
                 .as_ref()
                 .zip(self.run.sandbox.live_lock)
                 .map(|(text, pid)| (text.value.clone(), pid)),
+            on_barrier: self.on_barrier(),
         }
+    }
+
+    /// The tick's `at_barrier:` changes, made on a copy of the machines
+    /// while the tick runs (the runner makes them again on its own once
+    /// the tick ended).
+    fn on_barrier(&self) -> Option<spawn::OnBarrier> {
+        if self.run.at_barrier.is_empty() {
+            return None;
+        }
+        let changes = self.run.at_barrier.clone();
+        let mut now = self.run.clock;
+        let mut copy = self.run.sandbox.machines.clone();
+        let dead = self.run.sandbox.dead_url.clone();
+        Some(spawn::OnBarrier(Box::new(move || {
+            let _ = machines::apply(&changes, &mut now, &mut copy, &dead);
+        })))
     }
 
     /// Runs `invocation` under the case's deadline; `what` names it in an
@@ -325,16 +376,17 @@ impl<'a> Tick<'a> {
             model_requests: 0..0,
             wall: output.wall,
             from_hooks: false,
+            machine: self.run.machine.map(|m| m.name.clone()),
         }
     }
 
     /// The number of history lines on disk.
     fn history_len(&self) -> usize {
-        let path = self
+        let state = self
             .run
-            .sandbox
-            .state_dir()
-            .join(format!("{}.history.jsonl", self.run.case.skill.as_str()));
+            .machine
+            .map_or_else(|| self.run.sandbox.state_dir(), |m| m.state_dir());
+        let path = state.join(format!("{}.history.jsonl", self.run.case.skill.as_str()));
         std::fs::read_to_string(path)
             .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count())
             .unwrap_or(0)

@@ -42,10 +42,14 @@ pub fn verdict(
             humantime(timeout),
             error_lines(stderr)
         )),
-        (_, Some(Kill::Barrier | Kill::Interrupt)) if barrier_missed => Some(format!(
-            "the engine ended ({end}) before the fake skill reached its barrier; its stderr:\n  {}",
-            error_lines(stderr)
-        )),
+        (_, Some(Kill::Barrier | Kill::Interrupt)) | (_, None)
+            if barrier_missed && (kill.is_some() || !spec.at_barrier.is_empty()) =>
+        {
+            Some(format!(
+                "the engine ended ({end}) before the fake skill reached its barrier; its stderr:\n  {}",
+                error_lines(stderr)
+            ))
+        }
         (TickEnd::Exited(code), Some(Kill::CrashPoint(point))) => Some(format!(
             "the engine exited {code} without reaching crash point {}",
             point.value

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::tick::{Tick, Ticked};
+use super::tick::{Env, Tick, Ticked};
 use crate::world::error::HarnessError;
 
 fn shell_quote(path: &Path) -> String {
@@ -13,8 +13,14 @@ fn shell_quote(path: &Path) -> String {
 /// A wrapper tick: `sdd-loop <skill> --loop`, the engine running the fake
 /// skill (`SDD_LOOP_SKILL_CMD`).
 pub fn run(tick: Tick<'_>) -> Result<Ticked, HarnessError> {
+    run_with(tick, Vec::new())
+}
+
+/// A wrapper tick with `extra` variables besides the tick's own.
+pub fn run_with(tick: Tick<'_>, extra: Env) -> Result<Ticked, HarnessError> {
     let args = tick.loop_args();
     let mut env = tick.env();
+    env.extend(extra);
     env.push((
         "SDD_LOOP_SKILL_CMD".to_owned(),
         shell_quote(&tick.run.opts.binaries.fake_skill).into(),

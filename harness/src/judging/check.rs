@@ -18,8 +18,8 @@ use super::status_layout;
 use crate::driving::record::RunRecord;
 use crate::loading::check::{
     BudgetField, Check, Comparison, ExitCheck, GateCheck, GatesInOrder, HistoryField, ModelRequest,
-    ModelRequests, ModelTotals, OutcomeCheck, RepoFileContains, SkillDocs, Stream, TextCheck,
-    TickRef, TrackerRequests,
+    ModelRequests, ModelTotals, OutcomeCheck, PullRequests, RepoFileContains, SkillDocs, Stream,
+    TextCheck, TickRef, TrackerRequests,
 };
 use crate::loading::names::NO_STOP;
 
@@ -204,6 +204,7 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
         Check::ModelRequests(c) => model_requests(run, c),
         Check::ModelTotals(c) => model_totals(run, c),
         Check::TrackerRequests(c) => tracker_requests(run, c),
+        Check::PullRequests(c) => pull_requests(run, c),
     }
 }
 
@@ -443,6 +444,22 @@ fn tracker_requests(run: &RunRecord, c: &TrackerRequests) -> (bool, String) {
     )
 }
 
+fn pull_requests(run: &RunRecord, c: &PullRequests) -> (bool, String) {
+    let matching: Vec<String> = run
+        .pulls
+        .iter()
+        .filter(|p| c.closes.is_none_or(|n| p.closes.contains(&n)))
+        .map(|p| format!("#{} ({})", p.number, p.branch))
+        .collect();
+    let count = Value::from(matching.len());
+    let (passed, seen) = compare(&c.is, Some(&count), &Value::Null);
+    let which = c.closes.map_or_else(
+        || "pull requests".to_owned(),
+        |n| format!("pull requests closing #{n}"),
+    );
+    (passed, format!("{which}: {seen} [{}]", matching.join(", ")))
+}
+
 /// For a text not found on stderr: the last lines the tick (or the last
 /// tick) printed there, so the evidence shows what was said instead.
 fn stderr_tail(run: &RunRecord, tick: Option<usize>, stream: Stream) -> String {
@@ -569,7 +586,7 @@ fn status_layout(run: &RunRecord, tick: Option<usize>) -> (bool, String) {
         let shape = status_layout::Tick {
             single_pr: t.args.iter().any(|a| a == "--pr" || a.starts_with("--pr=")),
             skipped: run
-                .lines(Some(t.number))
+                .lines_of(t)
                 .iter()
                 .any(|l| l["outcome"] == "skipped_lock"),
         };

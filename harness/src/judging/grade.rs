@@ -67,8 +67,20 @@ pub fn grade(case: &Case, run: &RunRecord) -> Vec<Grade> {
             )
         }),
     )];
-    for (text, check) in expectations::of(case) {
-        grades.push(judged(text, &check, run));
+    for (tick, text, check) in expectations::scoped(case) {
+        // A tick on several machines at once is expected of each of them.
+        let at_once = tick
+            .and_then(|n| case.ticks().get(n - 1))
+            .filter(|t| !t.machines.is_empty());
+        match at_once {
+            Some(t) => {
+                for m in &t.machines {
+                    let seen = on(run, &m.value);
+                    grades.push(judged(format!("{text} on {}", m.value), &check, &seen));
+                }
+            }
+            None => grades.push(judged(text, &check, run)),
+        }
     }
     // Every loop-mode case is held to the status block's layout (without
     // --loop the engine prints none); a case that states the check itself
@@ -86,7 +98,10 @@ pub fn grade(case: &Case, run: &RunRecord) -> Vec<Grade> {
         ));
     }
     for a in &case.assertions {
-        let mut g = judged(a.text.clone(), &a.check, run);
+        let mut g = match &a.machine {
+            Some(m) => judged(a.text.clone(), &a.check, &on(run, &m.value)),
+            None => judged(a.text.clone(), &a.check, run),
+        };
         if let Some(bug) = &a.known_failure {
             if g.passed {
                 g.evidence
@@ -97,6 +112,12 @@ pub fn grade(case: &Case, run: &RunRecord) -> Vec<Grade> {
         grades.push(g);
     }
     grades
+}
+
+/// The run as machine `name` saw it (an empty run for a machine it does
+/// not know, which the loader refuses anyway).
+fn on(run: &RunRecord, name: &str) -> RunRecord {
+    run.on(name).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -143,6 +164,7 @@ assertions:
             model_requests: 0..0,
             wall: Duration::ZERO,
             from_hooks: false,
+            machine: None,
         };
         RunRecord {
             ticks: vec![

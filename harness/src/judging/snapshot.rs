@@ -98,28 +98,27 @@ fn pretty(value: &Value) -> String {
 }
 
 /// Renders the snapshots of a run.
+///
+/// A case with machines shows each machine's history and budget.json
+/// under its name, and each tick's output under `==> tick N on NAME`.
+/// Where machines ticked at once, which of them won a race varies from
+/// run to run and is not what such a case is about: the machines are
+/// then named by the order of what they hold (`machine 1`, `machine 2`),
+/// and an at-once tick's outputs are shown in the order of their text.
 pub fn render(id: &str, run: &RunRecord, redactor: &Redactor) -> Vec<Rendered> {
-    let history = Value::Array(run.history.iter().map(|l| redactor.json(l)).collect());
-    let budget = match &run.budget {
-        Some(b) => pretty(&redactor.json(b)),
-        None => "(no budget.json)".to_owned(),
+    let (history, budget) = if run.machines.is_empty() {
+        (
+            pretty(&history_json(&run.history, redactor)),
+            budget_text(run.budget.as_ref(), redactor),
+        )
+    } else {
+        machines_state(run, redactor)
     };
-    let mut output = String::new();
-    for tick in &run.ticks {
-        output.push_str(&format!("==> tick {} ({})\n", tick.number, tick.end));
-        let stdout = redactor.text(&tick.stdout);
-        if stdout.trim().is_empty() {
-            output.push_str("(no output)\n");
-        } else {
-            output.push_str(stdout.trim_end());
-            output.push('\n');
-        }
-        output.push('\n');
-    }
+    let output = output(run, redactor);
     vec![
         Rendered {
             name: format!("{id}__history"),
-            text: pretty(&history),
+            text: history,
         },
         Rendered {
             name: format!("{id}__budget"),
@@ -130,6 +129,88 @@ pub fn render(id: &str, run: &RunRecord, redactor: &Redactor) -> Vec<Rendered> {
             text: output.trim_end().to_owned(),
         },
     ]
+}
+
+fn history_json(lines: &[Value], redactor: &Redactor) -> Value {
+    Value::Array(lines.iter().map(|l| redactor.json(l)).collect())
+}
+
+fn budget_text(budget: Option<&Value>, redactor: &Redactor) -> String {
+    match budget {
+        Some(b) => pretty(&redactor.json(b)),
+        None => "(no budget.json)".to_owned(),
+    }
+}
+
+/// Whether some tick ran on several machines at once.
+fn raced(run: &RunRecord) -> bool {
+    run.ticks.windows(2).any(|w| w[0].number == w[1].number)
+}
+
+/// Each machine's history and budget.json, by name (or, after a race, by
+/// the order of what they hold).
+fn machines_state(run: &RunRecord, redactor: &Redactor) -> (String, String) {
+    let mut states: Vec<(String, String, String)> = run
+        .machines
+        .iter()
+        .map(|m| {
+            (
+                m.name.clone(),
+                pretty(&history_json(&m.history, redactor)),
+                budget_text(m.budget.as_ref(), redactor),
+            )
+        })
+        .collect();
+    if raced(run) {
+        states.sort_by(|a, b| (&a.1, &a.2).cmp(&(&b.1, &b.2)));
+        for (i, state) in states.iter_mut().enumerate() {
+            state.0 = format!("machine {}", i + 1);
+        }
+    }
+    let join = |pick: fn(&(String, String, String)) -> &String| {
+        states
+            .iter()
+            .map(|s| format!("==> {}\n{}", s.0, pick(s)))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    };
+    (join(|s| &s.1), join(|s| &s.2))
+}
+
+/// Every tick's stdout under a header; an at-once tick's in the order of
+/// their text.
+fn output(run: &RunRecord, redactor: &Redactor) -> String {
+    let raced = raced(run);
+    let mut blocks: Vec<(usize, String, String)> = run
+        .ticks
+        .iter()
+        .map(|tick| {
+            let on = match &tick.machine {
+                Some(m) if !raced => format!(" on {m}"),
+                Some(_) => " on a machine".to_owned(),
+                None => String::new(),
+            };
+            let stdout = redactor.text(&tick.stdout);
+            let body = if stdout.trim().is_empty() {
+                "(no output)".to_owned()
+            } else {
+                stdout.trim_end().to_owned()
+            };
+            (
+                tick.number,
+                format!("==> tick {}{on} ({})", tick.number, tick.end),
+                body,
+            )
+        })
+        .collect();
+    if raced {
+        blocks.sort_by(|a, b| (a.0, &a.2, &a.1).cmp(&(b.0, &b.2, &b.1)));
+    }
+    let mut text = String::new();
+    for (_, header, body) in blocks {
+        text.push_str(&format!("{header}\n{body}\n\n"));
+    }
+    text
 }
 
 /// How a rendered snapshot compares with the stored one.

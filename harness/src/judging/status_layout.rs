@@ -10,7 +10,10 @@
 //! entry: iteration budget {used}/{max} — /sdd:{skill} --loop`.
 //! A tick skipped because a live tick holds the lock carries the skip note
 //! on its `Outcome:` line: `Outcome: Previous iteration {N} still active
-//! (pid {P}) — skipping this tick`.
+//! (pid {P}) — skipping this tick`; one skipped because other clones hold
+//! every claim it could take (issue 32) carries that note instead:
+//! `Outcome: skipped — No issue claimable — other clones hold …` (a
+//! review tick: `No PR claimable`).
 //!
 //! [`problems`] checks one block; the `status_layout` check
 //! ([`crate::loading::check`]) runs it on every block every tick printed, and every
@@ -27,7 +30,7 @@ static HEADER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("a valid regex")
 });
 static SKIP_NOTE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^Outcome: Previous iteration \d+ still active \(pid [^)]+\) — skipping this tick")
+    Regex::new(r"^Outcome: (?:Previous iteration \d+ still active \(pid [^)]+\) — skipping this tick|skipped — No (?:issue|PR) claimable — other clones hold )")
         .expect("a valid regex")
 });
 
@@ -173,6 +176,16 @@ Stop cause: …
         assert_eq!(problems(&blocks(block)[0], PLAIN), Vec::<String>::new());
         let vague = block.replace("iteration budget 2/2", "budget");
         assert_eq!(problems(&blocks(&vague)[0], PLAIN).len(), 1);
+    }
+
+    #[test]
+    fn a_tick_skipped_on_other_clones_claims_carries_that_note() {
+        let skipped = Tick {
+            single_pr: true,
+            skipped: true,
+        };
+        let block = "## Loop Iteration 1/5 — /sdd:review --loop\nStarted: x\nTracked PR: #142\nBudget remaining: x\nStop conditions evaluated: none\nConcurrency: lock acquired\nOutcome: skipped — No PR claimable — other clones hold #142 (b, until 14:15); no counter advanced\nNext tick: scheduled by /loop\n";
+        assert_eq!(problems(&blocks(block)[0], skipped), Vec::<String>::new());
     }
 
     #[test]

@@ -89,6 +89,14 @@ pub struct Case {
     /// The world before tick 1.
     #[serde(default)]
     pub world: World,
+    /// Simulated machines, by name (`[a-z0-9-]+`): each runs its ticks in
+    /// its own clone of the one origin, with its own HOME and its own
+    /// clock, all sharing the mock tracker. With machines, every tick
+    /// names the machine it runs on (`machine:`) or the machines it runs
+    /// on at once (`machines:`) [default: none, one project].
+    #[serde(default)]
+    #[schemars(with = "std::collections::BTreeMap<String, MachineSpec>")]
+    pub machines: HashMap<Spanned<String>, MachineSpec>,
     /// Engine arguments after `<skill> --loop`, on every tick.
     #[serde(default)]
     pub args: Vec<String>,
@@ -259,6 +267,16 @@ pub struct World {
     pub start: Option<Spanned<String>>,
 }
 
+/// One simulated machine.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSpec {
+    /// How far its clock is ahead of the case's (`-2m`: behind) [default: 0s].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub skew: Option<Spanned<String>>,
+}
+
 /// A lock left by an earlier tick.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -378,9 +396,26 @@ pub struct TickSpec {
     #[serde(default)]
     #[schemars(schema_with = "schema_parts::agent_stream")]
     pub agent: Option<Spanned<Stream>>,
+    /// With `machines:` declared: the machine this tick runs on.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub machine: Option<Spanned<String>>,
+    /// With `machines:` declared: the machines this tick runs on at once,
+    /// one engine each, released together once every one has read the
+    /// backlog (a review tick: its PRs; the pause point `after-backlog`),
+    /// so they claim at the same moment.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub machines: Vec<Spanned<String>>,
     /// World events applied before the tick, in order.
     #[serde(default)]
     pub before: Vec<Event>,
+    /// World events applied the moment the fake skill reaches its
+    /// `barrier` action, while the tick runs: `advance`, `skew`,
+    /// `partition`, `heal`. The tick then goes on and ends however it ends
+    /// (the skill blocks at the barrier until something stops it).
+    #[serde(default)]
+    pub at_barrier: Vec<Event>,
     /// Extra engine arguments for this tick only.
     #[serde(default)]
     pub args: Vec<String>,
@@ -402,6 +437,17 @@ pub struct TickSpec {
     pub expect: TickExpect,
 }
 
+impl TickSpec {
+    /// The machines this tick runs on (none without `machines:`).
+    pub fn on_machines(&self) -> Vec<&str> {
+        self.machine
+            .iter()
+            .chain(&self.machines)
+            .map(|m| m.value.as_str())
+            .collect()
+    }
+}
+
 /// Which Claude Code session a `driver: real-session` tick runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -416,8 +462,22 @@ pub enum SessionMode {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Event {
-    /// Move the clock: `90s`, `50m`, `2h`.
+    /// Move the clock: `90s`, `50m`, `2h` (every machine's, with machines).
     Advance(#[schemars(with = "String")] Spanned<String>),
+    /// Set a machine's skew from now on: its clock reads the case's plus
+    /// `by` (`-2m`: behind).
+    Skew {
+        #[schemars(with = "String")]
+        machine: Spanned<String>,
+        #[schemars(with = "String")]
+        by: Spanned<String>,
+    },
+    /// Cut a machine off: its clone's `origin` and its tracker URL point at
+    /// a loopback port nobody listens on (processes already running keep
+    /// the tracker URL they were started with; their git calls are cut).
+    Partition(#[schemars(with = "String")] Spanned<String>),
+    /// Undo `partition`.
+    Heal(#[schemars(with = "String")] Spanned<String>),
     /// mock-qmd's state from now on.
     Qmd(#[schemars(schema_with = "schema_parts::qmd_state")] QmdState),
     /// A change "elsewhere" on the tracker (fixtures/README.md, "World changes").
@@ -638,6 +698,12 @@ pub struct FilesExpect {
 #[serde(deny_unknown_fields)]
 pub struct Assertion {
     pub text: String,
+    /// With `machines:` declared: judge this machine's project (its
+    /// `.sdd/loop/`, its files) and its ticks [default: the machine of the
+    /// last tick].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub machine: Option<Spanned<String>>,
     #[serde(rename = "type")]
     pub check: Check,
     /// Marks an assertion that fails because of a known bug (say which,
@@ -650,6 +716,13 @@ pub struct Assertion {
 impl Case {
     pub fn id(&self) -> &str {
         &self.id.value
+    }
+
+    /// The declared machines' names, sorted.
+    pub fn machine_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.machines.keys().map(|k| k.value.as_str()).collect();
+        names.sort_unstable();
+        names
     }
 
     pub fn ticks(&self) -> &[TickSpec] {

@@ -62,6 +62,10 @@ pub enum Check {
     RepoFileContains(RepoFileContains),
     /// How many requests the mock tracker answered on a route.
     TrackerRequests(TrackerRequests),
+    /// How many pull requests the tracker holds at the end of the run (of
+    /// every machine: the tracker is shared), or how many of them close
+    /// issue N (`Closes #N` in the body).
+    PullRequests(PullRequests),
     /// Real-CLI cases: the request the scripted model answered with turn
     /// N (of the case, counted from 1 across ticks) held these texts.
     ModelRequest(ModelRequest),
@@ -226,6 +230,16 @@ pub struct TrackerRequests {
     /// `*` one segment, `**` any number, e.g. `**/pulls/*/merge`.
     pub path: String,
     /// Compared with the number of matching requests.
+    pub is: Comparison,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PullRequests {
+    /// Only the pull requests that close this issue [default: every one].
+    #[serde(default)]
+    pub closes: Option<u64>,
+    /// Compared with the number of pull requests.
     pub is: Comparison,
 }
 

@@ -1,6 +1,7 @@
 //! Durations as cases write them: whole numbers with a unit, `90s`, `50m`,
 //! `2h`, or several together (`1h30m`). Used for the clock (`advance`) and
-//! a case's time limit (`timeout`).
+//! a case's time limit (`timeout`); a machine's skew may be negative
+//! (`-2m`: behind).
 
 use std::time::Duration;
 
@@ -33,6 +34,17 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(total))
 }
 
+/// Parses `text`, which may start with `-`: a machine's skew.
+pub fn parse_signed(text: &str) -> Result<jiff::SignedDuration, String> {
+    let (negative, rest) = match text.trim().strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.trim()),
+    };
+    let d = parse(rest).map_err(|_| format!("`{text}` is not a skew like 3m, -2m or 90s"))?;
+    let d = jiff::SignedDuration::try_from(d).map_err(|e| e.to_string())?;
+    Ok(if negative { -d } else { d })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +58,12 @@ mod tests {
         for bad in ["", "5", "m", "5d", "-5m", "5 m"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_skew_may_be_behind() {
+        assert_eq!(parse_signed("-2m"), Ok(jiff::SignedDuration::from_mins(-2)));
+        assert_eq!(parse_signed("90s"), Ok(jiff::SignedDuration::from_secs(90)));
+        assert!(parse_signed("--2m").is_err());
     }
 }

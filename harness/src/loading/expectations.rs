@@ -22,9 +22,16 @@ fn gate_list(gates: &[GateSpec]) -> String {
 
 /// The expectations of `case` as checks, each with its text.
 pub fn of(case: &Case) -> Vec<(String, Check)> {
-    let mut out = Vec::new();
+    scoped(case).into_iter().map(|(_, t, c)| (t, c)).collect()
+}
+
+/// The expectations of `case` as checks, each with the tick it is about
+/// (`None`: the run's) and its text.
+pub fn scoped(case: &Case) -> Vec<(Option<usize>, String, Check)> {
+    let mut all = Vec::new();
     for (i, tick) in case.ticks().iter().enumerate() {
         let n = i + 1;
+        let mut out = Scoped(&mut all, Some(n));
         let at = || Some(unlocated(n));
         let e = &tick.expect;
         if let Some(code) = e.exit {
@@ -85,6 +92,7 @@ pub fn of(case: &Case) -> Vec<(String, Check)> {
             ));
         }
     }
+    let mut out = Scoped(&mut all, None);
     let e = &case.expect;
     if let Some(cause) = &e.stop_cause {
         out.push((
@@ -156,5 +164,14 @@ pub fn of(case: &Case) -> Vec<(String, Check)> {
             Check::FileAbsent(path.clone()),
         ));
     }
-    out
+    all
+}
+
+/// Pushes checks with the tick they are about.
+struct Scoped<'o>(&'o mut Vec<(Option<usize>, String, Check)>, Option<usize>);
+
+impl Scoped<'_> {
+    fn push(&mut self, (text, check): (String, Check)) {
+        self.0.push((self.1, text, check));
+    }
 }

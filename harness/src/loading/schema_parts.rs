@@ -29,7 +29,7 @@ pub fn skill_entry(_: &mut SchemaGenerator) -> Schema {
             "actions": {
                 "type": "array",
                 "items": {
-                    "description": "One action, externally tagged: qmd, usage, agents, open_pr, push, force_push, comment, reply, merge, add_labels, remove_label, worktree, failure, chain, review_round, report_pr, progress, stderr, barrier, hang",
+                    "description": "One action, externally tagged: qmd, usage, agents, open_pr, open_pr_per_issue, push, force_push, comment, reply, merge, add_labels, remove_label, worktree, failure, chain, review_round, report_pr, progress, stderr, barrier, hang",
                     "oneOf": [
                         { "type": "string", "enum": ["hang"] },
                         {
@@ -38,7 +38,7 @@ pub fn skill_entry(_: &mut SchemaGenerator) -> Schema {
                             "maxProperties": 1,
                             "propertyNames": {
                                 "enum": [
-                                    "qmd", "usage", "agents", "open_pr", "push", "force_push",
+                                    "qmd", "usage", "agents", "open_pr", "open_pr_per_issue", "push", "force_push",
                                     "comment", "reply", "merge", "add_labels", "remove_label",
                                     "worktree", "failure", "chain", "review_round", "report_pr",
                                     "progress", "stderr", "barrier"

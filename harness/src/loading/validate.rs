@@ -32,6 +32,7 @@ use crate::loading::reference::{self, Doc};
 use crate::loading::{duration, requirements};
 
 mod edits;
+mod machines;
 
 struct Checker<'a> {
     path: &'a Path,
@@ -394,6 +395,7 @@ impl Checker<'_> {
         }
         self.covers(case)?;
         self.world(case)?;
+        self.machines(case)?;
         if !case.loop_mode && case.driver.in_session() {
             return Err(self.at(
                 case.id.referenced,
@@ -704,6 +706,7 @@ impl Checker<'_> {
             }
             Check::RepoFileContains(c) => self.relative(&c.path, "the repository"),
             Check::TrackerRequests(c) => self.comparison(&c.is, None),
+            Check::PullRequests(c) => self.comparison(&c.is, None),
             Check::ModelRequest(_) | Check::ModelRequests(_) | Check::ModelTotals(_)
                 if self.driver.real_cli().is_none() =>
             {

@@ -165,6 +165,7 @@ mod tests {
                 model_requests: 0..0,
                 wall: Duration::ZERO,
                 from_hooks: false,
+                machine: None,
             }],
             history: vec![json!({
                 "iteration": 2, "outcome": "halted",

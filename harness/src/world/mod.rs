@@ -1,7 +1,7 @@
 //! The world a case runs in, built fresh for every case: [`sandbox`] (a
 //! temporary directory with its own HOME, project, git remote, mock
 //! tracker and mock qmd, copied from a shared git world when it can be),
-//! the hand edits a case makes to the project's files between ticks
+//! the simulated machines around it ([`machines`]), the hand edits a case makes to the project's files between ticks
 //! ([`edit`]), the binaries it runs ([`bins`]) and the pinned real CLIs ([`clis`]),
 //! the scripted model a real CLI talks to and its confinement
 //! ([`model`]), how a process is spawned, steered and
@@ -17,6 +17,7 @@ pub mod bins;
 pub mod clis;
 pub mod edit;
 pub mod error;
+pub mod machines;
 pub mod model;
 pub mod procs;
 pub mod pty;

@@ -7,12 +7,17 @@
 //! - the sandbox directory → `[ROOT]`, the workspace → `[WORKSPACE]`, and
 //!   the sandbox project's Claude Code folder name (its path with every
 //!   non-alphanumeric character turned into `-`) → `[PROJECT-SLUG]`;
-//! - the mock tracker's port → `[PORT]`;
+//! - the mock tracker's port → `[PORT]`, and the loopback address a
+//!   partitioned machine is pointed at → `[DEAD-ENDPOINT]`;
 //! - a real Claude Code session's id (the name of its transcript under
 //!   `[ROOT]/claude-config/projects/`) → `[SESSION-1]`, `[SESSION-2]`, …
 //!   in the order the sessions began;
 //! - process ids: `pid 12345` → `pid [PID]` in text, and any JSON field
-//!   named `pid` → `"[PID]"` (`process_start` → `"[START]"`).
+//!   named `pid` → `"[PID]"` (`process_start` → `"[START]"`);
+//! - how git refused the losing push of a claim race (`took it first
+//!   ([rejected] (stale info))`, `([remote rejected] (failed to update
+//!   ref))`) → `took it first ([GIT'S REFUSAL])`: which wording the loser
+//!   gets depends on how far the winner's push had got.
 //!
 //! Credentials are redacted too, as the engine redacts them (its
 //! credential shapes, and the sandbox's tracker token), so a planted secret
@@ -122,10 +127,32 @@ impl Redactor {
         static PID: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r"\bpid (\d+)").expect("valid pattern"));
         rules.push((PID.clone(), "pid [PID]".to_owned()));
+        // Two clones' claims pushed at once: git words the loser's refusal
+        // by how far the winner's push had got (`[rejected] (stale info)`,
+        // `[remote rejected] (failed to update ref)`, …). That it lost is
+        // the test; the wording is timing.
+        static LOST_RACE: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"took it first \((?:\[remote rejected\]|\[rejected\]) \([^)]*\)\)")
+                .expect("valid pattern")
+        });
+        rules.push((
+            LOST_RACE.clone(),
+            "took it first ([GIT'S REFUSAL])".to_owned(),
+        ));
         Self {
             rules,
             secrets: credentials(),
         }
+    }
+
+    /// Also redacts `url` (a partitioned machine's dead endpoint, whose
+    /// port is any free one) as `[DEAD-ENDPOINT]`.
+    pub fn dead_endpoint(mut self, url: &str) -> Self {
+        if !url.is_empty() {
+            self.rules
+                .insert(0, (literal(url), "[DEAD-ENDPOINT]".to_owned()));
+        }
+        self
     }
 
     /// `text` without credentials, everything else as it was.

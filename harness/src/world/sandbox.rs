@@ -12,6 +12,10 @@
 //! [ROOT]/qmd.state      mock-qmd's state
 //! [ROOT]/ticks/N/       each tick's fake-skill script, answers, barrier FIFO,
 //!                       and the engine's stdout.txt and stderr.txt
+//!                       (`ticks/N-NAME/` for a tick on machine NAME)
+//! [ROOT]/machines/NAME/ each simulated machine's clone, HOME and clock
+//!                       ([`crate::world::machines`]), copied from the seeded
+//!                       project
 //! ```
 //!
 //! A real-CLI case (`driver: real-claude|real-codex|real-session`) gets no
@@ -59,6 +63,7 @@ use crate::loading::case::{Case, PidSpec};
 use crate::loading::fixtures::Fixtures;
 use crate::world::bins::{Binaries, Engine};
 use crate::world::error::HarnessError;
+use crate::world::machines::Machine;
 use crate::world::model::{self, BARRIER_BIN, BARRIER_SCRIPT, CaseModel, Confinement};
 use crate::world::procs::Reaper;
 
@@ -85,6 +90,11 @@ pub struct Sandbox {
     /// What a real CLI runs with: the model, its configuration here, no
     /// network but loopback.
     pub confinement: Option<Confinement>,
+    /// The case's machines, by name (none without `machines:`).
+    pub machines: Vec<Machine>,
+    /// Where a partitioned machine's origin and tracker point: a loopback
+    /// port nobody listens on.
+    pub dead_url: String,
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
@@ -357,12 +367,70 @@ impl Sandbox {
             elsewhere: None,
             model,
             confinement,
+            machines: Vec::new(),
+            dead_url: String::new(),
         };
         if let Some(text) = claude_md {
             sandbox.write_file("CLAUDE.md", &text)?;
         }
         sandbox.live_lock = sandbox.seed_project(case, fixtures, start, reaper)?;
+        sandbox.build_machines(case, start)?;
         Ok(sandbox)
+    }
+
+    /// The case's machines, each a copy of the seeded project.
+    fn build_machines(&mut self, case: &Case, start: Timestamp) -> Result<(), HarnessError> {
+        if case.machines.is_empty() {
+            return Ok(());
+        }
+        self.dead_url = format!("http://127.0.0.1:{}", model::closed_port()?);
+        for name in case.machine_names() {
+            let spec = case
+                .machines
+                .iter()
+                .find(|(k, _)| k.value == name)
+                .map(|(_, v)| v);
+            let skew = match spec.and_then(|s| s.skew.as_ref()) {
+                Some(text) => crate::loading::duration::parse_signed(&text.value)
+                    .map_err(HarnessError::Sandbox)?,
+                None => jiff::SignedDuration::ZERO,
+            };
+            let machine = Machine::build(
+                &self.root,
+                self.project(),
+                &self.world.origin,
+                name,
+                skew,
+                start,
+            )?;
+            self.machines.push(machine);
+        }
+        Ok(())
+    }
+
+    /// Machine `name`.
+    pub fn machine(&self, name: &str) -> Option<&Machine> {
+        self.machines.iter().find(|m| m.name == name)
+    }
+
+    /// Machine `name`, to change.
+    pub fn machine_mut(&mut self, name: &str) -> Result<&mut Machine, String> {
+        self.machines
+            .iter_mut()
+            .find(|m| m.name == name)
+            .ok_or_else(|| format!("no machine {name}"))
+    }
+
+    /// Sets every machine's clock to `now` plus its skew.
+    pub fn set_clocks(&self, now: Timestamp) -> Result<(), HarnessError> {
+        self.machines.iter().try_for_each(|m| m.set_clock(now))
+    }
+
+    /// `ticks/N-NAME/`, created: a tick's directory on machine `name`.
+    pub fn machine_tick_dir(&self, n: usize, name: &str) -> Result<PathBuf, HarnessError> {
+        let dir = self.root.join("ticks").join(format!("{n}-{name}"));
+        std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+        Ok(dir)
     }
 
     /// The project the engine runs in.
@@ -481,7 +549,12 @@ impl Sandbox {
 
     /// Writes `content` at `rel` in the project (validated: relative, no `..`).
     pub fn write_file(&self, rel: &str, content: &str) -> Result<(), HarnessError> {
-        let path = self.project().join(rel);
+        Self::write_file_in(self.project(), rel, content)
+    }
+
+    /// Writes `content` at `rel` in `project` (a machine's clone, or the project).
+    pub fn write_file_in(project: &Path, rel: &str, content: &str) -> Result<(), HarnessError> {
+        let path = project.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
         }
@@ -489,7 +562,12 @@ impl Sandbox {
     }
 
     pub fn remove_file(&self, rel: &str) -> Result<(), HarnessError> {
-        match std::fs::remove_file(self.project().join(rel)) {
+        Self::remove_file_in(self.project(), rel)
+    }
+
+    /// Removes `rel` from `project`; a file already gone is no error.
+    pub fn remove_file_in(project: &Path, rel: &str) -> Result<(), HarnessError> {
+        match std::fs::remove_file(project.join(rel)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(io(format!("remove {rel}"))(e))
             }

@@ -75,6 +75,19 @@ pub enum AtBarrier {
     /// real agent's guard stops it when its engine dies), and the caller
     /// checks that nothing is left ([`Reaper::wait_for_strays`]).
     KillOnly,
+    /// Run [`Control::on_barrier`] (the world changes while the tick runs)
+    /// and let the process go on: the skill stays blocked at its barrier
+    /// until something stops it.
+    Continue,
+}
+
+/// What the harness does to the world at the barrier (`AtBarrier::Continue`).
+pub struct OnBarrier(pub Box<dyn FnOnce() + Send>);
+
+impl std::fmt::Debug for OnBarrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnBarrier(..)")
+    }
 }
 
 /// How a run is steered while it goes.
@@ -85,6 +98,8 @@ pub struct Control {
     pub at_barrier: AtBarrier,
     /// SIGKILL this pid as soon as the process prints this text on stdout.
     pub release: Option<(String, u32)>,
+    /// Run at the barrier under `AtBarrier::Continue`.
+    pub on_barrier: Option<OnBarrier>,
 }
 
 fn reader(
@@ -138,6 +153,7 @@ pub fn run(
         barrier,
         at_barrier,
         release,
+        mut on_barrier,
     } = control;
     let started = Instant::now();
     let mut child = Command::new(&inv.program)
@@ -220,6 +236,11 @@ pub fn run(
                     AtBarrier::KillOnly => {
                         at_barrier = true;
                         Reaper::kill(pid);
+                    }
+                    AtBarrier::Continue => {
+                        if let Some(OnBarrier(change)) = on_barrier.take() {
+                            change();
+                        }
                     }
                 }
             }

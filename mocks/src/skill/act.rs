@@ -65,6 +65,8 @@ pub struct Actor {
     pub tracker_url: Option<String>,
     pub repo: Option<String>,
     pub token: Option<String>,
+    /// The issues the request selected (`open_pr_per_issue`).
+    pub issues: Vec<u64>,
     tracker: Option<TrackerClient>,
 }
 
@@ -83,6 +85,7 @@ impl Actor {
             tracker_url,
             repo,
             token,
+            issues: Vec::new(),
             tracker: None,
         }
     }
@@ -120,6 +123,13 @@ impl Actor {
                 body,
                 commits,
             } => self.open_pr(sink, branch, title, base, body, *commits)?,
+            Action::OpenPrPerIssue { commits } => {
+                for n in self.issues.clone() {
+                    let (branch, title) = (format!("feature/{n}"), format!("Work on #{n}"));
+                    let body = format!("Closes #{n}");
+                    self.open_pr(sink, &branch, &title, "main", &body, *commits)?;
+                }
+            }
             Action::Push {
                 pr,
                 commits,

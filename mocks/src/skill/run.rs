@@ -154,6 +154,7 @@ pub fn run(env: &SkillEnv, err: &mut dyn Write) -> u8 {
         env.repo.clone().or(request.repository.clone()),
         env.token.clone(),
     );
+    actor.issues = request.issues.iter().map(|i| i.number).collect();
     let mut code = u8::try_from(tick.exit.value).unwrap_or(u8::MAX);
     for action in &tick.actions {
         match actor.act(action, &mut report, err) {

@@ -9,6 +9,7 @@
 //!       - usage: { model: claude-opus-4-7, tokens_in: 120000, tokens_out: 30000 }
 //!       - agents: 2
 //!       - open_pr: { branch: feature/1-login, title: Add login page, commits: 1 }
+//!       - open_pr_per_issue: { commits: 1 }   # feature/N, "Work on #N", "Closes #N"
 //!       - push: { pr: 10, commits: 1 }
 //!       - force_push: { pr: 10 }
 //!       - comment: { on: 10, body: Addressed the review. }
@@ -167,6 +168,13 @@ pub enum Action {
         base: String,
         #[serde(default)]
         body: String,
+        #[serde(default = "one")]
+        commits: u32,
+    },
+    /// For each issue the request selected, push `feature/{N}` and open a
+    /// PR titled `Work on #{N}` that closes it: what a skill does with
+    /// whichever issues its tick planned (two clones' ticks at once).
+    OpenPrPerIssue {
         #[serde(default = "one")]
         commits: u32,
     },
