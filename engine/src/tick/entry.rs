@@ -427,6 +427,7 @@ fn skip(
             chain,
             error: None,
             lock_held: false,
+            turn_ended_by: None,
         },
     )?;
     ctx.show(

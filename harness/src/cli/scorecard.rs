@@ -36,14 +36,24 @@ fn load_error(env: &mut Env<'_>, e: &LoadError) -> u8 {
     exit::BAD_CASE
 }
 
-fn claude(env: &Env<'_>, args: &ScorecardArgs) -> Option<PathBuf> {
+/// The Claude Code to run: `--claude`, else the pinned one (or the
+/// version `SDD_EVALS_AGENT_VERSIONS` names) where sdd-evals installs it.
+fn claude(env: &mut Env<'_>, args: &ScorecardArgs) -> Result<Option<PathBuf>, u8> {
     if let Some(path) = &args.claude {
-        return Some(env.cwd.join(path));
+        return Ok(Some(env.cwd.join(path)));
     }
-    let pinned = clis::Pinned::named("claude")?;
-    Clis::find(&Places::from_vars(&env.vars))
-        .get(&pinned)
-        .map(Path::to_path_buf)
+    let places = Places::from_vars(&env.vars).map_err(|e| {
+        error(
+            env,
+            &e.to_string(),
+            &format!("fix {} or unset it to run the pin", clis::VERSIONS_VAR),
+            exit::USAGE,
+        )
+    })?;
+    let Some(pinned) = places.clis().into_iter().find(|c| c.name == "claude") else {
+        return Ok(None);
+    };
+    Ok(Clis::find(&places).get(&pinned).map(Path::to_path_buf))
 }
 
 /// The cases to run, `--case` applied.
@@ -275,7 +285,7 @@ pub(super) fn scorecard_command(env: &mut Env<'_>, args: &ScorecardArgs, workspa
 
 fn scorecard(env: &mut Env<'_>, args: &ScorecardArgs, workspace: &Path) -> Result<u8, u8> {
     let cases = cases(env, args, workspace)?;
-    let Some(claude) = claude(env, args) else {
+    let Some(claude) = claude(env, args)? else {
         return Err(error(
             env,
             "Claude Code is not installed where sdd-evals looks (nor on PATH)",
