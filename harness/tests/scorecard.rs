@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::Path;
 
 use sdd_harness::cli::{Env, exit, find_workspace, main_with};
-use sdd_harness::world::clis::{Clis, Pinned, Places};
+use sdd_harness::world::clis::{Clis, Places};
 
 fn workspace() -> std::path::PathBuf {
     find_workspace(&std::env::current_dir().unwrap()).expect("the tests run inside the workspace")
@@ -56,8 +56,13 @@ held_when:
 #[test]
 fn a_new_failure_class_is_one_yaml_file_and_gets_a_row_for_every_adapter() {
     let vars: BTreeMap<String, String> = std::env::vars().collect();
-    let claude = Pinned::named("claude").unwrap();
-    if Clis::find(&Places::from_vars(&vars)).get(&claude).is_none() {
+    let places = Places::from_vars(&vars).expect("SDD_EVALS_AGENT_VERSIONS is well formed");
+    let claude = places
+        .clis()
+        .into_iter()
+        .find(|c| c.name == "claude")
+        .unwrap();
+    if Clis::find(&places).get(&claude).is_none() {
         assert!(
             vars.get("SDD_EVALS_REQUIRE_AGENTS")
                 .is_none_or(|v| v != "1"),
