@@ -3,7 +3,8 @@
 //! ticks plan disjoint issues; a claim another clone holds sends the tick
 //! to the next issue; an expired lease is taken over, an unexpired one is
 //! not; an unreachable remote is exit 69 with nothing worked; `end`
-//! releases; a tick of the same clone takes its claims back.
+//! releases the claims of work that failed and leaves those of work that
+//! succeeded standing; a tick of the same clone takes its claims back.
 
 #[expect(dead_code, reason = "the tick tests use the rest of the fakes")]
 mod support;
@@ -168,7 +169,7 @@ fn two_clones_at_once_plan_disjoint_issues() {
 }
 
 #[test]
-fn a_claim_held_elsewhere_sends_the_tick_to_the_next_issue_and_end_releases() {
+fn a_claim_held_elsewhere_sends_the_tick_to_the_next_issue_and_finished_work_stands() {
     let origin = Origin::new();
     let mut s = origin.clone_sandbox();
     origin.taken_elsewhere(1, "2026-05-09T13:59:00Z");
@@ -182,11 +183,86 @@ fn a_claim_held_elsewhere_sends_the_tick_to_the_next_issue_and_end_releases() {
         "{}",
         r.out
     );
-    assert_eq!(origin.claims(Skill::Work), [1], "#2 released at the end");
+    assert_eq!(
+        origin.claims(Skill::Work),
+        [1, 2],
+        "#2 left standing: its work succeeded"
+    );
     let line = claims_line(&s);
     assert_eq!(line["remote"], "origin");
     assert_eq!(line["taken"], serde_json::json!([2]));
-    assert_eq!(line["released"], serde_json::json!([2]));
+    assert_eq!(line["released"], serde_json::json!([]));
+    assert_eq!(line["standing"], serde_json::json!([2]));
+}
+
+/// The window a release at `end` left open: clone B read the backlog
+/// before clone A's PR for #1 existed, and claims after A's tick ended.
+#[test]
+fn a_clone_whose_backlog_predates_a_finished_tick_does_not_work_its_issue_again() {
+    let origin = Origin::new();
+    let mut a = origin.clone_sandbox();
+    let mut b = origin.clone_sandbox();
+    let first = a.tick(&claiming(&a, 1));
+    assert_eq!(first.code, exit::TICK_DONE, "{}{}", first.out, first.err);
+    assert_eq!(a.runner.requests[0].issues[0].number, 1);
+    // B's tracker still lists #1 as ready.
+    let second = b.tick(&claiming(&b, 1));
+    assert_eq!(second.code, exit::TICK_DONE, "{}{}", second.out, second.err);
+    assert_eq!(b.runner.requests[0].issues[0].number, 2, "{}", second.out);
+    assert!(
+        second
+            .out
+            .contains("passed over issues other clones hold: #1 by m1:"),
+        "{}",
+        second.out
+    );
+}
+
+/// A clone alone on its backlog spends one push a tick: its takes are
+/// pushed as creations without reading the claims first.
+#[test]
+fn a_tick_alone_on_its_backlog_claims_in_one_push_and_reads_nothing() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    let r = s.tick(&claiming(&s, 2));
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert_eq!(origin.claims(Skill::Work), [1, 2]);
+    assert_eq!(
+        git(s.root(), &["for-each-ref", "refs/sdd-loop/seen"]),
+        "",
+        "no fetch of the claims"
+    );
+}
+
+#[test]
+fn a_clone_takes_back_its_own_standing_claim() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    *s.tracker.issues.borrow_mut() = vec![issue(1, CLEAR)];
+    let first = s.tick(&claiming(&s, 1));
+    assert_eq!(first.code, exit::TICK_DONE, "{}{}", first.out, first.err);
+    let stood = origin.lease(Skill::Work, 1);
+    // The work succeeded but #1 is still ready (no PR came of it).
+    s.procs.0 = vec![];
+    let second = s.tick(&claiming(&s, 1));
+    assert_eq!(second.code, exit::TICK_DONE, "{}{}", second.out, second.err);
+    assert_eq!(s.runner.requests.len(), 2, "{}", second.out);
+    assert_eq!(s.runner.requests[1].issues[0].number, 1);
+    assert_eq!(origin.lease(Skill::Work, 1).holder, stood.holder);
+    assert_eq!(claims_line(&s)["taken"], serde_json::json!([1]));
+}
+
+#[test]
+fn a_read_sweeps_expired_claims_that_are_no_candidate() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    // #9 lapsed at 13:15 (takeable from 13:20); #1 is held, so the tick reads.
+    origin.taken_elsewhere(9, "2026-05-09T13:00:00Z");
+    origin.taken_elsewhere(1, "2026-05-09T13:59:00Z");
+    let r = s.tick(&claiming(&s, 1));
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert_eq!(s.runner.requests[0].issues[0].number, 2);
+    assert_eq!(origin.claims(Skill::Work), [1, 2], "#9 swept");
 }
 
 #[test]
@@ -292,27 +368,54 @@ fn a_remote_that_refuses_claim_refs_is_exit_69() {
 }
 
 #[test]
-fn end_releases_the_sessions_claims() {
-    let origin = Origin::new();
-    let mut s = origin.clone_sandbox();
-    s.procs.0 = vec![100];
-    let cfg = claiming(&s, 2);
-    let b = s.begin(&cfg, 100);
-    assert_eq!(planned(&b), [1, 2]);
-    assert_eq!(origin.claims(Skill::Work), [1, 2]);
-    let e = s.end(
-        &cfg,
-        &EndInput {
-            caller: Some(100),
-            flags: EndFlags::default(),
-            ..Default::default()
-        },
-    );
-    assert_eq!(e.code, exit::TICK_DONE, "{}{}", e.out, e.err);
-    assert!(origin.claims(Skill::Work).is_empty(), "released at end");
-    let line = claims_line(&s);
-    assert_eq!(line["taken"], serde_json::json!([1, 2]));
-    assert_eq!(line["released"], serde_json::json!([1, 2]));
+fn end_releases_the_claims_of_work_that_failed_and_leaves_the_others_standing() {
+    for (error, left, released, standing) in [
+        (
+            Some("the tests did not pass"),
+            vec![],
+            serde_json::json!([1, 2]),
+            serde_json::Value::Null,
+        ),
+        (
+            None,
+            vec![1, 2],
+            serde_json::json!([]),
+            serde_json::json!([1, 2]),
+        ),
+    ] {
+        let origin = Origin::new();
+        let mut s = origin.clone_sandbox();
+        s.procs.0 = vec![100];
+        let cfg = claiming(&s, 2);
+        let b = s.begin(&cfg, 100);
+        assert_eq!(planned(&b), [1, 2]);
+        assert_eq!(origin.claims(Skill::Work), [1, 2]);
+        let e = s.end(
+            &cfg,
+            &EndInput {
+                caller: Some(100),
+                flags: EndFlags::default(),
+                work: sdd_loop::tick::WorkReport {
+                    failure: error.map(str::to_owned),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        );
+        assert_eq!(e.code, exit::TICK_DONE, "{}{}", e.out, e.err);
+        let outcome = s.last(Skill::Work).outcome;
+        let want = if error.is_some() {
+            Outcome::Errored
+        } else {
+            Outcome::Ok
+        };
+        assert_eq!(outcome, Some(want), "{}", e.out);
+        assert_eq!(origin.claims(Skill::Work), left, "{error:?}");
+        let line = claims_line(&s);
+        assert_eq!(line["taken"], serde_json::json!([1, 2]));
+        assert_eq!(line["released"], released);
+        assert_eq!(line["standing"], standing);
+    }
 }
 
 #[test]

@@ -161,6 +161,9 @@ pub fn materialise(git: &Git, backlog: &Backlog, root: &Path) -> Result<GitWorld
         &origin,
         ["init", "--quiet", "--bare", "--initial-branch", main],
     )?;
+    // A host answers a push without collecting garbage first; git's own
+    // receiving end would run `git maintenance run --auto` on every one.
+    append(&origin.join("config"), "[receive]\n\tautogc = false\n")?;
     git.run(&clone, ["init", "--quiet", "--initial-branch", main])?;
     write(
         &clone.join("README.md"),
@@ -276,6 +279,18 @@ fn write(path: &Path, text: &str) -> Result<(), GitError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+fn append(path: &Path, text: &str) -> Result<(), GitError> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|source| GitError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// One commit on the checked-out branch: a line appended to

@@ -35,6 +35,10 @@ use signal_hook::iterator::exfiltrator::WithOrigin;
 /// The hidden subcommand the engine runs the skill through.
 pub const SUBCOMMAND: &str = "__guard";
 
+/// How every line the guard prints begins: a root cause quotes the
+/// guard's line before any other ([`crate::skill::runner::RunOutcome::last_stderr`]).
+pub const SAYS: &str = "sdd-loop guard:";
+
 /// Exit status when the skill command cannot be started.
 const CANNOT_START: u8 = 127;
 
@@ -158,7 +162,7 @@ pub fn run(what: &Guarded, parent: Option<u32>, keeping: Option<Keeping>) -> u8 
     {
         let _ = writeln!(
             std::io::stderr().lock(),
-            "sdd-loop guard: cannot lead a process group of its own"
+            "{SAYS} cannot lead a process group of its own"
         );
         return CANNOT_START;
     }
@@ -186,7 +190,7 @@ pub fn run(what: &Guarded, parent: Option<u32>, keeping: Option<Keeping>) -> u8 
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr().lock(),
-                "sdd-loop guard: could not start {}: {e}",
+                "{SAYS} could not start {}: {e}",
                 what.shown()
             );
             return CANNOT_START;
@@ -297,7 +301,7 @@ fn keep_claims(
                 let lost: Vec<String> =
                     tended.lost_so_far.iter().map(|n| format!("#{n}")).collect();
                 return Some(format!(
-                    "sdd-loop guard: every claim of this tick is lost ({}) — the skill was stopped",
+                    "{SAYS} every claim of this tick is lost ({}) — the skill was stopped",
                     lost.join(", ")
                 ));
             }

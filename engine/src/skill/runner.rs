@@ -151,13 +151,16 @@ impl RunOutcome {
         }
     }
 
-    /// The last non-empty stderr line, for root causes.
+    /// The line a root cause quotes: what the skill's guard said, when it
+    /// said something (it stopped the skill, and a process of the skill
+    /// still draining may print after it), else the last non-empty stderr
+    /// line.
     pub fn last_stderr(&self) -> Option<&str> {
-        self.stderr_tail
-            .iter()
-            .rev()
-            .map(|l| l.trim())
-            .find(|l| !l.is_empty())
+        let mut lines = self.stderr_tail.iter().rev().map(|l| l.trim());
+        lines
+            .clone()
+            .find(|l| l.starts_with(crate::skill::guard::SAYS))
+            .or_else(|| lines.find(|l| !l.is_empty()))
     }
 
     /// The signal the engine forwarded on an interrupt, if it did.

@@ -331,7 +331,7 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
         blame_targets(journal, work, why, &mut failures);
     }
     let fired = exit_stops(ctx, &budget, work, journal.single_pr.is_some())?;
-    super::claims::release_at_end(ctx, journal);
+    super::claims::release_at_end(ctx, journal, error.is_none());
     let outcome = if !fired.is_empty() {
         Outcome::Halted
     } else if error.is_some() {

@@ -3,32 +3,35 @@
 //! ([`crate::world::claim`]), so a loop in another clone — or on another
 //! machine — never works the same one.
 //!
-//! - One fetch per tick reads every claim of the skill; then the
-//!   candidates are taken in plan order, up to what the tick would plan,
-//!   in one push (each ref under its own lease, so the remote answers for
-//!   each). A take refused because another clone got there first makes
-//!   the tick take the next unclaimed candidate, in one more push: at most
-//!   one push round trip per planned issue.
+//! - The candidates are taken in plan order, up to what the tick would
+//!   plan, in one push, as if free (create-only; each ref under its own
+//!   lease, so the remote answers for each): a clone alone on its backlog
+//!   spends this one round trip. Only when one of them exists already is
+//!   every claim of the skill read (one fetch) and the rest taken in
+//!   order, in one more push; a take lost to another clone in the same
+//!   instant sends the tick to the next candidate.
 //! - A claim held by another clone is left alone until its lease is past
 //!   its expiry by the skew margin ([`Timing::takeable`]); then it is
 //!   taken over with a compare-and-swap against the commit that was read.
-//!   A claim of this same clone (a tick of it that died) is taken back the
-//!   same way at once: the checkout's lock says no other tick of this
-//!   clone runs.
+//!   A claim of this same clone (a tick of it that died, or finished work
+//!   left standing) is taken back the same way at once: the checkout's
+//!   lock says no other tick of this clone runs. Expired claims that are
+//!   no candidate are swept in the same push.
 //! - Nothing claimable: the tick is skipped like a lock skip (a
 //!   `skipped_lock` line, no counter advanced, nothing spent), with a note
 //!   naming who holds what until when.
 //! - Failure is closed: a remote that cannot be reached, or that refuses
 //!   refs under `refs/sdd-loop/` by a rule of its own, is exit 69 with
 //!   nothing worked and nothing written on the tracker.
-//! - `end` releases the claims (a deletion under the same lease), and a
-//!   tick that halts or fails after claiming releases them before it
-//!   returns. A release that cannot reach the remote leaves the claims to
-//!   expire.
+//! - `end` releases the claims of work that failed (a deletion under the
+//!   same lease) and leaves those of work that succeeded standing until
+//!   their lease runs out ([`release_at_end`]); a tick that halts or fails
+//!   after claiming releases them before it returns. A release that
+//!   cannot reach the remote leaves the claims to expire.
 //!
 //! The claims a tick holds travel to the work and to `end` in the journal
-//! ([`Claims`]); the tick's history line says what it took, lost and
-//! released (`claims`).
+//! ([`Claims`]); the tick's history line says what it took, lost,
+//! released and left standing (`claims`).
 
 use std::collections::BTreeMap;
 
@@ -166,6 +169,63 @@ fn lost_a_race(reason: &str) -> bool {
     .any(|w| reason.contains(w))
 }
 
+/// Why claiming stopped the tick.
+enum Stop {
+    /// The remote could not be reached.
+    Unreachable(ClaimError),
+    /// The remote refused claim `N` by a rule of its own.
+    Refused(u64, String),
+}
+
+/// At most this many expired claims are swept (deleted) with one push.
+const SWEEP: usize = 50;
+
+/// Takes `batch` (number, expected old value) in one push, with the
+/// `sweep` deletions after them; the won go to `claimed` and `journal`.
+/// Returns the candidates another clone got first, with git's reason.
+fn push_takes(
+    c: &Claimer,
+    claimed: &mut Claimed,
+    journal: &mut Claims,
+    batch: &[(u64, Option<String>)],
+    sweep: Vec<Change>,
+    now: Timestamp,
+) -> Result<Vec<(u64, String)>, Stop> {
+    let leases: Vec<Lease> = batch
+        .iter()
+        .map(|(n, _)| c.timing.lease(c.skill, *n, &c.holder, now))
+        .collect();
+    let mut changes: Vec<Change> = batch
+        .iter()
+        .zip(&leases)
+        .map(|((_, expected), lease)| Change::Take {
+            lease: lease.clone(),
+            expected: expected.clone(),
+        })
+        .collect();
+    changes.extend(sweep);
+    claimed.round_trips += 1;
+    let outcomes = c.remote.push(&changes).map_err(Stop::Unreachable)?;
+    let mut lost = Vec::new();
+    // The sweep's outcomes come after the takes' and are not looked at: a
+    // deletion refused means someone renewed or took that claim first.
+    for ((lease, outcome), (n, _)) in leases.iter().zip(outcomes).zip(batch) {
+        match outcome {
+            Outcome::Done { commit } => {
+                claimed.won.push(*n);
+                journal.held.push(HeldClaim {
+                    number: *n,
+                    commit: commit.unwrap_or_default(),
+                    expires_at: clock::format(lease.expires_at),
+                });
+            }
+            Outcome::Refused { reason } if lost_a_race(&reason) => lost.push((*n, reason)),
+            Outcome::Refused { reason } => return Err(Stop::Refused(*n, reason)),
+        }
+    }
+    Ok(lost)
+}
+
 /// Claims up to `want` of `candidates`, in their order, and keeps what it
 /// holds in `ctx.claims`. `Ok(None)`: claims are off.
 pub(crate) fn claim(
@@ -176,15 +236,40 @@ pub(crate) fn claim(
     let Some(c) = Claimer::of(ctx) else {
         return Ok(None);
     };
-    let seen = c.remote.read(c.skill).map_err(|e| unreachable(ctx, &e))?;
-    let now = ctx.now();
-    let mut claimed = Claimed {
-        round_trips: 1,
-        ..Claimed::default()
-    };
+    let mut journal = ctx.claims.take().unwrap_or_else(|| c.journal());
+    let mut claimed = Claimed::default();
+    let went = take_candidates(&c, &mut claimed, &mut journal, candidates, want, ctx.now());
+    ctx.claims = Some(journal);
+    match went {
+        Ok(()) => Ok(Some(claimed)),
+        Err(Stop::Unreachable(e)) => Err(unreachable(ctx, &e)),
+        Err(Stop::Refused(n, reason)) => Err(refused(ctx, n, &reason)),
+    }
+}
+
+/// The claiming itself: first the leading `want` candidates as if free
+/// (create-only, no read: a clone alone on its backlog spends this one
+/// push); only when one of them exists already is every claim read, and
+/// the rest taken in order — claims of this clone taken back, expired ones
+/// taken over, expired ones that are no candidate swept.
+fn take_candidates(
+    c: &Claimer,
+    claimed: &mut Claimed,
+    journal: &mut Claims,
+    candidates: &[u64],
+    want: usize,
+    now: Timestamp,
+) -> Result<(), Stop> {
+    let first: Vec<(u64, Option<String>)> =
+        candidates.iter().take(want).map(|n| (*n, None)).collect();
+    if push_takes(c, claimed, journal, &first, Vec::new(), now)?.is_empty() {
+        return Ok(());
+    }
+    let seen = c.remote.read(c.skill).map_err(Stop::Unreachable)?;
+    claimed.round_trips += 1;
     let mut open = Vec::new();
-    for n in candidates {
-        match seat(&c, seen.get(n), now) {
+    for n in candidates.iter().filter(|n| !claimed.won.contains(n)) {
+        match seat(c, seen.get(n), now) {
             Seat::Open(expected) => open.push((*n, expected)),
             Seat::Held(lease) => claimed.others.push(held_by(*n, &lease)),
             Seat::Foreign => claimed.others.push(format!(
@@ -193,7 +278,24 @@ pub(crate) fn claim(
             )),
         }
     }
-    let mut journal = ctx.claims.take().unwrap_or_else(|| c.journal());
+    let mut sweep: Vec<Change> = seen
+        .iter()
+        .filter(|(n, _)| !candidates.contains(n))
+        .filter_map(|(n, s)| {
+            let lease = s.lease.as_ref()?;
+            let expired = if lease.holder.same_clone(&c.holder) {
+                c.timing.must_stop(lease, now)
+            } else {
+                c.timing.takeable(lease, now)
+            };
+            expired.then(|| Change::Release {
+                skill: c.skill,
+                number: *n,
+                expected: s.commit.clone(),
+            })
+        })
+        .take(SWEEP)
+        .collect();
     let mut next = open.into_iter();
     while claimed.won.len() < want {
         let batch: Vec<(u64, Option<String>)> =
@@ -201,48 +303,14 @@ pub(crate) fn claim(
         if batch.is_empty() {
             break;
         }
-        let leases: Vec<Lease> = batch
-            .iter()
-            .map(|(n, _)| c.timing.lease(c.skill, *n, &c.holder, now))
-            .collect();
-        let changes: Vec<Change> = batch
-            .iter()
-            .zip(&leases)
-            .map(|((_, expected), lease)| Change::Take {
-                lease: lease.clone(),
-                expected: expected.clone(),
-            })
-            .collect();
-        claimed.round_trips += 1;
-        let outcomes = match c.remote.push(&changes) {
-            Ok(o) => o,
-            Err(e) => {
-                ctx.claims = Some(journal);
-                return Err(unreachable(ctx, &e));
-            }
-        };
-        for ((lease, outcome), (n, _)) in leases.iter().zip(outcomes).zip(&batch) {
-            match outcome {
-                Outcome::Done { commit } => {
-                    claimed.won.push(*n);
-                    journal.held.push(HeldClaim {
-                        number: *n,
-                        commit: commit.unwrap_or_default(),
-                        expires_at: clock::format(lease.expires_at),
-                    });
-                }
-                Outcome::Refused { reason } if lost_a_race(&reason) => claimed.others.push(
-                    format!("#{n} by another clone that took it first ({reason})"),
-                ),
-                Outcome::Refused { reason } => {
-                    ctx.claims = Some(journal);
-                    return Err(refused(ctx, *n, &reason));
-                }
-            }
+        for (n, reason) in push_takes(c, claimed, journal, &batch, std::mem::take(&mut sweep), now)?
+        {
+            claimed.others.push(format!(
+                "#{n} by another clone that took it first ({reason})"
+            ));
         }
     }
-    ctx.claims = Some(journal);
-    Ok(Some(claimed))
+    Ok(())
 }
 
 /// `#N by host:clone (pid P) until T`.
@@ -346,6 +414,8 @@ pub(crate) struct ClaimLog {
     pub others: Vec<String>,
     pub lost: Vec<u64>,
     pub released: Vec<u64>,
+    /// Left on the remote until their lease runs out (work that succeeded).
+    pub standing: Vec<u64>,
 }
 
 impl ClaimLog {
@@ -362,6 +432,9 @@ impl ClaimLog {
         }
         if !self.lost.is_empty() {
             v["lost"] = json!(self.lost);
+        }
+        if !self.standing.is_empty() {
+            v["standing"] = json!(self.standing);
         }
         Some(v)
     }
@@ -423,10 +496,20 @@ pub(crate) fn keep_only(ctx: &mut Ctx<'_, '_>, keep: &[u64]) {
     }
 }
 
-/// `end`: the claims the journal holds are released (those lost while
-/// the work ran are not ours to release) and the tick's record says what
-/// was taken, lost and released.
-pub(crate) fn release_at_end(ctx: &mut Ctx<'_, '_>, journal: &crate::state::journal::Journal) {
+/// `end`: the tick's record says what was taken, lost and released. When
+/// the work went wrong the claims the journal holds are released (those
+/// lost while the work ran are not ours to release), so another clone may
+/// take the work up at once. When it succeeded they are left **standing**
+/// until their lease runs out, and no push is made: a clone whose backlog
+/// was read before this tick's PR existed would otherwise take the issue
+/// the moment it was released and work it a second time. A standing claim
+/// is this clone's to take back at once, another's once it expires, and
+/// swept by the next clone that reads the claims.
+pub(crate) fn release_at_end(
+    ctx: &mut Ctx<'_, '_>,
+    journal: &crate::state::journal::Journal,
+    succeeded: bool,
+) {
     let Some(mut claims) = journal.claims.clone() else {
         return;
     };
@@ -446,7 +529,11 @@ pub(crate) fn release_at_end(ctx: &mut Ctx<'_, '_>, journal: &crate::state::jour
         ));
         ctx.claim_log.lost.push(lost.number);
     }
-    release(ctx, &mut claims, &[], journal.pid);
+    if succeeded {
+        ctx.claim_log.standing = claims.held.iter().map(|h| h.number).collect();
+    } else {
+        release(ctx, &mut claims, &[], journal.pid);
+    }
 }
 
 #[cfg(test)]

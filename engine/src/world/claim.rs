@@ -309,6 +309,10 @@ impl Remote {
         let seen = format!("refs/sdd-loop/seen/{skill}");
         let spec = format!("+{NAMESPACE}/{skill}/*:{seen}/*");
         let args = [
+            // Our fetch of a few tiny commits never warrants the clone's
+            // housekeeping (`git maintenance run --auto` after a fetch).
+            "-c",
+            "maintenance.auto=false",
             "fetch",
             "--quiet",
             "--no-tags",

@@ -104,8 +104,17 @@ fn pretty(value: &Value) -> String {
 /// Where machines ticked at once, which of them won a race varies from
 /// run to run and is not what such a case is about: the machines are
 /// then named by the order of what they hold (`machine 1`, `machine 2`),
-/// and an at-once tick's outputs are shown in the order of their text.
+/// and an at-once tick's outputs are shown in the order of their text,
+/// the machine a claim's holder runs on as `[MACHINE]`.
 pub fn render(id: &str, run: &RunRecord, redactor: &Redactor) -> Vec<Rendered> {
+    let raced_redactor;
+    let redactor = if raced(run) {
+        let names: Vec<&str> = run.machines.iter().map(|m| m.name.as_str()).collect();
+        raced_redactor = redactor.clone().raced_machines(&names);
+        &raced_redactor
+    } else {
+        redactor
+    };
     let (history, budget) = if run.machines.is_empty() {
         (
             pretty(&history_json(&run.history, redactor)),

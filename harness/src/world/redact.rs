@@ -17,7 +17,9 @@
 //! - how git refused the losing push of a claim race (`took it first
 //!   ([rejected] (stale info))`, `([remote rejected] (failed to update
 //!   ref))`) → `took it first ([GIT'S REFUSAL])`: which wording the loser
-//!   gets depends on how far the winner's push had got.
+//!   gets depends on how far the winner's push had got; and, where
+//!   machines ticked at once, the machine named as a claim's holder →
+//!   `[MACHINE]` ([`Redactor::raced_machines`]).
 //!
 //! Credentials are redacted too, as the engine redacts them (its
 //! credential shapes, and the sandbox's tracker token), so a planted secret
@@ -146,11 +148,44 @@ impl Redactor {
     }
 
     /// Also redacts `url` (a partitioned machine's dead endpoint, whose
-    /// port is any free one) as `[DEAD-ENDPOINT]`.
+    /// port is any free one) as `[DEAD-ENDPOINT]`, and curl's words for it
+    /// (`Failed to connect to 127.0.0.1 port 41234 after 0 ms`, whose
+    /// milliseconds vary too) as `Failed to connect to [DEAD-ENDPOINT]`.
     pub fn dead_endpoint(mut self, url: &str) -> Self {
-        if !url.is_empty() {
+        if url.is_empty() {
+            return self;
+        }
+        self.rules
+            .insert(0, (literal(url), "[DEAD-ENDPOINT]".to_owned()));
+        let address = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let address = address.split('/').next().unwrap_or(address);
+        if let Some((host, port)) = address.rsplit_once(':')
+            && let Ok(curl) = Regex::new(&format!(
+                r"{} port {} after \d+ ms",
+                regex::escape(host),
+                regex::escape(port)
+            ))
+        {
+            self.rules.insert(0, (curl, "[DEAD-ENDPOINT]".to_owned()));
+        }
+        self
+    }
+
+    /// Also redacts which of `machines` holds a claim (`by a:[ROOT]/machines/a/work`
+    /// → `by [MACHINE]:[ROOT]/machines/[MACHINE]/work`): where machines
+    /// ticked at once, which one won varies from run to run.
+    pub fn raced_machines(mut self, machines: &[&str]) -> Self {
+        if machines.is_empty() {
+            return self;
+        }
+        let names = machines
+            .iter()
+            .map(|m| regex::escape(m))
+            .collect::<Vec<_>>()
+            .join("|");
+        if let Ok(holder) = Regex::new(&format!(r"by (?:{names}):\[ROOT\]/machines/(?:{names})/")) {
             self.rules
-                .insert(0, (literal(url), "[DEAD-ENDPOINT]".to_owned()));
+                .push((holder, "by [MACHINE]:[ROOT]/machines/[MACHINE]/".to_owned()));
         }
         self
     }
@@ -199,6 +234,24 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Regression: curl's message for the dead endpoint named its port and
+    /// the milliseconds it waited, so a partitioned machine's snapshot
+    /// changed from run to run.
+    #[test]
+    fn a_dead_endpoint_is_redacted_in_curls_words_too() {
+        let r = Redactor::new(
+            Path::new("/tmp/sdd-evals-x1"),
+            Path::new("/tmp/sdd-evals-x1/work"),
+            Path::new("/work/main"),
+            4567,
+        )
+        .dead_endpoint("http://127.0.0.1:44309");
+        assert_eq!(
+            r.text("unable to access 'http://127.0.0.1:44309/origin.git/': Failed to connect to 127.0.0.1 port 44309 after 12 ms: Couldn't connect to server"),
+            "unable to access '[DEAD-ENDPOINT]/origin.git/': Failed to connect to [DEAD-ENDPOINT]: Couldn't connect to server"
+        );
+    }
 
     #[test]
     fn paths_ports_and_pids_are_redacted_times_are_not() {
