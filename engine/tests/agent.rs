@@ -133,6 +133,37 @@ fn work_finds_the_pr_that_closes_an_assigned_issue_and_the_branch_that_moved() {
     );
 }
 
+/// Issue 32: with two clones of one repository working at once, a PR
+/// the other clone opened on a branch of its own (closing the issue it
+/// claimed) was counted as this tick's too: both ticks recorded both PRs.
+#[test]
+fn work_leaves_out_a_pr_another_clone_pushed() {
+    let tracker = FakeTracker::default();
+    let git = FakeGit::default();
+    let request = work_request();
+    let before = world::snapshot(&tracker, &git, "origin", &request).unwrap();
+    let mut ours = pull(9, PrState::Open, &[], "b9");
+    ours.body = "Closes #1".into();
+    let mut theirs = pull(10, PrState::Open, &[], "c10");
+    theirs.body = "Closes #2".into();
+    let mut no_closes = pull(11, PrState::Open, &[], "d11");
+    no_closes.body = "Tidy up".into();
+    tracker.pulls.borrow_mut().extend([ours, theirs, no_closes]);
+    git.heads.borrow_mut().extend([
+        ("feature/9".to_owned(), "b9".to_owned()),
+        ("feature/10".to_owned(), "c10".to_owned()),
+        ("feature/11".to_owned(), "d11".to_owned()),
+    ]);
+    git.foreign.borrow_mut().push("c10".into());
+    let found = world::discover(&before, &tracker, &git, "origin", &request).unwrap();
+    let numbers: Vec<u64> = found.prs.iter().map(|p| p.number).collect();
+    assert_eq!(
+        numbers,
+        [9, 11],
+        "#10 was pushed from another clone; #11, pushed from here, is ours though it closes nothing"
+    );
+}
+
 #[test]
 fn review_counts_new_comments_and_the_merge_by_the_login() {
     let tracker = FakeTracker::default();

@@ -6,7 +6,8 @@
 //! push -u origin feature/1-login && gh pr create --title … --body …` —
 //! and this stand-in, installed as `gh` on the agent's `PATH`, turns the
 //! `gh` half into the same REST calls the real CLI makes. Subcommands:
-//! `pr create` (head defaults to the current branch, base to `main`; prints
+//! `pr create` (`--body B` or `--body-file F`, `-` for standard input;
+//! head defaults to the current branch, base to `main`; prints
 //! the PR's URL), `pr merge N`, `pr comment N --body B`, and `api [-X
 //! METHOD] PATH [-f key=value]…` (POST when a field is given, as `gh`
 //! does). The tracker comes from `SDD_LOOP_TRACKER_URL`, the repository
@@ -17,7 +18,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
@@ -58,8 +59,11 @@ enum Pr {
     Create {
         #[arg(short = 't', long)]
         title: String,
-        #[arg(short = 'b', long, default_value = "")]
+        #[arg(short = 'b', long, default_value = "", conflicts_with = "body_file")]
         body: String,
+        /// The body from a file (`-` standard input), as `gh` reads it.
+        #[arg(short = 'F', long)]
+        body_file: Option<PathBuf>,
         #[arg(short = 'H', long)]
         head: Option<String>,
         #[arg(short = 'B', long, default_value = "main")]
@@ -143,9 +147,21 @@ fn execute(command: Top, env: &GhEnv, cwd: &Path, out: &mut dyn Write) -> Result
         Top::Pr(Pr::Create {
             title,
             body,
+            body_file,
             head,
             base,
         }) => {
+            let body = match body_file {
+                None => body,
+                Some(f) if f.as_os_str() == "-" => {
+                    let mut text = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                        .map_err(|e| format!("read the body from standard input: {e}"))?;
+                    text
+                }
+                Some(f) => std::fs::read_to_string(cwd.join(&f))
+                    .map_err(|e| format!("read the body file {}: {e}", f.display()))?,
+            };
             let head = match head {
                 Some(h) => h,
                 None => current_branch(cwd)?,

@@ -112,6 +112,33 @@ fn pr_create_opens_the_current_branch_merge_and_comment_act_on_it() {
 }
 
 #[test]
+fn pr_create_reads_its_body_from_a_file() {
+    let w = World::new();
+    w.git(&["checkout", "-q", "-b", "feature/2-logout"]);
+    w.git(&["commit", "-q", "--allow-empty", "-m", "Add logout"]);
+    w.git(&["push", "-q", "-u", "origin", "feature/2-logout"]);
+    std::fs::write(w.clone_dir().join("body.md"), "Closes #2\n").unwrap();
+    let out = w.gh(&[
+        "pr",
+        "create",
+        "--title",
+        "Add logout",
+        "--body-file",
+        "body.md",
+    ]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let pr = w.tracker.issue_json(3).unwrap();
+    assert_eq!(pr["body"], "Closes #2\n");
+    let out = w.gh(&["pr", "create", "-t", "x", "-F", "missing.md"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).1.contains("read the body file missing.md"),
+        "{}",
+        text(&out).1
+    );
+}
+
+#[test]
 fn api_posts_when_fields_are_given_and_gets_otherwise() {
     let w = World::new();
     w.git(&["checkout", "-q", "-b", "feature/2-logout"]);

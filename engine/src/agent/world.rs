@@ -179,8 +179,13 @@ pub fn discover(
         let about_assigned = p.closes().iter().any(|i| assigned.contains(i));
         let opened_on_new_branch =
             !before.open.contains_key(&p.number) && is_new_branch(&p.head_ref);
+        // A PR on a branch that moved during the tick is the tick's even
+        // when it closes no issue of the request (opened with `curl`,
+        // say) — unless its head commit was never in this clone: then
+        // another clone of the repository pushed it (issue 32).
+        let moved_from_here = || before.moved(&p.head_ref, &after) && git.has_commit(&p.head_sha);
         let relevant = match request.skill {
-            Skill::Work => about_assigned || before.moved(&p.head_ref, &after),
+            Skill::Work => about_assigned || moved_from_here(),
             Skill::Review => opened_on_new_branch,
         };
         if relevant {

@@ -51,6 +51,9 @@ impl Git for NoHeads<'_> {
     fn heads(&self, _: &str) -> Result<BTreeMap<String, String>, GitError> {
         Ok(BTreeMap::new())
     }
+    fn has_commit(&self, sha: &str) -> bool {
+        self.0.has_commit(sha)
+    }
 }
 
 /// The world before a session tick's work, for `request`.

@@ -38,6 +38,13 @@ pub trait Git: std::fmt::Debug {
     /// Every branch head on `remote` (`git ls-remote --heads`): what an
     /// agent adapter compares before and after the agent runs.
     fn heads(&self, remote: &str) -> Result<BTreeMap<String, String>, GitError>;
+    /// Whether this clone holds commit `sha`: a branch pushed from it
+    /// does; one another clone pushed, and never fetched here, does not.
+    /// `true` when it cannot be told.
+    fn has_commit(&self, sha: &str) -> bool {
+        let _ = sha;
+        true
+    }
 }
 
 /// The `git` command line, run in the project directory.
@@ -115,6 +122,13 @@ impl Git for GitCli {
         self.run(&self.dir, &["remote", "get-url", remote])
             .ok()
             .map(|s| s.trim().to_owned())
+    }
+
+    fn has_commit(&self, sha: &str) -> bool {
+        let hex = !sha.is_empty() && sha.chars().all(|c| c.is_ascii_hexdigit());
+        !hex || self
+            .run(&self.dir, &["cat-file", "-e", &format!("{sha}^{{commit}}")])
+            .is_ok()
     }
 
     fn heads(&self, remote: &str) -> Result<BTreeMap<String, String>, GitError> {

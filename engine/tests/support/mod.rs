@@ -113,6 +113,8 @@ impl Tracker for FakeTracker {
 pub struct FakeGit {
     pub heads: RefCell<BTreeMap<String, String>>,
     pub worktrees: RefCell<BTreeMap<PathBuf, (String, String)>>,
+    /// Commits this clone does not hold (another clone pushed them).
+    pub foreign: RefCell<Vec<String>>,
 }
 
 impl Git for FakeGit {
@@ -140,6 +142,9 @@ impl Git for FakeGit {
     }
     fn remote_url(&self, _: &str) -> Option<String> {
         None
+    }
+    fn has_commit(&self, sha: &str) -> bool {
+        !self.foreign.borrow().iter().any(|f| f == sha)
     }
     fn heads(&self, _: &str) -> Result<BTreeMap<String, String>, GitError> {
         Ok(self.heads.borrow().clone())

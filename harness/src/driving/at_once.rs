@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use super::tick::{Tick, TickRun, Ticked, io};
-use super::wrapper;
+use super::{real_session, wrapper};
 use crate::world::error::HarnessError;
 use crate::world::procs::Reaper;
 use crate::world::spawn;
@@ -28,8 +28,16 @@ enum Said {
     Ended,
 }
 
+/// How each machine's tick runs: the engine running the fake skill, or
+/// a real Claude Code session of its own ([`real_session::run_at_once`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Each {
+    Wrapper,
+    RealSession,
+}
+
 /// Runs each of `on` (one per machine, the same tick) at once.
-pub fn run(on: Vec<TickRun<'_>>, reaper: &Reaper) -> Result<Vec<Ticked>, HarnessError> {
+pub fn run(on: Vec<TickRun<'_>>, reaper: &Reaper, each: Each) -> Result<Vec<Ticked>, HarnessError> {
     let Some(first) = on.first() else {
         return Ok(Vec::new());
     };
@@ -47,7 +55,10 @@ pub fn run(on: Vec<TickRun<'_>>, reaper: &Reaper) -> Result<Vec<Ticked>, Harness
                 let extra = pause.env();
                 let tx = tx.clone();
                 scope.spawn(move || {
-                    let ran = Tick::prepare(run, sibling).and_then(|t| wrapper::run_with(t, extra));
+                    let ran = Tick::prepare(run, sibling).and_then(|t| match each {
+                        Each::Wrapper => wrapper::run_with(t, extra),
+                        Each::RealSession => real_session::run_at_once(t, extra),
+                    });
                     let _ = tx.send(Said::Ended);
                     ran
                 })

@@ -38,21 +38,23 @@ use sdd_loop::exit::NOTHING_TO_DO;
 
 use super::real;
 use super::record::TickEnd;
-use super::tick::{Output, Tick, TickRun, Ticked};
+use super::tick::{Env, Output, Tick, TickRun, Ticked};
 use super::verdict::{self, tick_end};
 use crate::loading::case::{Case, SessionMode};
 use crate::world::error::HarnessError;
+use crate::world::model::CaseModel;
 use crate::world::spawn::{Ended, Ran};
 
 /// The variable that tells `sdd-loop` on the sandbox PATH where to keep
 /// its runs.
 pub const TICK_DIR_VAR: &str = "SDD_EVALS_TICK_DIR";
 
-/// The real Claude Code session across a case's ticks.
+/// The real Claude Code session across a case's ticks (with machines,
+/// one a machine: `--continue` goes on with its project's last session).
 #[derive(Debug, Default)]
 pub struct RealSession {
-    /// A session exists to continue.
-    live: bool,
+    /// The machines (`""`: the project) where a session exists to continue.
+    live: std::collections::BTreeSet<String>,
 }
 
 /// The prompt `/loop` re-sends each tick.
@@ -161,15 +163,44 @@ fn scripted_api_error(stream: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// One machine's session in a tick on several machines at once: a new
+/// session against a model of its own that plays the tick's turns (the
+/// sessions' requests arrive interleaved), with `extra` variables (the
+/// engine's pause point) reaching the hooks' engine.
+pub fn run_at_once(tick: Tick<'_>, extra: Env) -> Result<Ticked, HarnessError> {
+    let log = tick.prepared.dir.join("model.log");
+    let model = CaseModel::for_machine(tick.run.case, tick.run.spec, log)?;
+    let mut env = extra;
+    env.push(("ANTHROPIC_BASE_URL".to_owned(), model.uri().into()));
+    let (mut record, abort) = RealSession::default().run_with(tick, &model, 1, env)?;
+    // The case's model served none of it.
+    record.model_requests = 0..0;
+    Ok((record, abort))
+}
+
 impl RealSession {
     /// Runs one tick as a real Claude Code session.
-    pub fn run_tick(&mut self, mut tick: Tick<'_>) -> Result<Ticked, HarnessError> {
-        let (_, exe) = real::cli(&tick)?;
+    pub fn run_tick(&mut self, tick: Tick<'_>) -> Result<Ticked, HarnessError> {
         let model = real::model(&tick)?;
+        let n = tick.run.n;
+        self.run_with(tick, model, n, Vec::new())
+    }
+
+    /// Runs `tick` against `model` (tick `n` of its script), with `extra`
+    /// variables after the tick's own.
+    fn run_with(
+        &mut self,
+        mut tick: Tick<'_>,
+        model: &CaseModel,
+        n: usize,
+        extra: Env,
+    ) -> Result<Ticked, HarnessError> {
+        let (_, exe) = real::cli(&tick)?;
         let kill = tick.kill();
         let mut env = tick.env();
         env.extend(real::cli_env(&tick));
         env.push((TICK_DIR_VAR.to_owned(), tick.prepared.dir.clone().into()));
+        env.extend(extra);
         let args = self.claude_args(&tick);
         let requests_before = model.log().len();
         let invocation = tick.in_project(exe, args, env);
@@ -178,10 +209,11 @@ impl RealSession {
         let dir = &tick.prepared.dir;
         let _ = std::fs::write(dir.join("claude.jsonl"), &ran.stdout);
         let _ = std::fs::write(dir.join("claude.stderr.txt"), &ran.stderr);
-        self.live = true;
+        let on = machine_key(&tick);
+        self.live.insert(on.clone());
         if kill.is_some() {
             // Whatever the kill hit, the session is gone with it.
-            self.live = false;
+            self.live.remove(&on);
             tick.reaper.sweep();
         }
         let runs = engine_runs(dir);
@@ -203,7 +235,7 @@ impl RealSession {
             Some(why) => Some(why),
             None => tick.verdict(&end, &output.stderr, ran.barrier_missed),
         };
-        let abort = verdict::and(abort, model.turns_verdict(tick.run.n));
+        let abort = verdict::and(abort, model.turns_verdict(n));
         let from_hooks = tick.run.case.plugin;
         let mut record = tick.finish(end, output);
         record.model_requests = requests_before..model.log().len();
@@ -227,7 +259,7 @@ impl RealSession {
             "--allowedTools".into(),
             "Bash".into(),
         ];
-        if self.live && spec.session != Some(SessionMode::New) {
+        if self.live.contains(&machine_key(tick)) && spec.session != Some(SessionMode::New) {
             args.push("--continue".into());
         }
         if case.plugin {
@@ -237,6 +269,11 @@ impl RealSession {
         args.extend(case.claude_args.iter().map(OsString::from));
         args
     }
+}
+
+/// Which session a tick continues: its machine's, or the project's (`""`).
+fn machine_key(tick: &Tick<'_>) -> String {
+    tick.run.machine.map(|m| m.name.clone()).unwrap_or_default()
 }
 
 /// The tick's report and the rest, from the engine's runs in order: a

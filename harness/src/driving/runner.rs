@@ -129,7 +129,12 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
                 .filter_map(|m| sandbox.machine(&m.value))
                 .map(|m| run(Some(m)))
                 .collect();
-            at_once::run(on, &reaper)?
+            let each = if case.driver == crate::loading::case::Driver::RealSession {
+                at_once::Each::RealSession
+            } else {
+                at_once::Each::Wrapper
+            };
+            at_once::run(on, &reaper, each)?
         };
         phases.ticks.push(lap.lap());
         let mut abort = None;

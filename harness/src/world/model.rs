@@ -24,11 +24,12 @@ use std::ffi::OsString;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
-use sdd_mocks::model::script::{Script, Untooled};
+use sdd_mocks::model::script::{Script, Turn, Untooled};
 use sdd_mocks::model::turns::Outcome;
 use sdd_mocks::model::{BlockingMockModel, LogEntry, MockModel};
+use serde_saphyr::Spanned;
 
-use crate::loading::case::Case;
+use crate::loading::case::{Case, TickSpec};
 use crate::world::error::HarnessError;
 
 /// The API key the case's model accepts (a request with another is a 401).
@@ -64,27 +65,53 @@ impl CaseModel {
         if case.driver.real_cli().is_none() {
             return Ok(None);
         }
+        // A tick on several machines at once gives each machine's session
+        // a model of its own ([`CaseModel::for_machine`]): not this one.
+        let own = |t: &TickSpec| -> Vec<_> {
+            if t.machines.is_empty() {
+                t.model.clone()
+            } else {
+                Vec::new()
+            }
+        };
+        let per_tick = case.ticks().iter().map(|t| own(t).len()).collect();
+        let turns = case.ticks().iter().flat_map(own).collect();
+        Self::serve(turns, case, root.join("model.log"), per_tick).map(Some)
+    }
+
+    /// The model of one machine's session in a tick on several machines
+    /// at once: that tick's turns, played by each session from the first
+    /// (their requests arrive interleaved), logged in `log_path`.
+    pub fn for_machine(
+        case: &Case,
+        tick: &TickSpec,
+        log_path: PathBuf,
+    ) -> Result<Self, HarnessError> {
+        Self::serve(tick.model.clone(), case, log_path, vec![tick.model.len()])
+    }
+
+    fn serve(
+        turns: Vec<Spanned<Turn>>,
+        case: &Case,
+        log_path: PathBuf,
+        per_tick: Vec<usize>,
+    ) -> Result<Self, HarnessError> {
         let script = Script {
             model: None,
             untooled: Untooled::default(),
-            turns: case
-                .ticks()
-                .iter()
-                .flat_map(|t| t.model.iter().cloned())
-                .collect(),
+            turns,
             source: case.path.clone(),
         };
-        let log_path = root.join("model.log");
         let server = MockModel::builder(script)
             .api_key(MODEL_KEY)
             .log_file(&log_path)
             .start_blocking()
             .map_err(|e| HarnessError::Sandbox(format!("start the case's mock model: {e}")))?;
-        Ok(Some(Self {
+        Ok(Self {
             server,
             log_path,
-            per_tick: case.ticks().iter().map(|t| t.model.len()).collect(),
-        }))
+            per_tick,
+        })
     }
 
     /// The base URL, `http://127.0.0.1:PORT`.

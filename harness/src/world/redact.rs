@@ -171,9 +171,10 @@ impl Redactor {
         self
     }
 
-    /// Also redacts which of `machines` holds a claim (`by a:[ROOT]/machines/a/work`
-    /// → `by [MACHINE]:[ROOT]/machines/[MACHINE]/work`): where machines
-    /// ticked at once, which one won varies from run to run.
+    /// Also redacts which of `machines` a text names — a claim's holder
+    /// (`by a:[ROOT]/machines/a/work` → `by [MACHINE]:[ROOT]/machines/[MACHINE]/work`),
+    /// a path in a machine's clone: where machines ticked at once, which
+    /// one won a race varies from run to run.
     pub fn raced_machines(mut self, machines: &[&str]) -> Self {
         if machines.is_empty() {
             return self;
@@ -183,9 +184,16 @@ impl Redactor {
             .map(|m| regex::escape(m))
             .collect::<Vec<_>>()
             .join("|");
-        if let Ok(holder) = Regex::new(&format!(r"by (?:{names}):\[ROOT\]/machines/(?:{names})/")) {
-            self.rules
-                .push((holder, "by [MACHINE]:[ROOT]/machines/[MACHINE]/".to_owned()));
+        for (pattern, with) in [
+            (
+                format!(r"\[ROOT\]/machines/(?:{names})/"),
+                "[ROOT]/machines/[MACHINE]/",
+            ),
+            (format!(r"by (?:{names}):\[ROOT\]"), "by [MACHINE]:[ROOT]"),
+        ] {
+            if let Ok(rule) = Regex::new(&pattern) {
+                self.rules.push((rule, with.to_owned()));
+            }
         }
         self
     }

@@ -1,7 +1,8 @@
 //! The checks of a case's simulated machines (`machines:`): their names
 //! and skews, that every tick of a case with machines names where it runs
 //! (and only a case with machines does), that a tick on several machines
-//! at once is a plain wrapper tick, and that what happens at a barrier is
+//! at once is a wrapper or real-session tick that kills nothing, and that
+//! what happens at a barrier is
 //! something that can happen while a tick runs.
 
 use sdd_mocks::skill::Action;
@@ -39,11 +40,11 @@ impl Checker<'_> {
                 self.skew(skew)?;
             }
         }
-        if !names.is_empty() && case.driver != Driver::Wrapper {
+        if !names.is_empty() && !matches!(case.driver, Driver::Wrapper | Driver::RealSession) {
             return Err(self.at(
                 self.ticks_at,
-                "machines run wrapper ticks only (the engine runs the fake skill)".to_owned(),
-                format!("drop `driver:`, or the machines ({FORMAT_HELP})"),
+                "machines run wrapper ticks (the engine runs the fake skill) or real-session ticks (a real Claude Code session each) only".to_owned(),
+                format!("drop `driver:`, set `driver: real-session`, or drop the machines ({FORMAT_HELP})"),
             ));
         }
         for tick in &case.ticks.value {
