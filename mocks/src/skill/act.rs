@@ -314,8 +314,9 @@ impl Actor {
     /// interrupted.
     fn barrier(&self, err: &mut dyn Write, path: &str) -> Result<(), ActError> {
         err.flush()?;
+        let interrupts = barrier::Interrupts::catch()?;
         barrier::signal_ready(&self.cwd.join(path), self.pid)?;
-        barrier::block_until_killed_or_interrupted()?;
+        interrupts.block_until_killed_or_interrupted();
         writeln!(err, "interrupted at the barrier: draining")?;
         err.flush()?;
         Ok(())

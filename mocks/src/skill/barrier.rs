@@ -28,15 +28,34 @@ pub fn signal_ready(path: &Path, pid: u32) -> std::io::Result<()> {
     std::fs::rename(tmp, path)
 }
 
-/// Waits until the process is killed (SIGKILL) or interrupted (SIGINT or
-/// SIGTERM); returns on an interrupt.
-pub fn block_until_killed_or_interrupted() -> std::io::Result<()> {
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])?;
-    let _ = signals.forever().next();
-    Ok(())
+/// The interrupts a barrier waits for, caught from the moment this is
+/// made: make it before saying `ready`, or an interrupt sent the instant
+/// the test reads the line finds no handler and kills the skill before
+/// it drains (seen under load: `sigint-interrupt` lost its drain).
+pub struct Interrupts(signal_hook::iterator::Signals);
+
+impl std::fmt::Debug for Interrupts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Interrupts(SIGINT, SIGTERM)")
+    }
+}
+
+impl Interrupts {
+    /// Catches SIGINT and SIGTERM from now on.
+    pub fn catch() -> std::io::Result<Self> {
+        signal_hook::iterator::Signals::new([
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+        ])
+        .map(Self)
+    }
+
+    /// Waits until the process is killed (SIGKILL) or interrupted (SIGINT
+    /// or SIGTERM, caught since [`Interrupts::catch`]); returns on an
+    /// interrupt.
+    pub fn block_until_killed_or_interrupted(mut self) {
+        let _ = self.0.forever().next();
+    }
 }
 
 /// Never returns; the process waits to be killed.
