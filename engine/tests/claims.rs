@@ -487,6 +487,9 @@ fn status_lists_the_claims_with_holder_and_expiry_this_clones_marked() {
     let origin = Origin::new();
     let mut s = origin.clone_sandbox();
     origin.taken_elsewhere(1, "2026-05-09T13:59:00Z");
+    // Lapsed at 13:59 by its holder's clock (the sandbox's reads 14:00),
+    // within the skew margin: not swept yet.
+    origin.taken_elsewhere(7, "2026-05-09T13:44:00Z");
     s.procs.0 = vec![100];
     let b = s.begin(&claiming(&s, 1), 100);
     assert_eq!(planned(&b), [2]);
@@ -524,7 +527,36 @@ fn status_lists_the_claims_with_holder_and_expiry_this_clones_marked() {
         "{out}"
     );
     assert!(
-        out.contains("(pid 100) (this clone) until 2026-05-09T14:15:00Z"),
+        out.contains("(pid 100) (this clone) until 2026-05-09T14:15:00Z\n"),
         "{out}"
+    );
+    assert!(
+        out.contains("  #7 held by m2:/home/ci/repo (pid 9) until 2026-05-09T13:59:00Z (lapsed)\n"),
+        "{out}"
+    );
+}
+
+/// In a session, `end` runs in another process than `begin`: the history
+/// line still names who held the candidates the tick passed over.
+#[test]
+fn a_sessions_history_line_names_the_claims_held_elsewhere() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    origin.taken_elsewhere(1, "2026-05-09T13:59:00Z");
+    s.procs.0 = vec![100];
+    let cfg = claiming(&s, 1);
+    let b = s.begin(&cfg, 100);
+    assert_eq!(planned(&b), [2]);
+    let e = s.end(
+        &cfg,
+        &EndInput {
+            caller: Some(100),
+            ..Default::default()
+        },
+    );
+    assert_eq!(e.code, exit::TICK_DONE, "{}{}", e.out, e.err);
+    assert_eq!(
+        claims_line(&s)["held_by_others"],
+        serde_json::json!(["#1 by m2:/home/ci/repo (pid 9) until 2026-05-09T14:14:00Z"])
     );
 }

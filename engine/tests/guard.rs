@@ -135,6 +135,7 @@ fn the_guard_stops_a_skill_whose_every_claim_was_taken_over() {
                 expires_at: "2026-11-26T10:15:00Z".into(),
             }],
             lost: vec![],
+            held_by_others: vec![],
         }),
     }
     .save(&journal_path)

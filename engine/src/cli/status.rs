@@ -45,7 +45,7 @@ pub fn run(
     let paths = StatePaths::new(root, skill, budget_file);
     match gather(&paths, clock, probe) {
         Ok(mut s) => {
-            s.claims = claims;
+            s.claims = claims.map(|c| c.as_of(clock.now()));
             let text = if as_json {
                 format!("{}\n", s.json(root, &paths))
             } else {
@@ -72,13 +72,17 @@ pub struct Claims {
     pub read: Result<Vec<ClaimShown>, String>,
 }
 
-/// One claim: its holder, its expiry, whether it is this clone's.
+/// One claim: its holder, its expiry, whether it is this clone's, and
+/// whether its lease has run out by this clone's clock (a finished
+/// tick's claim stands until then; another clone takes or sweeps it
+/// once the skew margin has passed too).
 #[derive(Debug)]
 pub struct ClaimShown {
     pub number: u64,
     pub holder: String,
     pub expires_at: String,
     pub ours: bool,
+    pub lapsed: bool,
 }
 
 impl Claims {
@@ -98,12 +102,14 @@ impl Claims {
                             holder: l.holder.to_string(),
                             expires_at: clock::format(l.expires_at),
                             ours: l.holder.same_clone(me),
+                            lapsed: false,
                         },
                         None => ClaimShown {
                             number,
                             holder: format!("a ref that is not a lease ({})", s.commit),
                             expires_at: "never".into(),
                             ours: false,
+                            lapsed: false,
                         },
                     })
                     .collect()
@@ -115,6 +121,17 @@ impl Claims {
         }
     }
 
+    /// The claims with their leases judged at `now`.
+    #[must_use]
+    pub fn as_of(mut self, now: jiff::Timestamp) -> Self {
+        if let Ok(claims) = &mut self.read {
+            for c in claims {
+                c.lapsed = clock::parse(&c.expires_at).is_ok_and(|at| at <= now);
+            }
+        }
+        self
+    }
+
     fn text(&self) -> String {
         match &self.read {
             Err(e) => format!("Claims on {}: cannot be read ({e})\n", self.remote),
@@ -123,11 +140,12 @@ impl Claims {
                 let mut s = format!("Claims on {}:\n", self.remote);
                 for claim in c {
                     s.push_str(&format!(
-                        "  #{} held by {}{} until {}\n",
+                        "  #{} held by {}{} until {}{}\n",
                         claim.number,
                         claim.holder,
                         if claim.ours { " (this clone)" } else { "" },
-                        claim.expires_at
+                        claim.expires_at,
+                        if claim.lapsed { " (lapsed)" } else { "" }
                     ));
                 }
                 s
@@ -142,7 +160,7 @@ impl Claims {
                 "remote": self.remote,
                 "held": c.iter().map(|c| json!({
                     "number": c.number, "holder": c.holder,
-                    "expires_at": c.expires_at, "this_clone": c.ours,
+                    "expires_at": c.expires_at, "this_clone": c.ours, "lapsed": c.lapsed,
                 })).collect::<Vec<_>>(),
             }),
         }

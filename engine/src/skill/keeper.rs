@@ -268,6 +268,7 @@ mod tests {
             limit_secs: 20,
             held: vec![],
             lost: vec![],
+            held_by_others: vec![],
         };
         let (remote, timing, holder) = remote_of(&claims, 7, std::env::vars().collect());
         let lease = timing.lease(Skill::Work, 1, &holder, ts("2026-11-26T10:00:00Z"));

@@ -129,6 +129,10 @@ pub struct Claims {
     /// clone, or not renewed before it lapsed): their work must stop.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<LostClaim>,
+    /// Who held the candidates this tick passed over (`#N by HOLDER until
+    /// T`), for the history line `end` writes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_by_others: Vec<String>,
 }
 
 /// One claim held: the issue or PR, the commit its ref points at (the
@@ -288,6 +292,7 @@ mod tests {
                     expires_at: "2026-05-09T15:05:00Z".into(),
                 }],
                 lost: vec![],
+                held_by_others: vec![],
             }),
         };
         j.save(&path).unwrap();

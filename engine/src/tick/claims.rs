@@ -107,6 +107,7 @@ impl Claimer {
             limit_secs: self.remote.limit.as_secs(),
             held: Vec::new(),
             lost: Vec::new(),
+            held_by_others: Vec::new(),
         }
     }
 }
@@ -470,6 +471,13 @@ pub(crate) fn plan(
     ctx.claim_log.remote = ctx.cfg.claims.as_ref().map(|s| s.remote.clone());
     ctx.claim_log.taken.extend(&claimed.won);
     ctx.claim_log.others.extend(claimed.others.iter().cloned());
+    if let Some(journal) = ctx.claims.as_mut() {
+        // For `end` in another process (a session's): its history line
+        // names them too.
+        journal
+            .held_by_others
+            .extend(claimed.others.iter().cloned());
+    }
     if claimed.won.is_empty() {
         return Ok(Planned::Nothing(format!(
             "No {what} claimable — other clones hold {}",
@@ -521,6 +529,9 @@ pub(crate) fn release_at_end(
             .map(|h| h.number)
             .chain(claims.lost.iter().map(|l| l.number))
             .collect();
+    }
+    if ctx.claim_log.others.is_empty() {
+        ctx.claim_log.others.clone_from(&claims.held_by_others);
     }
     for lost in &claims.lost {
         ctx.note(format!(
