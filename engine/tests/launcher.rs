@@ -302,6 +302,36 @@ fn without_an_engine_a_loop_prompt_is_blocked_and_nothing_else_is_touched() {
     }
 }
 
+/// Issue 33: `source` decides, with no engine as with one — a loop
+/// prompt that another session, a channel or an event sent (`system`,
+/// `poll_event`) is plain text and passes; the user's own senders, and a
+/// payload without the field, are blocked with no engine.
+#[test]
+fn without_an_engine_only_the_users_own_senders_loop_prompts_are_blocked() {
+    let home = tempfile::tempdir().unwrap();
+    let from = |source: Option<&str>| {
+        let mut json: serde_json::Value = serde_json::from_str(&input(LOOP)).unwrap();
+        if let Some(s) = source {
+            json["source"] = json!(s);
+        }
+        json.to_string()
+    };
+    for source in [None, Some("user"), Some("sdk"), Some("loop_wakeup"), Some("schedule_wakeup")] {
+        let json = from(source);
+        assert!(is_loop_prompt(&json, home.path()), "{source:?}");
+        let out = launch(&["user-prompt-submit"], &json, &[], home.path());
+        assert!(blocked(&out).is_some(), "{source:?}");
+    }
+    for source in ["system", "poll_event", "peer_message", "", "USER"] {
+        let json = from(Some(source));
+        assert!(!is_loop_prompt(&json, home.path()), "{source}");
+        assert!(!is_loop_prompt(&ascii_escaped(&json), home.path()), "{source} escaped");
+        let out = launch(&["user-prompt-submit"], &json, &[], home.path());
+        assert_eq!(blocked(&out), None, "{source}");
+        assert!(out.status.success(), "{source}: {out:?}");
+    }
+}
+
 #[test]
 fn an_engine_of_another_protocol_is_named_with_both_protocols() {
     let home = tempfile::tempdir().unwrap();
