@@ -316,7 +316,13 @@ fn without_an_engine_only_the_users_own_senders_loop_prompts_are_blocked() {
         }
         json.to_string()
     };
-    for source in [None, Some("user"), Some("sdk"), Some("loop_wakeup"), Some("schedule_wakeup")] {
+    for source in [
+        None,
+        Some("user"),
+        Some("sdk"),
+        Some("loop_wakeup"),
+        Some("schedule_wakeup"),
+    ] {
         let json = from(source);
         assert!(is_loop_prompt(&json, home.path()), "{source:?}");
         let out = launch(&["user-prompt-submit"], &json, &[], home.path());
@@ -325,7 +331,10 @@ fn without_an_engine_only_the_users_own_senders_loop_prompts_are_blocked() {
     for source in ["system", "poll_event", "peer_message", "", "USER"] {
         let json = from(Some(source));
         assert!(!is_loop_prompt(&json, home.path()), "{source}");
-        assert!(!is_loop_prompt(&ascii_escaped(&json), home.path()), "{source} escaped");
+        assert!(
+            !is_loop_prompt(&ascii_escaped(&json), home.path()),
+            "{source} escaped"
+        );
         let out = launch(&["user-prompt-submit"], &json, &[], home.path());
         assert_eq!(blocked(&out), None, "{source}");
         assert!(out.status.success(), "{source}: {out:?}");

@@ -15,7 +15,8 @@
 //! `UserPromptSubmit` hook (one per submitted prompt) and ends when that
 //! hook blocked the prompt (the model is not called) or, when it let it
 //! through, when a `Stop` hook's run that did not block has ended (the
-//! turn is over). The tick's runs are copied to `ticks/N/engine/` and read
+//! turn is over) — or a `StopFailure` hook's (the turn ended on a
+//! model-API error, and no `Stop` comes). The tick's runs are copied to `ticks/N/engine/` and read
 //! as a `real-session` tick's are ([`super::real_session`]); its model
 //! requests are the model log's growth since the last tick.
 //!
@@ -118,6 +119,29 @@ fn blocked(run: &EngineRun) -> bool {
         .is_ok_and(|v| v["decision"] == "block")
 }
 
+/// Whether a tick's `runs` so far show `wait` is over: its prompt was
+/// submitted (its `UserPromptSubmit` hook ran); its turn ended — the
+/// prompt blocked, a `Stop` that did not block, or a `StopFailure` (the
+/// turn ended on a model-API error: no `Stop` comes).
+fn reached(runs: &[EngineRun], wait: &Wait) -> bool {
+    let Some(prompt) = runs.iter().position(|r| is_hook(r, "user-prompt-submit")) else {
+        return false;
+    };
+    let after = &runs[prompt + 1..];
+    match wait {
+        Wait::Prompt => true,
+        Wait::TurnEnd => {
+            blocked(&runs[prompt])
+                || after.iter().any(|r| is_hook(r, "stop-failure"))
+                || after
+                    .iter()
+                    .rev()
+                    .find(|r| is_hook(r, "stop"))
+                    .is_some_and(|r| !blocked(r))
+        }
+    }
+}
+
 /// What is being waited for.
 enum Wait {
     /// The tick's prompt: the run of its `UserPromptSubmit` hook.
@@ -214,21 +238,7 @@ impl Live {
 
     /// Whether the tick's runs so far show `wait` is over.
     fn reached(&self, wait: &Wait) -> bool {
-        let runs = self.new_runs();
-        let Some(prompt) = runs.iter().position(|r| is_hook(r, "user-prompt-submit")) else {
-            return false;
-        };
-        match wait {
-            Wait::Prompt => true,
-            Wait::TurnEnd => {
-                blocked(&runs[prompt])
-                    || runs[prompt + 1..]
-                        .iter()
-                        .rev()
-                        .find(|r| is_hook(r, "stop"))
-                        .is_some_and(|r| !blocked(r))
-            }
-        }
+        reached(&self.new_runs(), wait)
     }
 
     /// Waits for the tick's prompt (pressing Enter again while a typed one
@@ -402,4 +412,36 @@ fn quiet<'a>(tick: &Tick<'a>) -> Option<(&'a str, Duration)> {
 fn failed(tick: Tick<'_>, why: String) -> Ticked {
     let record = tick.finish(TickEnd::Exited(0), Output::default());
     (record, Some(why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(event: &str, out: &str) -> EngineRun {
+        EngineRun {
+            args: vec!["hook".to_owned(), event.to_owned()],
+            stdout: out.to_owned(),
+            stderr: String::new(),
+            exit: Some(0),
+        }
+    }
+
+    /// A turn that ends on a model-API error runs `StopFailure` and no
+    /// `Stop`: the tick waited for the case's timeout before.
+    #[test]
+    fn a_turn_ends_at_a_stop_that_does_not_block_or_at_a_stop_failure() {
+        let prompt = || run("user-prompt-submit", r#"{"hookSpecificOutput":{}}"#);
+        let block = r#"{"decision":"block","reason":"r"}"#;
+        assert!(!reached(&[], &Wait::Prompt));
+        assert!(reached(&[prompt()], &Wait::Prompt));
+        assert!(!reached(&[prompt()], &Wait::TurnEnd));
+        let stopped_once = [prompt(), run("pre-tool-use", "{}"), run("stop", block)];
+        assert!(!reached(&stopped_once, &Wait::TurnEnd));
+        let stopped = [prompt(), run("stop", block), run("stop", "")];
+        assert!(reached(&stopped, &Wait::TurnEnd));
+        let failed = [prompt(), run("stop-failure", "")];
+        assert!(reached(&failed, &Wait::TurnEnd));
+        assert!(reached(&[run("user-prompt-submit", block)], &Wait::TurnEnd));
+    }
 }
