@@ -8,7 +8,7 @@ use super::real_loop::RealLoop;
 use super::real_session::RealSession;
 use super::session::Agent;
 use super::tick::{Tick, Ticked};
-use super::{agent, real, wrapper};
+use super::{agent, hooks, real, wrapper};
 use crate::loading::case::{Case, Driver};
 use crate::world::error::HarnessError;
 
@@ -27,6 +27,8 @@ pub enum TickDriver {
     RealSession(RealSession),
     /// The real interactive Claude Code runs `/loop` ([`super::real_loop`]).
     RealLoop(RealLoop),
+    /// The harness plays Claude Code's side of the hooks ([`hooks`]).
+    Hooks,
 }
 
 impl TickDriver {
@@ -36,6 +38,7 @@ impl TickDriver {
             (Driver::Session, _) => Self::Session(Agent::default()),
             (Driver::RealSession, _) => Self::RealSession(RealSession::default()),
             (Driver::RealLoop, _) => Self::RealLoop(RealLoop::default()),
+            (Driver::Hooks, _) => Self::Hooks,
             (
                 Driver::RealClaude | Driver::RealCodex | Driver::RealGemini | Driver::RealOpencode,
                 _,
@@ -54,6 +57,7 @@ impl TickDriver {
             Self::Real => real::run(tick),
             Self::RealSession(session) => session.run_tick(tick),
             Self::RealLoop(session) => session.run_tick(tick),
+            Self::Hooks => hooks::run_tick(tick),
         }
     }
 }

@@ -5,8 +5,9 @@
 //! ([`driver`]): [`wrapper`] (the engine runs
 //! the fake skill, `sdd-loop <skill> --loop`), [`agent`] (the engine drives
 //! a fake Claude Code or Codex with `--agent`) and [`session`] (the
-//! in-session protocol, `begin`/`end`, as a session would call it), and
-//! with the pinned real CLIs against a scripted model: [`real`] (the
+//! in-session protocol, `begin`/`end`, as a session would call it),
+//! [`hooks`] (Claude Code's side of the plugin's hooks, played with no
+//! CLI), and with the pinned real CLIs against a scripted model: [`real`] (the
 //! engine drives real Claude Code or Codex), [`real_session`] (a real
 //! Claude Code session runs `begin`/`end` itself) and [`real_loop`] (the
 //! real interactive Claude Code runs `/loop`, the plugin's hooks the ticks). What
@@ -26,6 +27,7 @@
 pub mod agent;
 pub mod at_once;
 pub mod driver;
+pub mod hooks;
 pub mod options;
 pub mod parallel;
 pub mod phases;

@@ -179,6 +179,11 @@ pub enum Driver {
     /// wakeup or cron fire, or what the tick's `prompt:` types.
     #[serde(rename = "real-loop")]
     RealLoop,
+    /// The harness plays Claude Code's side of the plugin's hooks, with no
+    /// CLI: each tick sends `UserPromptSubmit` (the tick's `prompt:` and
+    /// `source:`), does the tick's fake-skill actions when the hook began
+    /// a tick, writes their spend as a transcript, and sends `Stop`.
+    Hooks,
 }
 
 impl Driver {
@@ -228,7 +233,7 @@ impl Driver {
     /// Whether a real Claude Code session does the ticks' work, run per
     /// prompt (`real-session`) or interactive (`real-loop`).
     pub fn claude_session(self) -> bool {
-        matches!(self, Driver::RealSession | Driver::RealLoop)
+        matches!(self, Driver::RealSession | Driver::RealLoop | Driver::Hooks)
     }
 }
 
@@ -380,9 +385,16 @@ pub struct TickSpec {
     /// instead of the case's loop prompt — a user's next prompt, such as
     /// `proceed` answering the gate the last prompt asked. `driver:
     /// real-loop`: what the user types for this tick, instead of waiting
-    /// for `/loop` to fire.
+    /// for `/loop` to fire. `driver: hooks`: the `UserPromptSubmit`
+    /// input's `prompt`.
     #[serde(default)]
     pub prompt: Option<String>,
+    /// `driver: hooks` only: the `UserPromptSubmit` input's `source` — who
+    /// sent the prompt (`user`, `sdk`, `loop_wakeup`, `schedule_wakeup`,
+    /// `system`, `poll_event`, or any other string) [default: no field,
+    /// as older Claude Code releases send it].
+    #[serde(default)]
+    pub source: Option<String>,
     /// `driver: real-session` only: `new` starts a new Claude Code session
     /// for this tick; by default a tick continues the last one (`claude
     /// -p … --continue`), and the first tick and a tick after a kill start

@@ -32,6 +32,7 @@ use crate::loading::reference::{self, Doc};
 use crate::loading::{duration, requirements};
 
 mod edits;
+mod hooks;
 mod machines;
 
 struct Checker<'a> {
@@ -125,6 +126,7 @@ impl Checker<'_> {
                 l
             }
         };
+        self.hooks(tick)?;
         if !self.driver.claude_session() && tick.prompt.is_some() {
             return Err(self.at(
                 self.ticks_at,
@@ -762,6 +764,7 @@ fn driver_name(driver: Driver) -> &'static str {
         Driver::RealOpencode => "real-opencode",
         Driver::RealSession => "real-session",
         Driver::RealLoop => "real-loop",
+        Driver::Hooks => "hooks",
     }
 }
 

@@ -313,6 +313,11 @@ impl Sandbox {
             std::os::unix::fs::symlink(target, bin.join(name))
                 .map_err(io(format!("install {} as {name}", target.display())))?;
         }
+        if case.driver == crate::loading::case::Driver::Hooks {
+            // The plugin's launcher finds the engine on PATH, as in a real
+            // session: the shim keeps each run under the tick's directory.
+            install_for_real_clis(&bin, &binaries.engine)?;
+        }
         let (model, confinement) = if real {
             install_for_real_clis(&bin, &binaries.engine)?;
             // Codex runs each command in a login shell, which sets PATH
