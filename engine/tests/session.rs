@@ -402,6 +402,7 @@ fn from_transcript(s: &Sandbox, caller: u32) -> EndInput {
         },
         settle: None,
         prompt_id: None,
+        last_message: None,
     });
     input
 }
@@ -665,6 +666,7 @@ fn a_missing_transcript_leaves_the_iteration_open_with_a_help_line() {
         },
         settle: None,
         prompt_id: None,
+        last_message: None,
     });
     let r = s.end(&cfg, &input);
     assert_eq!(r.code, exit::DATA, "{}", r.err);

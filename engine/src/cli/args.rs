@@ -522,6 +522,12 @@ pub struct EndArgs {
     /// responses, not the new prompt's.
     #[arg(long, value_name = "ID", requires = "transcript")]
     pub prompt_id: Option<String>,
+    /// With --transcript, inside Claude Code: the session's last message
+    /// (a Stop hook's `last_assistant_message`); `end` waits until the
+    /// transcript holds it (at most 2 s) before counting, as Claude Code
+    /// may write its last response late.
+    #[arg(long, value_name = "TEXT", requires = "transcript")]
+    pub last_message: Option<String>,
     #[command(flatten)]
     pub holder: HolderArgs,
     #[command(flatten)]

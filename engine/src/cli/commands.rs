@@ -498,6 +498,7 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
                 .is_some_and(|v| !v.is_empty())
                 .then_some(Settle::CLAUDE_CODE),
             prompt_id: args.prompt_id.clone().filter(|p| !p.is_empty()),
+            last_message: args.last_message.clone().filter(|m| !m.is_empty()),
         }),
     })
 }

@@ -124,13 +124,25 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
             pid,
             prompt_id: began.as_ref().and_then(|s| s.prompt_id.clone()),
         };
-        let ran = end(
+        // The response that ended the turn: `end` waits until the
+        // transcript holds it (Claude Code may write it late).
+        let last: Vec<String> = match (
+            &input.common.transcript_path,
+            input.last_assistant_message.as_deref(),
+        ) {
+            (Some(_), Some(m)) if !m.trim().is_empty() => {
+                vec!["--last-message".into(), m.to_owned()]
+            }
+            _ => Vec::new(),
+        };
+        let ran = end_with(
             hook,
             &project,
             skill,
             &held,
             input.common.transcript_path.as_deref(),
             summary.clone(),
+            &last,
         );
         let n = journal.iteration;
         let (decision, this) = match ran.code {

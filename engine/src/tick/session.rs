@@ -102,6 +102,9 @@ pub struct TranscriptSource {
     /// `--prompt-id`: the tick's own prompt (its `promptId`); else the
     /// transcript's last prompt is taken for it.
     pub prompt_id: Option<String>,
+    /// `--last-message`: the response that ended the turn, which the
+    /// settle waits for ([`transcript::settle_until`]).
+    pub last_message: Option<String>,
 }
 
 /// The tick configuration for `end`: the open iteration's budget file,
@@ -274,8 +277,17 @@ fn spend_from_transcript(
         .map_err(|e| transcript_failure(&e, e.help()))?;
     let settled = match source.settle {
         Some(limits) => Some(
-            transcript::settle(&path, limits, &mut std::thread::sleep)
-                .map_err(|e| transcript_failure(&e, e.help()))?,
+            transcript::settle_until(
+                &path,
+                limits,
+                source
+                    .last_message
+                    .as_deref()
+                    .and_then(transcript::awaited_words)
+                    .as_deref(),
+                &mut std::thread::sleep,
+            )
+            .map_err(|e| transcript_failure(&e, e.help()))?,
         ),
         None => None,
     };

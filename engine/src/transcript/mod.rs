@@ -62,7 +62,7 @@ pub use locate::{
     ClaudeDirs, MAX_SLUG_LEN, TranscriptChoice, locate, newest_transcript, project_slug,
 };
 pub use scan::ResponseKey;
-pub use settle::{Settle, Settled, settle};
+pub use settle::{Settle, Settled, awaited_words, settle, settle_until};
 pub(crate) use usage::RawUsage;
 pub use usage::TokenTotals;
 

@@ -389,3 +389,64 @@ fn a_missing_transcript_names_session_persistence_and_the_way_round_it() {
         other.help()
     );
 }
+
+/// Measured in CI under load: a real `/loop` tick's last response (12,700
+/// tokens) was not in the transcript when the quiet time had passed, and
+/// the Stop hook's `end` left it out. Knowing the message that ended the
+/// turn, the settle waits until the file holds it.
+#[test]
+fn settle_until_waits_for_the_last_message_past_a_quiet_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    std::fs::write(&path, format!("{PROMPT}\n")).unwrap();
+    let limits = Settle::CLAUDE_CODE;
+    let quiet = (limits.quiet.as_millis() / limits.poll.as_millis()) as usize;
+    let words =
+        crate::transcript::awaited_words("Opened the pull request for issue 1.\n\nDone.").unwrap();
+    assert_eq!(words, "Opened the pull request for issue 1.");
+    let late = quiet + 5;
+    let mut waits = 0;
+    let settled = crate::transcript::settle_until(&path, limits, Some(&words), &mut |_| {
+        waits += 1;
+        if waits == late {
+            let line = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Opened the pull request for issue 1.\n\nDone."}]}}"#;
+            let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+            std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).unwrap();
+        }
+    })
+    .unwrap();
+    assert_eq!(settled, Settled::Quiet);
+    assert_eq!(
+        waits,
+        late + quiet,
+        "quiet, then the message, then quiet again"
+    );
+    // A message that never comes: the limit, then on.
+    let mut waits = 0;
+    let settled =
+        crate::transcript::settle_until(&path, limits, Some("Never written here"), &mut |_| {
+            waits += 1;
+        })
+        .unwrap();
+    assert_eq!(settled, Settled::GaveUp);
+    assert_eq!(
+        waits,
+        (limits.most.as_millis() / limits.poll.as_millis()) as usize
+    );
+}
+
+#[test]
+fn the_awaited_words_are_what_json_leaves_as_it_is() {
+    use crate::transcript::awaited_words;
+    assert_eq!(
+        awaited_words("  \n Done: PR #3 opened (it's green). \"quoted\""),
+        Some("Done: PR #3 opened (it's green).".to_owned())
+    );
+    assert_eq!(awaited_words("Ok."), None, "too little to tell");
+    assert_eq!(
+        awaited_words("Café ouvert"),
+        None,
+        "stops at the first character JSON may escape"
+    );
+    assert_eq!(awaited_words(""), None);
+}
