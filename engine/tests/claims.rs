@@ -250,6 +250,58 @@ fn a_clone_takes_back_its_own_standing_claim() {
     assert_eq!(s.runner.requests[1].issues[0].number, 1);
     assert_eq!(origin.lease(Skill::Work, 1).holder, stood.holder);
     assert_eq!(claims_line(&s)["taken"], serde_json::json!([1]));
+    assert_eq!(
+        git(s.root(), &["for-each-ref", "refs/sdd-loop/seen"]),
+        "",
+        "taken back against the commit the clone remembered, with no read"
+    );
+}
+
+/// A clone alone on its backlog never reads the claims, so nothing swept
+/// the refs of its finished work: it deletes its own once they lapse, in
+/// a later tick's push.
+#[test]
+fn a_clone_deletes_its_own_lapsed_standing_claims_in_a_later_push() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    *s.tracker.issues.borrow_mut() = vec![issue(1, CLEAR)];
+    let first = s.tick(&claiming(&s, 1));
+    assert_eq!(first.code, exit::TICK_DONE, "{}{}", first.out, first.err);
+    assert_eq!(origin.claims(Skill::Work), [1], "left standing");
+    // #1 is done (its PR is open); #2 is filed. Before #1's lease ends
+    // (14:15) it stands; after, the next tick's push deletes it. Each
+    // tick the first of a run (a changed backlog would ask the drift
+    // gate); what the clone remembers of its claims stays.
+    let fresh = |s: &Sandbox| {
+        std::fs::remove_dir_all(s.root().join(".sdd")).unwrap();
+        std::fs::remove_file(s.root().join(".git/sdd-loop/work.json")).unwrap();
+    };
+    fresh(&s);
+    *s.tracker.issues.borrow_mut() = vec![issue(2, CLEAR)];
+    s.clock.set("2026-05-09T14:10:00Z".parse().unwrap());
+    s.procs.0 = vec![];
+    let second = s.tick(&claiming(&s, 1));
+    assert_eq!(second.code, exit::TICK_DONE, "{}{}", second.out, second.err);
+    assert_eq!(
+        origin.claims(Skill::Work),
+        [1, 2],
+        "#1's lease runs to 14:15"
+    );
+    fresh(&s);
+    *s.tracker.issues.borrow_mut() = vec![issue(3, CLEAR)];
+    s.clock.set("2026-05-09T14:30:00Z".parse().unwrap());
+    let third = s.tick(&claiming(&s, 1));
+    assert_eq!(third.code, exit::TICK_DONE, "{}{}", third.out, third.err);
+    assert_eq!(
+        origin.claims(Skill::Work),
+        [3],
+        "#1 and #2 lapsed and were deleted"
+    );
+    assert_eq!(
+        git(s.root(), &["for-each-ref", "refs/sdd-loop/seen"]),
+        "",
+        "in the take's own push: no read"
+    );
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! the budget checkpoint, the history log and their reconciliation
 //! ([`budget`], [`history`], [`reconcile`]); the interrupted-iteration
 //! journal ([`journal`]); how far a loop got, kept out of the model's
-//! reach ([`witness`]); the files a tick shares with its wrapped skill
+//! reach ([`witness`]) and the claims a clone left standing on the shared
+//! remote ([`standing`]); the files a tick shares with its wrapped skill
 //! ([`protocol`], [`exchange`]); and the JSON Schemas of them all
 //! ([`schema`]).
 
@@ -19,4 +20,5 @@ pub mod paths;
 pub mod protocol;
 pub mod reconcile;
 pub mod schema;
+pub mod standing;
 pub mod witness;

@@ -16,7 +16,11 @@
 //!   A claim of this same clone (a tick of it that died, or finished work
 //!   left standing) is taken back the same way at once: the checkout's
 //!   lock says no other tick of this clone runs. Expired claims that are
-//!   no candidate are swept in the same push.
+//!   no candidate are swept in the same push. A clone remembers the claims
+//!   it left standing ([`crate::state::standing`]): its first push takes
+//!   one back against the commit it knows, and deletes those that lapsed
+//!   — so a clone alone on its backlog, which never reads, leaves no refs
+//!   behind.
 //! - Nothing claimable: the tick is skipped like a lock skip (a
 //!   `skipped_lock` line, no counter advanced, nothing spent), with a note
 //!   naming who holds what until when.
@@ -44,6 +48,7 @@ use crate::exit;
 use crate::os::clock;
 use crate::state::journal::{Claims, HeldClaim};
 use crate::state::paths::Skill;
+use crate::state::standing::{self, Standing};
 use crate::world::claim::{self, Change, ClaimError, Holder, Lease, Outcome, Remote, Seen, Timing};
 
 /// The remote and lease a tick claims with.
@@ -261,9 +266,41 @@ fn take_candidates(
     want: usize,
     now: Timestamp,
 ) -> Result<(), Stop> {
-    let first: Vec<(u64, Option<String>)> =
-        candidates.iter().take(want).map(|n| (*n, None)).collect();
-    if push_takes(c, claimed, journal, &first, Vec::new(), now)?.is_empty() {
+    // This clone's own standing claims: one among the first candidates is
+    // taken back against the commit it was left at; one that lapsed and is
+    // no candidate is deleted in the same push.
+    let file = standing::path(&c.remote.dir, c.skill);
+    let mut own = Standing::load(&file);
+    let first: Vec<(u64, Option<String>)> = candidates
+        .iter()
+        .take(want)
+        .map(|n| (*n, own.commit_of(*n).map(str::to_owned)))
+        .collect();
+    let lapsed: Vec<u64> = own
+        .claims
+        .iter()
+        .filter(|h| !candidates.contains(&h.number))
+        .filter(|h| clock::parse(&h.expires_at).is_ok_and(|at| at <= now))
+        .map(|h| h.number)
+        .take(SWEEP)
+        .collect();
+    let sweep = lapsed
+        .iter()
+        .filter_map(|n| {
+            own.commit_of(*n).map(|commit| Change::Release {
+                skill: c.skill,
+                number: *n,
+                expected: commit.to_owned(),
+            })
+        })
+        .collect();
+    let lost = push_takes(c, claimed, journal, &first, sweep, now)?;
+    // Whatever became of them, these are no longer standing here: taken
+    // back, swept, or changed by someone else (a refusal).
+    let tried: Vec<u64> = first.iter().map(|(n, _)| *n).chain(lapsed).collect();
+    own.forget(&tried);
+    own.save(&file);
+    if lost.is_empty() {
         return Ok(());
     }
     let seen = c.remote.read(c.skill).map_err(Stop::Unreachable)?;
@@ -540,11 +577,16 @@ pub(crate) fn release_at_end(
         ));
         ctx.claim_log.lost.push(lost.number);
     }
+    let file = standing::path(&claims.clone, ctx.cfg.skill);
+    let mut own = Standing::load(&file);
     if succeeded {
         ctx.claim_log.standing = claims.held.iter().map(|h| h.number).collect();
+        own.add(&claims.held);
     } else {
+        own.forget(&claims.held.iter().map(|h| h.number).collect::<Vec<_>>());
         release(ctx, &mut claims, &[], journal.pid);
     }
+    own.save(&file);
 }
 
 #[cfg(test)]
