@@ -151,8 +151,6 @@ pub(crate) struct Claimed {
     pub won: Vec<u64>,
     /// Who holds the candidates this tick could not claim.
     pub others: Vec<String>,
-    /// Fetches and pushes made.
-    pub round_trips: u32,
 }
 
 /// A push refused because someone else changed the ref first (as opposed
@@ -210,7 +208,6 @@ fn push_takes(
         })
         .collect();
     changes.extend(sweep);
-    claimed.round_trips += 1;
     let outcomes = c.remote.push(&changes).map_err(Stop::Unreachable)?;
     let mut lost = Vec::new();
     // The sweep's outcomes come after the takes' and are not looked at: a
@@ -276,35 +273,36 @@ fn take_candidates(
         .take(want)
         .map(|n| (*n, own.commit_of(*n).map(str::to_owned)))
         .collect();
-    let lapsed: Vec<u64> = own
+    let lapsed: Vec<HeldClaim> = own
         .claims
         .iter()
         .filter(|h| !candidates.contains(&h.number))
         .filter(|h| clock::parse(&h.expires_at).is_ok_and(|at| at <= now))
-        .map(|h| h.number)
         .take(SWEEP)
+        .cloned()
         .collect();
     let sweep = lapsed
         .iter()
-        .filter_map(|n| {
-            own.commit_of(*n).map(|commit| Change::Release {
-                skill: c.skill,
-                number: *n,
-                expected: commit.to_owned(),
-            })
+        .map(|h| Change::Release {
+            skill: c.skill,
+            number: h.number,
+            expected: h.commit.clone(),
         })
         .collect();
     let lost = push_takes(c, claimed, journal, &first, sweep, now)?;
     // Whatever became of them, these are no longer standing here: taken
     // back, swept, or changed by someone else (a refusal).
-    let tried: Vec<u64> = first.iter().map(|(n, _)| *n).chain(lapsed).collect();
+    let tried: Vec<u64> = first
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(lapsed.iter().map(|h| h.number))
+        .collect();
     own.forget(&tried);
     own.save(&file);
     if lost.is_empty() {
         return Ok(());
     }
     let seen = c.remote.read(c.skill).map_err(Stop::Unreachable)?;
-    claimed.round_trips += 1;
     let mut open = Vec::new();
     for n in candidates.iter().filter(|n| !claimed.won.contains(n)) {
         match seat(c, seen.get(n), now) {
@@ -548,8 +546,9 @@ pub(crate) fn keep_only(ctx: &mut Ctx<'_, '_>, keep: &[u64]) {
 /// until their lease runs out, and no push is made: a clone whose backlog
 /// was read before this tick's PR existed would otherwise take the issue
 /// the moment it was released and work it a second time. A standing claim
-/// is this clone's to take back at once, another's once it expires, and
-/// swept by the next clone that reads the claims.
+/// is this clone's to take back at once, another's once it expires; this
+/// clone remembers it ([`crate::state::standing`]) and deletes it in a
+/// later push once lapsed, and any clone that reads the claims sweeps it.
 pub(crate) fn release_at_end(
     ctx: &mut Ctx<'_, '_>,
     journal: &crate::state::journal::Journal,
@@ -577,16 +576,15 @@ pub(crate) fn release_at_end(
         ));
         ctx.claim_log.lost.push(lost.number);
     }
-    let file = standing::path(&claims.clone, ctx.cfg.skill);
-    let mut own = Standing::load(&file);
     if succeeded {
         ctx.claim_log.standing = claims.held.iter().map(|h| h.number).collect();
+        let file = standing::path(&claims.clone, ctx.cfg.skill);
+        let mut own = Standing::load(&file);
         own.add(&claims.held);
+        own.save(&file);
     } else {
-        own.forget(&claims.held.iter().map(|h| h.number).collect::<Vec<_>>());
         release(ctx, &mut claims, &[], journal.pid);
     }
-    own.save(&file);
 }
 
 #[cfg(test)]

@@ -16,8 +16,8 @@
 //! hook blocked the prompt (the model is not called) or, when it let it
 //! through, when a `Stop` hook's run that did not block has ended (the
 //! turn is over) — or a `StopFailure` hook's (the turn ended on a
-//! model-API error, and no `Stop` comes). The tick's runs are copied to `ticks/N/engine/` and read
-//! as a `real-session` tick's are ([`super::real_session`]); its model
+//! model-API error, and no `Stop` comes). The tick's runs are copied to
+//! `ticks/N/engine/` and read as a `real-session` tick's are ([`super::real_session`]); its model
 //! requests are the model log's growth since the last tick.
 //!
 //! Claude Code's scheduler waits real time (a wakeup at least 60 s ahead,

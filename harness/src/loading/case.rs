@@ -233,7 +233,14 @@ impl Driver {
     /// Whether a real Claude Code session does the ticks' work, run per
     /// prompt (`real-session`) or interactive (`real-loop`).
     pub fn claude_session(self) -> bool {
-        matches!(self, Driver::RealSession | Driver::RealLoop | Driver::Hooks)
+        matches!(self, Driver::RealSession | Driver::RealLoop)
+    }
+
+    /// Whether each tick is a prompt a session is sent (a real one, or
+    /// the hooks' inputs played): engine flags are in that prompt, a gate
+    /// is answered by a later one.
+    pub fn prompted(self) -> bool {
+        self.claude_session() || self == Driver::Hooks
     }
 }
 

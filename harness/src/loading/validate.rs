@@ -127,7 +127,7 @@ impl Checker<'_> {
             }
         };
         self.hooks(tick)?;
-        if !self.driver.claude_session() && tick.prompt.is_some() {
+        if !self.driver.prompted() && tick.prompt.is_some() {
             return Err(self.at(
                 self.ticks_at,
                 "a tick's `prompt:` is what a real Claude Code session is sent, and this case runs none".to_owned(),
@@ -167,7 +167,7 @@ impl Checker<'_> {
                 ));
             }
         }
-        if self.driver.claude_session() {
+        if self.driver.prompted() {
             if let Some(a) = tick.answers.first() {
                 return Err(self.at(
                     a.gate.referenced,
@@ -405,7 +405,7 @@ impl Checker<'_> {
                 format!("drop one of them ({FORMAT_HELP})"),
             ));
         }
-        if case.driver.claude_session() && !case.args.is_empty() {
+        if case.driver.prompted() && !case.args.is_empty() {
             return Err(self.at(
                 case.id.referenced,
                 "a real session's engine arguments are the model's: `args:` would reach no command"

@@ -18,8 +18,8 @@
 //!   ([rejected] (stale info))`, `([remote rejected] (failed to update
 //!   ref))`) → `took it first ([GIT'S REFUSAL])`: which wording the loser
 //!   gets depends on how far the winner's push had got; and, where
-//!   machines ticked at once, the machine named as a claim's holder →
-//!   `[MACHINE]` ([`Redactor::raced_machines`]).
+//!   machines ticked at once, the machine named as a claim's holder or in
+//!   a path of its clone → `[MACHINE]` ([`Redactor::raced_machines`]).
 //!
 //! Credentials are redacted too, as the engine redacts them (its
 //! credential shapes, and the sandbox's tracker token), so a planted secret

@@ -313,13 +313,13 @@ impl Sandbox {
             std::os::unix::fs::symlink(target, bin.join(name))
                 .map_err(io(format!("install {} as {name}", target.display())))?;
         }
-        if case.driver == crate::loading::case::Driver::Hooks {
-            // The plugin's launcher finds the engine on PATH, as in a real
-            // session: the shim keeps each run under the tick's directory.
+        // `driver: hooks` too: the plugin's launcher finds the engine on
+        // PATH, as in a real session, and the shim keeps each run under
+        // the tick's directory.
+        if real || case.driver == crate::loading::case::Driver::Hooks {
             install_for_real_clis(&bin, &binaries.engine)?;
         }
         let (model, confinement) = if real {
-            install_for_real_clis(&bin, &binaries.engine)?;
             // Codex runs each command in a login shell, which sets PATH
             // afresh from /etc/profile: the sandbox's bin/ comes back
             // from the profile, as a user's own PATH would.

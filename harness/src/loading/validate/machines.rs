@@ -2,8 +2,8 @@
 //! and skews, that every tick of a case with machines names where it runs
 //! (and only a case with machines does), that a tick on several machines
 //! at once is a wrapper or real-session tick that kills nothing, and that
-//! what happens at a barrier is
-//! something that can happen while a tick runs.
+//! what happens at a barrier is something that can happen while a tick
+//! runs.
 
 use sdd_mocks::skill::Action;
 use serde_saphyr::{Location, Spanned};
