@@ -26,12 +26,13 @@
 
 use std::path::{Path, PathBuf};
 
-use sdd_loop::state::protocol::{ENV_EVENTS, ENV_REQUEST, ENV_RESULT, ModelUsage, SkillResult};
+use sdd_loop::state::protocol::{ModelUsage, SkillResult};
 use sdd_mocks::agent::transcript::Transcript;
 use serde_json::{Value, json};
 
 use super::real_session::{self, TICK_DIR_VAR};
 use super::record::TickEnd;
+use super::session;
 use super::tick::{Env, Output, Tick, Ticked, io};
 use super::verdict::tick_end;
 use crate::world::error::HarnessError;
@@ -184,19 +185,15 @@ fn opened(project: &Path, skill: &str) -> Option<PathBuf> {
 fn work(
     tick: &mut Tick<'_>,
     exchange: &Path,
-    mut env: Env,
+    env: Env,
 ) -> Result<(Ended, std::time::Duration, Vec<ModelUsage>), HarnessError> {
     let result = exchange.join("result.json");
-    env.extend([
-        (ENV_REQUEST.to_owned(), exchange.join("request.json").into()),
-        (ENV_EVENTS.to_owned(), exchange.join("events.jsonl").into()),
-        (ENV_RESULT.to_owned(), result.clone().into()),
-    ]);
-    let invocation = tick.in_project(tick.run.opts.binaries.fake_skill.clone(), Vec::new(), env);
-    let ran = tick.spawn(
-        &invocation,
-        spawn::Control::default(),
-        "run the session's work (the fake skill)",
+    let ran = session::work(
+        tick,
+        &exchange.join("request.json"),
+        &exchange.join("events.jsonl"),
+        &result,
+        env,
     )?;
     // The session reports nothing to the engine: the hooks find its PRs in
     // the world and its spend in the transcript. The result file goes.

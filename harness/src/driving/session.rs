@@ -120,7 +120,13 @@ impl Agent {
         env: Env,
         log: &mut Output,
     ) -> Result<TickEnd, HarnessError> {
-        let work = work(tick, begun, env.clone())?;
+        let work = work(
+            tick,
+            &begun.request,
+            &begun.events,
+            &begun.result,
+            env.clone(),
+        )?;
         // The agent's own output, logged beside the engine's (it feeds the
         // verdict and `stderr.txt`): the engine never saw it to redact it.
         let credentials = crate::world::redact::credentials();
@@ -244,15 +250,20 @@ fn begun(stdout: &str) -> Result<Begun, HarnessError> {
     })
 }
 
-/// The agent's work: the fake skill, run with the paths `begin` returned.
-fn work(tick: &mut Tick<'_>, begun: &Begun, mut env: Env) -> Result<Ran, HarnessError> {
+/// The agent's work: the fake skill, run with the paths of the tick's
+/// exchange (the ones `begin` returned, or that the hooks opened), at the
+/// case's barrier when it has one.
+pub(super) fn work(
+    tick: &mut Tick<'_>,
+    request: &Path,
+    events: &Path,
+    result: &Path,
+    mut env: Env,
+) -> Result<Ran, HarnessError> {
     env.extend([
-        (
-            ENV_REQUEST.to_owned(),
-            begun.request.clone().into_os_string(),
-        ),
-        (ENV_EVENTS.to_owned(), begun.events.clone().into_os_string()),
-        (ENV_RESULT.to_owned(), begun.result.clone().into_os_string()),
+        (ENV_REQUEST.to_owned(), request.into()),
+        (ENV_EVENTS.to_owned(), events.into()),
+        (ENV_RESULT.to_owned(), result.into()),
     ]);
     let invocation = tick.in_project(tick.run.opts.binaries.fake_skill.clone(), Vec::new(), env);
     let control = spawn::Control {
