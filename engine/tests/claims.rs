@@ -6,13 +6,14 @@
 //! releases the claims of work that failed and leaves those of work that
 //! succeeded standing; a tick of the same clone takes its claims back.
 
+#[path = "git/mod.rs"]
+mod git;
 #[expect(dead_code, reason = "the tick tests use the rest of the fakes")]
 mod support;
 
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
+use git::git;
 use sdd_loop::config::{ClaimSettings, TickConfig};
 use sdd_loop::exit;
 use sdd_loop::state::history::Outcome;
@@ -20,26 +21,6 @@ use sdd_loop::state::paths::Skill;
 use sdd_loop::tick::{EndFlags, EndInput};
 use sdd_loop::world::claim::{self, Change, Holder, Remote, Timing};
 use support::*;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// One bare origin; clones made on demand.
 struct Origin {

@@ -8,6 +8,10 @@
 
 use std::process::Command;
 
+#[path = "git/mod.rs"]
+mod git;
+use git::git;
+
 #[test]
 fn a_detached_grandchild_does_not_outlive_the_guard() {
     let dir = tempfile::tempdir().unwrap();
@@ -28,21 +32,6 @@ fn a_detached_grandchild_does_not_outlive_the_guard() {
     assert!(
         !std::path::Path::new("/proc").join(pid).exists(),
         "the detached process {pid} outlived its guard"
-    );
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
 }
 
