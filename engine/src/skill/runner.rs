@@ -273,9 +273,34 @@ fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<us
     Ok(n)
 }
 
-fn pump(reader: impl Read + Send + 'static, tx: mpsc::SyncSender<Line>, err: bool) {
+/// A pipe that counts the bytes read from it: the stall watchdog sees
+/// output arrive within a line that has no end yet (a progress bar
+/// redrawn with `\r`, one huge line being skipped past `LINE_MAX`), not
+/// only when a whole line is handed over.
+struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicUsize>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+fn pump(
+    reader: impl Read + Send + 'static,
+    read: Arc<AtomicUsize>,
+    tx: mpsc::SyncSender<Line>,
+    err: bool,
+) {
     std::thread::spawn(move || {
-        let mut reader = BufReader::new(reader);
+        let mut reader = BufReader::new(Counted {
+            inner: reader,
+            read,
+        });
         let mut buf = Vec::new();
         loop {
             match read_line(&mut reader, &mut buf) {
@@ -391,13 +416,17 @@ impl ProcessRunner<'_> {
         }
         spec.crash.hit("after-spawn");
         let (tx, rx) = mpsc::sync_channel(LINES_IN_FLIGHT);
+        // Bytes read from both pipes: any growth is output, for the stall
+        // watchdog, though no line has ended.
+        let output = Arc::new(AtomicUsize::new(0));
         if let Some(out) = child.stdout.take() {
-            pump(out, tx.clone(), false);
+            pump(out, Arc::clone(&output), tx.clone(), false);
         }
         if let Some(err) = child.stderr.take() {
-            pump(err, tx.clone(), true);
+            pump(err, Arc::clone(&output), tx.clone(), true);
         }
         drop(tx);
+        let mut output_seen = 0;
 
         let mut tail: VecDeque<String> = VecDeque::new();
         let mut stderr_lines = spec.redactor.lines();
@@ -461,8 +490,10 @@ impl ProcessRunner<'_> {
                 continue;
             }
             let len = exchange.events_len();
-            if len != events_len {
+            let read = output.load(Ordering::Relaxed);
+            if len != events_len || read != output_seen {
                 events_len = len;
+                output_seen = read;
                 last_progress = Instant::now();
             }
             match interrupt_at {
@@ -663,6 +694,22 @@ mod tests {
         assert!(o.stalled);
         assert_eq!(o.signal, Some(9));
         assert!(o.failure().unwrap().starts_with("stalled"));
+    }
+
+    // A line still being written is output: the watchdog must not kill a
+    // skill that writes for longer than the stall timeout before its
+    // first newline (the reliability program's 32 MiB line was killed so
+    // under load, while it was being read).
+    #[test]
+    fn output_within_an_unended_line_feeds_the_stall_watchdog() {
+        let (_tmp, ex, mut spec) = setup();
+        spec.command =
+            "i=0; while [ $i -lt 12 ]; do printf x; sleep 0.1; i=$((i+1)); done; echo; exit 0"
+                .into();
+        spec.stall_timeout = Duration::from_millis(400);
+        let (o, _) = run(&spec, &ex, &NoInterrupts);
+        assert!(!o.stalled, "{:?}", o.failure());
+        assert_eq!(o.exit_code, Some(0));
     }
 
     #[derive(Debug)]
