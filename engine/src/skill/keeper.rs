@@ -230,21 +230,7 @@ pub fn holds_claims(path: &Path) -> bool {
 mod tests {
     use super::*;
     use crate::state::journal::HeldClaim;
-
-    fn git(dir: &Path, args: &[&str]) {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    use crate::world::git::test_git as git;
 
     fn ts(s: &str) -> Timestamp {
         s.parse().unwrap()

@@ -281,14 +281,7 @@ fn take_candidates(
         .take(SWEEP)
         .cloned()
         .collect();
-    let sweep = lapsed
-        .iter()
-        .map(|h| Change::Release {
-            skill: c.skill,
-            number: h.number,
-            expected: h.commit.clone(),
-        })
-        .collect();
+    let sweep = releases(c.skill, &lapsed);
     let lost = push_takes(c, claimed, journal, &first, sweep, now)?;
     // Whatever became of them, these are no longer standing here: taken
     // back, swept, or changed by someone else (a refusal).
@@ -405,14 +398,7 @@ pub(crate) fn release(ctx: &mut Ctx<'_, '_>, claims: &mut Claims, keep: &[u64], 
         return;
     }
     let c = Claimer::from_journal(claims, ctx.cfg.skill, pid, ctx.cfg.environment.clone());
-    let changes: Vec<Change> = going
-        .iter()
-        .map(|h| Change::Release {
-            skill: c.skill,
-            number: h.number,
-            expected: h.commit.clone(),
-        })
-        .collect();
+    let changes = releases(c.skill, &going);
     match c.remote.push(&changes) {
         Ok(outcomes) => {
             for (h, outcome) in going.iter().zip(outcomes) {
@@ -585,6 +571,18 @@ pub(crate) fn release_at_end(
     } else {
         release(ctx, &mut claims, &[], journal.pid);
     }
+}
+
+/// The pushes that release `held`, each against the commit this clone
+/// knows it by.
+fn releases(skill: Skill, held: &[HeldClaim]) -> Vec<Change> {
+    held.iter()
+        .map(|h| Change::Release {
+            skill,
+            number: h.number,
+            expected: h.commit.clone(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
-use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use super::*;
+use crate::world::git::test_git as git;
 
 fn ts(s: &str) -> Timestamp {
     s.parse().unwrap()
@@ -107,24 +107,6 @@ fn porcelain_lines_say_which_refs_were_refused() {
 struct Origin {
     _dir: tempfile::TempDir,
     root: PathBuf,
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 impl Origin {
