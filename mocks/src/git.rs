@@ -315,7 +315,15 @@ fn commit_change(git: &Git, clone: &Path, branch: &str, message: &str) -> Result
 }
 
 /// The SHA of `refs/heads/{branch}` in `repo` (bare or not), if it exists.
+///
+/// The mock tracker asks this for every pull request it renders, hundreds
+/// of times a suite, so the ref store is read directly — a loose ref file,
+/// else `packed-refs` — and `git rev-parse` runs only when the store is one
+/// this does not read (a symbolic ref, reftable, a worktree's `.git` file).
 pub fn ref_sha(git: &Git, repo: &Path, branch: &str) -> Result<Option<String>, GitError> {
+    if let Some(found) = read_ref(repo, &format!("refs/heads/{branch}")) {
+        return Ok(found);
+    }
     match git.run(
         repo,
         [
@@ -328,6 +336,45 @@ pub fn ref_sha(git: &Git, repo: &Path, branch: &str) -> Result<Option<String>, G
         Ok(sha) => Ok(Some(sha)),
         Err(GitError::Failed { .. }) => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+/// `Some(sha)` or `Some(None)` (no such ref) when `repo`'s ref store
+/// answers for `name` by its files; `None` when only git can tell.
+fn read_ref(repo: &Path, name: &str) -> Option<Option<String>> {
+    let dir = if repo.join("objects").is_dir() && repo.join("refs").is_dir() {
+        repo.to_path_buf()
+    } else {
+        let dot = repo.join(".git");
+        dot.is_dir().then_some(dot)?
+    };
+    if dir.join("reftable").exists() || dir.join("commondir").exists() {
+        return None;
+    }
+    let hex = |s: &str| s.len() >= 40 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    match std::fs::read_to_string(dir.join(name)) {
+        Ok(text) => {
+            let sha = text.trim();
+            return hex(sha).then(|| Some(sha.to_owned()));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => return None,
+    }
+    let packed = match std::fs::read_to_string(dir.join("packed-refs")) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
+        Err(_) => return None,
+    };
+    let found = packed
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with('^'))
+        .filter_map(|l| l.split_once(' '))
+        .find(|(_, r)| *r == name)
+        .map(|(sha, _)| sha.to_owned());
+    match found {
+        Some(sha) if hex(&sha) => Some(Some(sha)),
+        Some(_) => None,
+        None => Some(None),
     }
 }
 
@@ -473,6 +520,49 @@ mod tests {
         assert_eq!(
             git.run(&wa.clone, ["branch", "--show-current"]).unwrap(),
             "main"
+        );
+    }
+
+    /// The ref store read by its files answers as `git rev-parse` does,
+    /// loose or packed, in the bare origin and in the clone.
+    #[test]
+    fn ref_sha_reads_loose_and_packed_refs_as_git_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = Git::default();
+        let world = materialise(&git, &backlog(), dir.path()).unwrap();
+        let by_git = |repo: &Path, branch: &str| {
+            git.run(
+                repo,
+                [
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    &format!("refs/heads/{branch}"),
+                ],
+            )
+            .ok()
+        };
+        let branches = ["main", "feature/1-login", "feature/2-logout", "nope"];
+        for pack in [false, true] {
+            for repo in [&world.origin, &world.clone] {
+                if pack {
+                    git.run(repo, ["pack-refs", "--all"]).unwrap();
+                }
+                for branch in branches {
+                    let read = read_ref(repo, &format!("refs/heads/{branch}"));
+                    assert_eq!(
+                        read,
+                        Some(by_git(repo, branch)),
+                        "{branch} (packed: {pack})"
+                    );
+                }
+            }
+        }
+        // Packed, then moved: the loose ref wins, as it does for git.
+        let pushed = push_commits(&git, &world.clone, "feature/1-login", "main", 1, "fix").unwrap();
+        assert_eq!(
+            ref_sha(&git, &world.origin, "feature/1-login").unwrap(),
+            Some(pushed)
         );
     }
 

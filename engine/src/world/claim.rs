@@ -372,7 +372,14 @@ impl Remote {
         if changes.is_empty() {
             return Ok(Vec::new());
         }
-        let tree = self.local(&["hash-object", "-t", "tree", "-w", "/dev/null"])?;
+        // The empty tree every lease's commit is on, written only when a
+        // change writes a commit (a release deletes a ref, nothing more).
+        let writes = changes.iter().any(|c| !matches!(c, Change::Release { .. }));
+        let tree = if writes {
+            self.local(&["hash-object", "-t", "tree", "-w", "/dev/null"])?
+        } else {
+            String::new()
+        };
         let mut leases = Vec::new();
         let mut specs = Vec::new();
         let mut commits = Vec::new();

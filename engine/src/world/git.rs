@@ -74,12 +74,30 @@ impl GitCli {
 }
 
 impl GitCli {
-    /// The names of the clone's remotes; none outside a clone.
+    /// The names of the clone's remotes; none outside a clone — told
+    /// without starting git when no directory up from here holds a `.git`
+    /// (every tick asks, and most projects of a first try are no clone).
     pub fn remotes(&self) -> Vec<String> {
+        if !maybe_a_repository(&self.dir) {
+            return Vec::new();
+        }
         self.run(&self.dir, &["remote"])
             .map(|out| out.lines().map(|l| l.trim().to_owned()).collect())
             .unwrap_or_default()
     }
+}
+
+/// Whether git could find a repository from `dir`: `GIT_DIR` is set, or
+/// `dir` or a directory above it holds `.git` (a directory, or the file of
+/// a worktree or submodule), or `dir` is a bare repository itself. `false`
+/// only when git would say "not a git repository".
+fn maybe_a_repository(dir: &Path) -> bool {
+    if std::env::var_os("GIT_DIR").is_some() {
+        return true;
+    }
+    let bare = |d: &Path| d.join("HEAD").is_file() && d.join("objects").is_dir();
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    bare(&absolute) || absolute.ancestors().any(|d| d.join(".git").exists())
 }
 
 impl Git for GitCli {
@@ -236,5 +254,16 @@ mod tests {
         assert_eq!(cli.worktree(Path::new("nope")), WorktreeState::Missing);
         assert_eq!(cli.remote_url("origin").unwrap(), origin.to_str().unwrap());
         assert!(cli.remote_heads("nowhere", &["main".into()]).is_err());
+        // remotes: from the clone, from a folder in it, none outside one.
+        assert_eq!(cli.remotes(), ["origin"]);
+        let inner = work.join("src/deep");
+        std::fs::create_dir_all(&inner).unwrap();
+        assert_eq!(GitCli { dir: inner.clone() }.remotes(), ["origin"]);
+        assert!(maybe_a_repository(&inner));
+        assert!(maybe_a_repository(&origin));
+        let plain = tmp.path().join("plain");
+        std::fs::create_dir(&plain).unwrap();
+        assert!(!maybe_a_repository(&plain));
+        assert!(GitCli { dir: plain }.remotes().is_empty());
     }
 }

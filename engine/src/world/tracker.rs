@@ -586,6 +586,13 @@ impl HttpTracker {
             .http_status_as_error(false)
             .timeout_global(Some(config.timeout))
             .user_agent("sdd-loop")
+            // ureq fills both buffers with zeros on a connection's first
+            // use: its 128 KiB defaults cost each tick 64 pages to fault
+            // in and clear. A response's head must fit in the input buffer
+            // (its limit is `max_response_header_size`, 64 KiB), bodies
+            // stream through; a request's head is well under 16 KiB.
+            .input_buffer_size(64 * 1024)
+            .output_buffer_size(16 * 1024)
             .build()
             .into();
         Self {
