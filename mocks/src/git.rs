@@ -311,7 +311,7 @@ fn commit_change(git: &Git, clone: &Path, branch: &str, message: &str) -> Result
     write(&log, &text)?;
     git.run(clone, [OsStr::new("add"), log.as_os_str()])?;
     git.run(clone, ["commit", "--quiet", "-m", message])?;
-    git.run(clone, ["rev-parse", "HEAD"])
+    head_sha(git, clone)
 }
 
 /// The SHA of `refs/heads/{branch}` in `repo` (bare or not), if it exists.
@@ -337,6 +337,19 @@ pub fn ref_sha(git: &Git, repo: &Path, branch: &str) -> Result<Option<String>, G
         Err(GitError::Failed { .. }) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// The commit checked out in `clone`: its `HEAD` read from the files when
+/// it names a branch there (the fake skill asks after every commit), else
+/// `git rev-parse HEAD`.
+pub fn head_sha(git: &Git, clone: &Path) -> Result<String, GitError> {
+    let head = std::fs::read_to_string(clone.join(".git").join("HEAD")).unwrap_or_default();
+    if let Some(name) = head.trim().strip_prefix("ref: ")
+        && let Some(Some(sha)) = read_ref(clone, name)
+    {
+        return Ok(sha);
+    }
+    git.run(clone, ["rev-parse", "HEAD"])
 }
 
 /// `Some(sha)` or `Some(None)` (no such ref) when `repo`'s ref store
@@ -411,7 +424,7 @@ pub fn push_commits(
     message: &str,
 ) -> Result<String, GitError> {
     checkout_from_origin(git, clone, branch, base)?;
-    let mut sha = git.run(clone, ["rev-parse", "HEAD"])?;
+    let mut sha = head_sha(git, clone)?;
     for i in 1..=count {
         let text = if count == 1 {
             message.to_owned()
@@ -465,7 +478,7 @@ pub fn rewrite_branch(
             &format!("HEAD:refs/heads/{branch}"),
         ],
     )?;
-    git.run(clone, ["rev-parse", "HEAD"])
+    head_sha(git, clone)
 }
 
 /// `git worktree add -B branch path start`: a real worktree; its head SHA.
@@ -524,7 +537,8 @@ mod tests {
     }
 
     /// The ref store read by its files answers as `git rev-parse` does,
-    /// loose or packed, in the bare origin and in the clone.
+    /// loose or packed, in the bare origin and in the clone, and so does
+    /// the clone's `HEAD`.
     #[test]
     fn ref_sha_reads_loose_and_packed_refs_as_git_does() {
         let dir = tempfile::tempdir().unwrap();
@@ -547,6 +561,13 @@ mod tests {
             for repo in [&world.origin, &world.clone] {
                 if pack {
                     git.run(repo, ["pack-refs", "--all"]).unwrap();
+                }
+                if repo == &world.clone {
+                    assert_eq!(
+                        head_sha(&git, repo).unwrap(),
+                        git.run(repo, ["rev-parse", "HEAD"]).unwrap(),
+                        "HEAD (packed: {pack})"
+                    );
                 }
                 for branch in branches {
                     let read = read_ref(repo, &format!("refs/heads/{branch}"));
