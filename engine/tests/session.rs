@@ -95,6 +95,26 @@ fn begin_opens_the_iteration_for_the_session_and_end_records_it() {
     assert!(!paths.lock().exists() && !paths.inflight().exists());
 }
 
+/// `begin` lists the remote's branches once for its snapshot of the
+/// world (it used to list them twice: once to learn that it could), and
+/// `end` once to compare.
+#[test]
+fn begin_and_end_each_list_the_remote_once() {
+    let mut s = ready();
+    s.procs.0 = vec![SESSION];
+    s.git
+        .heads
+        .borrow_mut()
+        .insert("main".into(), "sha-main".into());
+    let cfg = s.cfg(Skill::Work);
+    let b = s.begin(&cfg, SESSION);
+    assert_eq!(b.code, exit::TICK_DONE, "{}{}", b.out, b.err);
+    assert_eq!(s.git.listings.get(), 1, "begin");
+    let e = s.end(&cfg, &end_flags(EndFlags::default()));
+    assert_eq!(e.code, exit::TICK_DONE, "{}{}", e.out, e.err);
+    assert_eq!(s.git.listings.get(), 2, "end");
+}
+
 #[test]
 fn begin_skips_while_the_same_session_has_an_iteration_open() {
     let mut s = ready();

@@ -30,47 +30,49 @@ use crate::state::exchange::Exchange;
 use crate::state::protocol::{SkillRequest, SkillResult};
 use crate::world::git::{Git, GitError, WorktreeState};
 
-/// A remote that is not read: no heads, as when it cannot be listed.
+/// The remote's branch heads as already listed: none when it cannot be
+/// listed, or the one listing `begin` made to find out that it can (a
+/// second `git ls-remote` would be a second round trip to the remote).
 #[derive(Debug)]
-struct NoHeads<'g>(&'g dyn Git);
+struct Listed<'g> {
+    git: &'g dyn Git,
+    heads: BTreeMap<String, String>,
+}
 
-impl Git for NoHeads<'_> {
+impl Git for Listed<'_> {
     fn remote_heads(
         &self,
         remote: &str,
         branches: &[String],
     ) -> Result<BTreeMap<String, String>, GitError> {
-        self.0.remote_heads(remote, branches)
+        self.git.remote_heads(remote, branches)
     }
     fn worktree(&self, path: &Path) -> WorktreeState {
-        self.0.worktree(path)
+        self.git.worktree(path)
     }
     fn remote_url(&self, remote: &str) -> Option<String> {
-        self.0.remote_url(remote)
+        self.git.remote_url(remote)
     }
     fn heads(&self, _: &str) -> Result<BTreeMap<String, String>, GitError> {
-        Ok(BTreeMap::new())
+        Ok(self.heads.clone())
     }
     fn has_commit(&self, sha: &str) -> bool {
-        self.0.has_commit(sha)
+        self.git.has_commit(sha)
     }
 }
 
 /// The world before a session tick's work, for `request`.
 pub(crate) fn snapshot(ctx: &mut Ctx<'_, '_>, request: &SkillRequest) -> Result<Before, Failure> {
     let remote = ctx.cfg.remote.clone();
-    let base = ctx.git;
-    let no_heads = NoHeads(base);
-    let git: &dyn Git = match base.heads(&remote) {
-        Ok(_) => base,
-        Err(e) => {
-            ctx.note(format!(
-                "The remote {remote} cannot be listed ({e}): end finds this tick's PRs by the issues their body closes, not by new branches"
-            ));
-            &no_heads
-        }
-    };
-    world::snapshot(ctx.tracker, git, &remote, request).map_err(|e| {
+    let git = ctx.git;
+    let heads = git.heads(&remote).unwrap_or_else(|e| {
+        ctx.note(format!(
+            "The remote {remote} cannot be listed ({e}): end finds this tick's PRs by the issues their body closes, not by new branches"
+        ));
+        BTreeMap::new()
+    });
+    let listed = Listed { git, heads };
+    world::snapshot(ctx.tracker, &listed, &remote, request).map_err(|e| {
         Failure::new(
             exit::UNAVAILABLE,
             format!("cannot note the tracker's PRs before the work: {e} — nothing was changed"),
@@ -103,7 +105,10 @@ pub(crate) fn add(
     };
     let remote = ctx.cfg.remote.clone();
     let base = ctx.git;
-    let no_heads = NoHeads(base);
+    let no_heads = Listed {
+        git: base,
+        heads: BTreeMap::new(),
+    };
     let git: &dyn Git = if before.heads.is_empty() {
         &no_heads
     } else {

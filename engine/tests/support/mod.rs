@@ -115,6 +115,9 @@ pub struct FakeGit {
     pub worktrees: RefCell<BTreeMap<PathBuf, (String, String)>>,
     /// Commits this clone does not hold (another clone pushed them).
     pub foreign: RefCell<Vec<String>>,
+    /// How many times every head was listed (each a round trip to the
+    /// remote for the real git).
+    pub listings: std::cell::Cell<usize>,
 }
 
 impl Git for FakeGit {
@@ -147,6 +150,7 @@ impl Git for FakeGit {
         !self.foreign.borrow().iter().any(|f| f == sha)
     }
     fn heads(&self, _: &str) -> Result<BTreeMap<String, String>, GitError> {
+        self.listings.set(self.listings.get() + 1);
         Ok(self.heads.borrow().clone())
     }
 }
