@@ -366,6 +366,45 @@ fn comment_posts_json() {
     rt.block_on(server.verify());
 }
 
+/// The client's buffers (64 KiB in, 16 KiB out) bound neither a body nor
+/// a response head within ureq's 64 KiB limit: a 20 KiB header, a body of
+/// 100 issues with 4 KiB bodies each (about 450 KiB), a 200 KiB comment.
+#[test]
+fn bodies_and_heads_larger_than_the_buffers_go_through() {
+    let rt = rt();
+    let server = rt.block_on(MockServer::builder().start());
+    let issues: Vec<serde_json::Value> = (1..=100)
+        .map(|n| serde_json::json!({"number": n, "title": "t", "body": "b".repeat(4096), "labels": []}))
+        .collect();
+    rt.block_on(
+        Mock::given(method("GET"))
+            .and(path("/repos/acme/app/issues"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("x-padding", "p".repeat(20 * 1024).as_str())
+                    .set_body_json(issues),
+            )
+            .mount(&server),
+    );
+    let comment = "c".repeat(200 * 1024);
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/repos/acme/app/issues/4/comments"))
+            .and(wiremock::matchers::body_json(
+                serde_json::json!({"body": comment}),
+            ))
+            .respond_with(ResponseTemplate::new(201).set_body_json(serde_json::json!({"id": 1})))
+            .expect(1)
+            .mount(&server),
+    );
+    let (t, _) = tracker(&server, None);
+    let got = t.open_issues().unwrap();
+    assert_eq!(got.len(), 100);
+    assert_eq!(got[99].body.len(), 4096);
+    t.comment(4, &comment).unwrap();
+    rt.block_on(server.verify());
+}
+
 #[test]
 fn remote_urls() {
     assert_eq!(
