@@ -170,29 +170,13 @@ pub fn same_commit(recorded: &str, full: &str) -> bool {
     !recorded.is_empty() && (full.starts_with(recorded) || recorded.starts_with(full))
 }
 
-/// `git ARGS` in `dir` for the crate's own tests: no user or system
-/// configuration, a fixed author and committer; its stdout, trimmed.
-/// Panics with git's stderr when git fails.
+/// `git ARGS` in `dir` for the crate's own tests: the integration tests'
+/// helper (`engine/tests/git/mod.rs`), one file for both.
 #[cfg(test)]
-pub(crate) fn test_git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+#[path = "../../tests/git/mod.rs"]
+mod test_support;
+#[cfg(test)]
+pub(crate) use test_support::git as test_git;
 
 #[cfg(test)]
 mod tests {

@@ -1,11 +1,12 @@
 //! `git` for the tests' own repositories: no user or system
-//! configuration, a fixed author and committer.
+//! configuration, a fixed author and committer. The crate's unit tests
+//! use it too (`world::git::test_git`).
 
 use std::path::Path;
 use std::process::Command;
 
-/// Runs `git ARGS` in `dir` and returns its stdout; panics with git's
-/// stderr when it fails.
+/// Runs `git ARGS` in `dir` and returns its stdout, trimmed; panics with
+/// git's stderr when it fails.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
@@ -23,5 +24,5 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
