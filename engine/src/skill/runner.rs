@@ -746,8 +746,12 @@ mod tests {
     #[test]
     fn stop_file_interrupts_like_a_signal() {
         let (_tmp, ex, mut spec) = setup();
-        std::fs::write(&spec.stop_file, "").unwrap();
-        spec.command = "trap 'exit 0' INT; while :; do sleep 0.05; done".into();
+        // The skill writes the stop file itself once its trap is set: a
+        // stop file there before the shell had read its trap would end it
+        // by the signal's default action (seen under load).
+        let stop = spec.stop_file.display().to_string();
+        spec.env.push(("STOP_FILE".into(), stop));
+        spec.command = "trap 'exit 0' INT; : > \"$STOP_FILE\"; while :; do sleep 0.05; done".into();
         let (o, _) = run(&spec, &ex, &NoInterrupts);
         assert_eq!(o.interrupted, Some(InterruptKind::StopFile));
         assert_eq!(o.exit_code, Some(0));
