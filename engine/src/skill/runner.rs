@@ -712,20 +712,34 @@ mod tests {
         assert_eq!(o.exit_code, Some(0));
     }
 
+    /// An interrupt pending once the skill has written `ready` — after it
+    /// set its trap: an interrupt sent before the shell had read its
+    /// `trap` would end it by the signal's default action.
     #[derive(Debug)]
-    struct Pending(i32);
+    struct Pending {
+        signal: i32,
+        ready: std::path::PathBuf,
+    }
     impl Interrupts for Pending {
         fn pending(&self) -> Option<i32> {
-            Some(self.0)
+            self.ready.exists().then_some(self.signal)
         }
+    }
+
+    /// `Pending` for a skill whose command writes `$READY`.
+    fn pending_when_ready(spec: &mut RunSpec, signal: i32) -> Pending {
+        let ready = spec.cwd.join("ready");
+        spec.env.push(("READY".into(), ready.display().to_string()));
+        Pending { signal, ready }
     }
 
     #[test]
     fn interrupt_is_forwarded_and_the_skill_drains() {
         let (_tmp, ex, mut spec) = setup();
         // The skill records the interrupt and finishes its iteration.
-        spec.command = "trap 'echo drained >&2; echo \"{\\\"protocol\\\":1}\" > \"$SDD_LOOP_RESULT\"; exit 0' INT; echo ready >&2; while :; do sleep 0.05; done".into();
-        let (o, _) = run(&spec, &ex, &Pending(2));
+        spec.command = "trap 'echo drained >&2; echo \"{\\\"protocol\\\":1}\" > \"$SDD_LOOP_RESULT\"; exit 0' INT; : > \"$READY\"; while :; do sleep 0.05; done".into();
+        let pending = pending_when_ready(&mut spec, 2);
+        let (o, _) = run(&spec, &ex, &pending);
         assert_eq!(o.interrupted, Some(InterruptKind::Signal(2)));
         assert!(!o.drain_expired);
         assert_eq!(o.exit_code, Some(0));
@@ -736,9 +750,10 @@ mod tests {
     #[test]
     fn drain_timeout_kills_a_skill_that_ignores_the_interrupt() {
         let (_tmp, ex, mut spec) = setup();
-        spec.command = "trap '' INT TERM; while :; do sleep 0.05; done".into();
+        spec.command = "trap '' INT TERM; : > \"$READY\"; while :; do sleep 0.05; done".into();
         spec.drain_timeout = Duration::from_millis(200);
-        let (o, _) = run(&spec, &ex, &Pending(15));
+        let pending = pending_when_ready(&mut spec, 15);
+        let (o, _) = run(&spec, &ex, &pending);
         assert!(o.drain_expired);
         assert_eq!(o.signal, Some(9));
     }
