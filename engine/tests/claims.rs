@@ -317,7 +317,7 @@ fn an_unexpired_lease_is_left_alone_and_nothing_claimable_is_a_skip() {
     );
     let line = s.last(Skill::Work);
     assert_eq!(line.outcome, Some(Outcome::SkippedLock));
-    assert_eq!(line.lock_held, Some(false));
+    assert_eq!(line.lock_held, Some(true), "written under the lock");
     assert!(!s.paths(Skill::Work).lock().exists(), "lock released");
     assert_eq!(s.budget(Skill::Work).iterations_used, 0, "nothing counted");
     // In a session: exit 5, the reason said.
@@ -326,6 +326,56 @@ fn an_unexpired_lease_is_left_alone_and_nothing_claimable_is_a_skip() {
     assert_eq!(
         b.summary["reason"],
         "other clones hold the claims on the work"
+    );
+}
+
+/// A tick that found nothing claimable held the lock and wrote
+/// `budget.json`: its line is one of the run's (`lock_held: true`), so the
+/// next tick neither "repairs" the budget from the line before it nor asks
+/// a backlog-drift question the skipped tick already had answered.
+#[test]
+fn a_tick_skipped_on_claims_is_a_line_of_the_run() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    *s.tracker.issues.borrow_mut() = vec![issue(1, CLEAR)];
+    // Held elsewhere until 14:01, takeable from 14:06 (the 5 min margin).
+    origin.taken_elsewhere(1, "2026-05-09T13:46:00Z");
+    let first = s.tick(&claiming(&s, 2));
+    assert_eq!(first.code, exit::TICK_DONE, "{}{}", first.out, first.err);
+    let line = s.last(Skill::Work);
+    assert_eq!(line.outcome, Some(Outcome::SkippedLock));
+    assert_eq!(line.lock_held, Some(true), "written under the lock");
+    assert_eq!(s.budget(Skill::Work).iterations_used, 0, "nothing counted");
+
+    // Issue 2 appears, also held elsewhere: drift, answered once.
+    s.tracker.issues.borrow_mut().push(issue(2, CLEAR));
+    origin.taken_elsewhere(2, "2026-05-09T13:46:00Z");
+    s.clock.advance(jiff::SignedDuration::from_mins(2));
+    let mut cfg = claiming(&s, 2);
+    answer(&mut cfg, "backlog-drift=continue");
+    let second = s.tick(&cfg);
+    assert_eq!(second.code, exit::TICK_DONE, "{}{}", second.out, second.err);
+    let line = s.last(Skill::Work);
+    assert_eq!(line.outcome, Some(Outcome::SkippedLock), "{}", second.out);
+    assert_eq!(gates(&line).len(), 1, "{:?}", gates(&line));
+
+    // Both lapse; the next tick works them, asking nothing again and
+    // repairing nothing: budget.json is what the skipped tick wrote.
+    s.clock.advance(jiff::SignedDuration::from_mins(10));
+    let third = s.tick(&claiming(&s, 2));
+    assert_eq!(third.code, exit::TICK_DONE, "{}{}", third.out, third.err);
+    assert!(!third.out.contains("Reconciled"), "{}", third.out);
+    let line = s.last(Skill::Work);
+    assert_eq!(line.outcome, Some(Outcome::Ok), "{}", third.out);
+    assert!(gates(&line).is_empty(), "{:?}", gates(&line));
+    assert_eq!(line.issues_dispatched_this_iter, Some(vec![1, 2]));
+    // The run's time is counted once: 14:00 to the third tick's end.
+    let budget = s.budget(Skill::Work);
+    let ended: jiff::Timestamp = budget.last_tick_ended_at.unwrap().parse().unwrap();
+    let start: jiff::Timestamp = "2026-05-09T14:00:00Z".parse().unwrap();
+    assert_eq!(
+        budget.seconds_elapsed,
+        Some((ended.as_second() - start.as_second()) as u64)
     );
 }
 

@@ -391,17 +391,22 @@ pub(crate) fn halt(
 }
 
 /// A tick that found nothing it could claim: like a lock skip, a
-/// `skipped_lock` line (not authoritative: nothing was counted), no
-/// counter advanced, nothing spent, the lock released.
+/// `skipped_lock` line, no counter advanced, nothing spent, the lock
+/// released. Unlike a lock skip it held the lock and wrote `budget.json`
+/// (its time, whatever loading recovered, the gates it asked): its line
+/// is written under the lock (`lock_held: true`) with that budget, so the
+/// next tick reconciles against it and compares the backlog with what it
+/// saw, instead of repairing the budget and asking the same drift again.
 fn skip(
     ctx: &mut Ctx<'_, '_>,
-    run: Loaded,
+    mut run: Loaded,
     halt: Halt,
     note: String,
 ) -> Result<Concluded, Failure> {
     ctx.note(note.clone());
     let started = ctx.started;
     let gates = ctx.gates.clone();
+    record::finish_budget(ctx, &mut run.budget, run.iteration, started, &[], &gates);
     let shown = Shown {
         context: halt.context.unwrap_or_default(),
         plan: format!("none — {}", halt.plan),
@@ -426,10 +431,11 @@ fn skip(
             dispatched: Vec::new(),
             chain,
             error: None,
-            lock_held: false,
+            lock_held: true,
             turn_ended_by: None,
         },
     )?;
+    record::save_budget(ctx, &run.budget)?;
     ctx.show(
         &shown,
         &Ending {
