@@ -448,6 +448,26 @@ fn force_unlock_asks_every_time() {
 
 // ----------------------------------------------------------------- gates
 
+/// Issue 32: an issue another clone (or a sibling worktree) took leaves
+/// the workable set for its PR or its `in-progress` label — work under
+/// way, not drift (one closed without work still is: the unit tests of
+/// `backlog::drifted`).
+#[test]
+fn an_issue_someone_else_is_working_is_no_drift() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR), issue(3, CLEAR)]);
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.max_agents = 1;
+    s.tick(&cfg);
+    // Another clone opened a PR for #2; a teammate labelled #3.
+    let mut theirs = pull(90, PrState::Open, &[], "abc");
+    theirs.body = "Closes #2".into();
+    s.tracker.pulls.borrow_mut().push(theirs);
+    s.tracker.issues.borrow_mut()[2].labels = vec!["in-progress".into()];
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(gates(&s.last(Skill::Work)).is_empty());
+}
+
 #[test]
 fn backlog_drift_asks_when_the_workable_set_changes() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);

@@ -153,7 +153,13 @@ fn past_drift(
     });
     if let Some((prev_list, dispatched)) = previous {
         let prev: BTreeSet<u64> = prev_list.iter().copied().collect();
-        if backlog::drifted(&prev_list, &dispatched, snapshot) {
+        let in_flight: Vec<u64> = backlog
+            .has_open_pr
+            .iter()
+            .chain(&backlog.in_progress)
+            .copied()
+            .collect();
+        if backlog::drifted(&prev_list, &dispatched, snapshot, &in_flight) {
             let answer = ctx.ask(Question::backlog_drift())?;
             match answer.option {
                 "re-propose" => {}

@@ -267,13 +267,16 @@ impl Backlog {
 
 /// Whether the backlog drifted since the previous tick: an issue appeared
 /// that was not workable then, or one disappeared that the loop did not
-/// dispatch (an issue the loop worked on leaves the workable set because it
-/// now has a PR or the in-progress label — that is not drift).
-pub fn drifted(previous: &[u64], dispatched: &[u64], now: &[u64]) -> bool {
+/// dispatch and that no one is working. An issue leaving the workable set
+/// for work is no drift: one the loop dispatched, or one that now has an
+/// open PR or the in-progress label (`in_flight`) — another clone's work
+/// under a claim, or a sibling worktree's; an issue closed or edited
+/// away is.
+pub fn drifted(previous: &[u64], dispatched: &[u64], now: &[u64], in_flight: &[u64]) -> bool {
     let appeared = now.iter().any(|n| !previous.contains(n));
     let vanished = previous
         .iter()
-        .any(|n| !now.contains(n) && !dispatched.contains(n));
+        .any(|n| !now.contains(n) && !dispatched.contains(n) && !in_flight.contains(n));
     appeared || vanished
 }
 
@@ -419,10 +422,17 @@ mod tests {
 
     #[test]
     fn drift_ignores_what_the_loop_itself_took() {
-        assert!(!drifted(&[1, 2], &[1], &[2]), "#1 was dispatched");
-        assert!(drifted(&[1, 2], &[], &[2]), "#1 vanished on its own");
-        assert!(drifted(&[1, 2], &[1], &[2, 3]), "#3 is new");
-        assert!(!drifted(&[1, 2], &[], &[1, 2]));
+        assert!(!drifted(&[1, 2], &[1], &[2], &[]), "#1 was dispatched");
+        assert!(drifted(&[1, 2], &[], &[2], &[]), "#1 vanished on its own");
+        assert!(drifted(&[1, 2], &[1], &[2, 3], &[]), "#3 is new");
+        assert!(!drifted(&[1, 2], &[], &[1, 2], &[]));
+    }
+
+    #[test]
+    fn drift_ignores_what_another_clone_took() {
+        assert!(!drifted(&[1, 2], &[], &[2], &[1]), "#1 is being worked");
+        assert!(drifted(&[1, 2], &[], &[2, 3], &[1]), "#3 is new");
+        assert!(drifted(&[1, 2], &[], &[], &[1]), "#2 vanished on its own");
     }
 
     #[test]
