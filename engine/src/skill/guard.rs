@@ -251,8 +251,14 @@ pub fn run(what: &Guarded, parent: Option<u32>, keeping: Option<Keeping>) -> u8 
     if let Some(keeper) = keeper {
         keeper.thread().unpark();
         // Said here: the process's stderr is locked by the main thread.
+        // One write(2), line and newline together: a process of the skill
+        // still draining shares the pipe, and `writeln!` writes the text
+        // and its newline apart — its line could land between them
+        // (seen under load: "…the skill was stoppedinterrupted at …").
         if let Ok(Some(said)) = keeper.join() {
-            let _ = writeln!(std::io::stderr().lock(), "{said}");
+            let _ = std::io::stderr()
+                .lock()
+                .write_all(format!("{said}\n").as_bytes());
         }
     }
     #[cfg(target_os = "linux")]
