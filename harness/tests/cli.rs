@@ -307,14 +307,50 @@ fn accept_writes_a_new_cases_snapshots_and_never_a_changed_one() {
     let (code, _, err) = run(dir.path(), &[case, "--accept"]);
     assert_eq!(code, exit::FAILED, "{err}");
     assert!(
-        err.contains("help: a changed snapshot: `cargo nextest run -p sdd-harness -E 'test(CASE-ID)'` writes the changed snapshot beside the stored one as a .snap.new; `cargo review-snapshots` shows its diff"),
+        err.contains("the new one is evals/loop/snapshots/my-first-case__output.snap.new: `sdd-evals review` shows the diff"),
         "{err}"
+    );
+    assert!(
+        err.contains("help: a changed snapshot: the run wrote each changed snapshot beside the stored one as a .snap.new"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("`--keep`"),
+        "only a snapshot failed: no sandbox to look into: {err}"
     );
     assert_eq!(
         std::fs::read_to_string(&output).unwrap(),
         changed,
         "left as it was"
     );
+    let pending = snapshots.join("my-first-case__output.snap.new");
+    assert_eq!(
+        std::fs::read_to_string(&pending).unwrap(),
+        text,
+        "the run's own output, for review"
+    );
+
+    // A failing new case: --accept writes none of its snapshots.
+    let failing = dir
+        .path()
+        .join(case.replace("my-first-case", "failing-case"));
+    let yaml = std::fs::read_to_string(dir.path().join(case))
+        .unwrap()
+        .replace("id: my-first-case", "id: failing-case")
+        .replace("Backlog empty", "No such words");
+    std::fs::write(&failing, yaml).unwrap();
+    let (code, _, err) = run(dir.path(), &["evals/loop/failing-case.yaml", "--accept"]);
+    assert_eq!(code, exit::FAILED, "{err}");
+    assert!(
+        err.contains("--accept writes a new case's snapshots only once its other checks pass"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("help: `sdd-evals run CASE --accept`"),
+        "{err}"
+    );
+    assert!(err.contains("`--keep` keeps the sandboxes"), "{err}");
+    assert!(!snapshots.join("failing-case__output.snap").exists());
 }
 
 #[test]

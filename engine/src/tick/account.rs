@@ -287,6 +287,14 @@ fn outcome_line(
             "no changes reported.".into()
         });
     }
+    // The skill's summary may end without a full stop: a sentence after it
+    // must not run on from it ("Tests failed on #1 Errored — …").
+    let last = parts.len() - 1;
+    for part in &mut parts[..last] {
+        if !part.ends_with(['.', '!', '?']) {
+            part.push('.');
+        }
+    }
     parts.join(" ")
 }
 
@@ -600,4 +608,26 @@ fn close_iteration(ctx: &Ctx<'_, '_>, journal: &Journal, empty: bool) -> Result<
     }
     ctx.cfg.crash.hit("after-journal-removed");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_without_a_full_stop_ends_before_the_next_sentence() {
+        let result = SkillResult {
+            summary: Some("Tests failed on #1".into()),
+            ..SkillResult::default()
+        };
+        assert_eq!(
+            outcome_line(&result, &[], Some("skill exited 1: boom"), false),
+            "Tests failed on #1. Errored — skill exited 1: boom."
+        );
+        assert_eq!(
+            outcome_line(&result, &[], None, false),
+            "Tests failed on #1",
+            "the last part is the skill's own words"
+        );
+    }
 }

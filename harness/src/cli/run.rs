@@ -501,10 +501,24 @@ fn outcome(env: &mut Env<'_>, results: &[CaseResult], bench: &Benchmark, plugin:
             report::REVIEW_HELP
         );
     }
-    let _ = writeln!(
-        env.stderr,
-        "help: `--keep` keeps the sandboxes to look into; {BUILD_HINT} rebuilds the binaries"
-    );
+    // Past its snapshots a case failed on what the engine did: its
+    // sandbox is where to look (unless kept already), and stale binaries
+    // are one cause.
+    let beyond_snapshots: Vec<&CaseResult> = results
+        .iter()
+        .filter(|r| r.skipped.is_none() && report::failed_beyond_snapshots(r))
+        .collect();
+    if !beyond_snapshots.is_empty() {
+        let keep = if beyond_snapshots.iter().all(|r| r.sandbox.is_some()) {
+            String::new()
+        } else {
+            "`--keep` keeps the sandboxes to look into; ".to_owned()
+        };
+        let _ = writeln!(
+            env.stderr,
+            "help: {keep}{BUILD_HINT} rebuilds the binaries (a run outside cargo, or with --no-build, runs them as they are)"
+        );
+    }
     exit::FAILED
 }
 

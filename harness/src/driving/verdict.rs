@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::record::TickEnd;
-use crate::loading::case::{Kill, TickSpec};
+use crate::loading::case::{AnswerSpec, Kill, TickSpec};
 use crate::world::spawn::Ended;
 
 /// How a process the tick ran ended, as the case sees it.
@@ -56,9 +56,28 @@ pub fn verdict(
         )),
         (TickEnd::Exited(4), _) if expected_exit != Some(4) => {
             Some(match unanswered_gate(stderr) {
-                Some((gate, question)) => format!(
-                    "unexpected gate {gate} asked {question:?} — answer it in this tick's `answers:` (e.g. `- {{ gate: {gate}, answer: ... }}`) or expect `exit: 4`"
-                ),
+                Some((gate, question)) => {
+                    let scripted: Vec<&AnswerSpec> = spec
+                        .answers
+                        .iter()
+                        .filter(|a| a.gate.value == gate)
+                        .collect();
+                    if scripted.is_empty() {
+                        format!(
+                            "unexpected gate {gate} asked {question:?} — answer it in this tick's `answers:` (e.g. `- {{ gate: {gate}, answer: ... }}`) or expect `exit: 4`"
+                        )
+                    } else {
+                        format!(
+                            "gate {gate} asked {question:?}, and none of this tick's {} `{gate}` answer(s) took it: {} — each entry answers one question (the first it fits, in order), `match:` is a text the question must contain and `iteration:` the iteration it must be; add an entry for this question or expect `exit: 4`",
+                            scripted.len(),
+                            scripted
+                                .iter()
+                                .map(|a| describe(a))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    }
+                }
                 None => format!(
                     "the engine exited 4 (a gate needs an answer):\n  {}",
                     error_lines(stderr)
@@ -77,6 +96,18 @@ pub fn verdict(
         )),
         _ => None,
     }
+}
+
+/// One scripted answer as the case wrote it.
+fn describe(a: &AnswerSpec) -> String {
+    let mut text = format!("`{}`", a.answer.value);
+    if let Some(m) = &a.matches {
+        text.push_str(&format!(" (match {m:?})"));
+    }
+    if let Some(i) = a.iteration {
+        text.push_str(&format!(" (iteration {i})"));
+    }
+    text
 }
 
 /// `first`, and `then` after it when both stop the case.

@@ -93,6 +93,24 @@ pub fn accept_new(
     Ok(Some(path))
 }
 
+/// Writes `dir/{name}.snap.new` beside a stored snapshot that changed, in
+/// the layout the case test writes, for `sdd-evals review` to show and
+/// take or drop; its path.
+pub fn write_pending(
+    dir: &Path,
+    rendered: &Rendered,
+    description: &str,
+) -> std::io::Result<PathBuf> {
+    let path = dir.join(format!("{}.snap.new", rendered.name));
+    let text = format!(
+        "---\nsource: {SOURCE}\ndescription: {}\n---\n{}\n",
+        yaml_scalar(description),
+        rendered.text
+    );
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }

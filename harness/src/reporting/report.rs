@@ -95,7 +95,7 @@ pub enum Snapshots {
 pub const ACCEPT_HELP: &str = "`sdd-evals run CASE --accept` writes a new case's snapshots (read them: they become the reference)";
 
 /// The `help:` for a snapshot that changed: how to review the diff.
-pub const REVIEW_HELP: &str = "`cargo nextest run -p sdd-harness -E 'test(CASE-ID)'` writes the changed snapshot beside the stored one as a .snap.new; `cargo review-snapshots` shows its diff and `cargo review-snapshots --accept` takes it (`cargo insta review` works too, when installed)";
+pub const REVIEW_HELP: &str = "the run wrote each changed snapshot beside the stored one as a .snap.new: `sdd-evals review` (`cargo review-snapshots`) shows the diffs, `--accept` takes them, `--reject` drops them (`cargo insta review` works too, when installed)";
 
 fn snapshot_grade(
     case: &Case,
@@ -154,14 +154,24 @@ fn snapshot_grade(
             line,
             stored,
             new,
-        } => (
-            false,
-            format!(
-                "differs from {} at line {line}: stored {stored:?}, now {new:?}; {REVIEW_HELP}",
-                shown(&path).display()
-            ),
-            SnapshotState::Differs,
-        ),
+        } => {
+            let pending =
+                match snapshot::write_pending(&dir, rendered, &snapshot::description(case)) {
+                    Ok(written) => format!(
+                        "the new one is {}: `sdd-evals review` shows the diff, `--accept` takes it",
+                        shown(&written).display()
+                    ),
+                    Err(e) => format!("(its .snap.new could not be written: {e})"),
+                };
+            (
+                false,
+                format!(
+                    "differs from {} at line {line}: stored {stored:?}, now {new:?}; {pending}",
+                    shown(&path).display()
+                ),
+                SnapshotState::Differs,
+            )
+        }
         Stored::Unreadable { path, detail } => (
             false,
             format!("cannot read {}: {detail}", shown(&path).display()),
@@ -184,12 +194,26 @@ fn snapshot_grade(
 pub fn evaluate(case: &Case, run: &CaseRun, snapshots: Snapshots) -> CaseResult {
     let started = Instant::now();
     let mut expectations = grade::grade(case, &run.record);
+    // A failing case's snapshots would record the failure as the
+    // reference: `--accept` writes them only once its checks pass.
+    let refused = snapshots == Snapshots::AcceptNew && !expectations.iter().all(Grade::ok);
+    let snapshots = if refused {
+        Snapshots::Compare
+    } else {
+        snapshots
+    };
     let mut views = Vec::new();
     for rendered in snapshot::render(case.id(), &run.record, &run.redactor) {
         let state = if snapshots == Snapshots::Skip {
             SnapshotState::Skipped
         } else {
-            let (grade, state) = snapshot_grade(case, &rendered, snapshots);
+            let (mut grade, state) = snapshot_grade(case, &rendered, snapshots);
+            if refused && state == SnapshotState::Missing {
+                grade.evidence = format!(
+                    "no stored snapshot at {}.snap: --accept writes a new case's snapshots only once its other checks pass (they failed above)",
+                    snapshot::dir_for(&case.path).join(&rendered.name).display()
+                );
+            }
             expectations.push(grade);
             state
         };
@@ -272,10 +296,33 @@ pub fn ran(results: &[CaseResult]) -> impl Iterator<Item = &CaseResult> {
 /// `help:` lines apply).
 pub fn snapshot_trouble(results: &[CaseResult]) -> (bool, bool) {
     let states = || results.iter().flat_map(|r| &r.snapshots).map(|s| &s.state);
+    // A failing case's missing snapshots wait for the case to pass.
+    let missing = results
+        .iter()
+        .filter(|r| !failed_beyond_snapshots(r))
+        .flat_map(|r| &r.snapshots)
+        .any(|s| s.state == SnapshotState::Missing);
     (
-        states().any(|s| *s == SnapshotState::Missing),
+        missing,
         states().any(|s| matches!(s, SnapshotState::Differs | SnapshotState::Unreadable)),
     )
+}
+
+/// Whether `result` failed on more than its snapshots: a check of what the
+/// engine did, or the case stopped.
+pub fn failed_beyond_snapshots(result: &CaseResult) -> bool {
+    let failed = result.expectations.iter().filter(|g| !g.ok()).count();
+    let snapshots = result
+        .snapshots
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.state,
+                SnapshotState::Missing | SnapshotState::Differs | SnapshotState::Unreadable
+            )
+        })
+        .count();
+    failed > snapshots
 }
 
 /// A share, rounded to four places.
