@@ -38,7 +38,8 @@ Loop state lives under .sdd/loop/ in the project: {skill}.lock,
 const ENV_HELP: &str = "\
 Environment:
   SDD_LOOP_SKILL_CMD       the wrapped skill's command (same as --skill-cmd)
-  SDD_LOOP_AGENT           drive a real agent, claude or codex (same as --agent)
+  SDD_LOOP_AGENT           drive a real agent: claude, codex, gemini or opencode
+                           (same as --agent)
   CODEX_HOME               where --agent codex reads config.toml for the model [default: ~/.codex]
   SDD_LOOP_REPO            tracker repository OWNER/NAME (same as --repo)
   SDD_LOOP_TRACKER_URL     tracker API base URL (same as --tracker-url)
@@ -50,14 +51,17 @@ Environment:
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
   SDD_LOOP_NOW_FILE        a file holding an RFC 3339 instant, read on every reading of the clock
                            (tests): replacing it by rename moves the clock during a tick
-  SDD_LOOP_CLOCK           real [default] or simulated (tests): simulated, the tracker's retry waits and
-                           --lock=wait's deadline take at most 1 ms each — a wait moves the clock's monotonic
-                           reading by its length; timestamps stay SDD_LOOP_NOW's (or SDD_LOOP_NOW_FILE's)
+  SDD_LOOP_CLOCK           real [default] or simulated (tests): simulated, the tracker's retry
+                           waits and --lock=wait's deadline take at most 1 ms each — a wait
+                           moves the clock's monotonic reading by its length; timestamps stay
+                           SDD_LOOP_NOW's (or SDD_LOOP_NOW_FILE's)
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
-  SDD_LOOP_CLAIM_REMOTE    the remote loop ticks claim their issues and PRs on, so loops in other clones
-                           never work the same one [default: --remote, i.e. origin; none in a checkout with
-                           no remote]; `off` turns claims off; unreachable or refusing: exit 69
-  SDD_LOOP_CLAIM_TIMEOUT   the longest one git fetch or push of claims may take, in seconds [default: 20]
+  SDD_LOOP_CLAIM_REMOTE    the remote loop ticks claim their issues and PRs on, so loops in
+                           other clones never work the same one [default: --remote, i.e.
+                           origin; none in a checkout with no remote]; `off` turns claims off;
+                           unreachable or refusing: exit 69
+  SDD_LOOP_CLAIM_TIMEOUT   the longest one git fetch or push of claims may take, in seconds
+                           [default: 20]
   SDD_LOOP_HOST            the machine's name written into claims [default: the system's host name]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
   SDD_LOOP_PAUSE_AT, SDD_LOOP_PAUSE_DIR
@@ -65,7 +69,8 @@ Environment:
                            FIFO DIR/ready, read one byte from the FIFO DIR/release (tests)
   CLAUDE_CONFIG_DIR, HOME  where `end --transcript auto` looks for Claude Code transcripts
   CLAUDE_CODE_SESSION_ID   set by Claude Code: `end --transcript auto` reads that session's file
-  CLAUDECODE               set by Claude Code: `end --transcript` first waits (at most 2 s) for its writes";
+  CLAUDECODE               set by Claude Code: `end --transcript` first waits (at most 2 s)
+                           for its writes";
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
@@ -290,15 +295,15 @@ pub struct ReviewCmd {
 
 /// The halves of an in-session tick, and the progress-event helper.
 #[derive(Debug, Subcommand)]
-pub enum Phase<B: clap::Args> {
+pub enum Phase<B: clap::Args + PhaseExamples> {
     /// Everything up to the work: lock (held for the calling session),
     /// state, resume, entry stops, gates, journal — and the request.
-    #[command(after_help = BEGIN_HELP)]
+    #[command(after_help = format!("{BEGIN_HELP}\n\n{}", B::BEGIN))]
     Begin(Box<B>),
     /// Everything after the work: account what the session reports,
     /// exit stops, history line, budget, status block or final report,
     /// unlock.
-    #[command(after_help = END_HELP)]
+    #[command(after_help = format!("{END_HELP}\n\n{}", B::END))]
     End(Box<EndArgs>),
     /// Append one progress event (JSON) to the open iteration's events
     /// file: spend and PRs recorded as they happen survive a crash.
@@ -319,10 +324,7 @@ What begin decides (exit status, and `outcome` in the --json line):
 The lock is held for the session, not for begin: --holder-pid, or the
 nearest ancestor process that is not a shell or launcher. If the session
 dies before `end`, the next tick reaps the lock and recovers the iteration
-from its journal and events.
-
-Example:
-  sdd-loop work begin --loop --json --answer budget-escalation=continue";
+from its journal and events.";
 
 const END_HELP: &str = "\
 The result is assembled from --result (the skill-result schema, every field
@@ -334,13 +336,36 @@ end can be run again.
 end refuses (exit 66), changing nothing, when no iteration is open: none was
 begun, it was already ended, or another tick recovered it as interrupted —
 and, without --iteration, when the open iteration was begun by another
-session.
+session.";
 
+/// The examples `begin --help` and `end --help` show, for each loop.
+pub trait PhaseExamples {
+    const BEGIN: &'static str;
+    const END: &'static str;
+}
+
+impl PhaseExamples for BeginArgs {
+    const BEGIN: &'static str = "\
+Example:
+  sdd-loop work begin --loop --json --answer budget-escalation=continue";
+    const END: &'static str = "\
 Examples:
   sdd-loop work end --iteration 3 --opened 12 --transcript auto
   sdd-loop work end --opened 12 --summary 'Opened #12 for #3'
-  sdd-loop review end --updated 142 --comments 4 --merges 1
   sdd-loop work end --result result.json --json";
+}
+
+impl PhaseExamples for ReviewBeginArgs {
+    const BEGIN: &'static str = "\
+Examples:
+  sdd-loop review begin --loop --pr 142 --json
+  sdd-loop review begin --loop --json --answer budget-escalation=continue";
+    const END: &'static str = "\
+Examples:
+  sdd-loop review end --iteration 3 --updated 142 --transcript auto
+  sdd-loop review end --updated 142 --comments 4 --merges 1
+  sdd-loop review end --result result.json --json";
+}
 
 const EVENT_HELP: &str = "\
 Event shapes (sdd-loop schema skill-event), e.g.
@@ -426,7 +451,7 @@ Exit status: 0 when every part is usable, 1 when something needs a fix.";
 /// `doctor`: which project, and how to print.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// The project directory [default: .]
+    /// The project directory.
     #[arg(short = 'C', long = "project", value_name = "DIR", default_value = ".")]
     pub project: PathBuf,
     /// One JSON object (`usable`, `checks`: part, verdict, detail, fix)

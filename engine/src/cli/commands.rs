@@ -99,7 +99,7 @@ fn agent_settings(
             return Err(usage(
                 env,
                 "--agent-cmd, --agent-arg, --agent-model and --agent-prompt need --agent",
-                "add --agent claude or --agent codex (or set SDD_LOOP_AGENT)",
+                "add --agent claude, codex, gemini or opencode (or set SDD_LOOP_AGENT)",
             ));
         }
         return Ok(None);

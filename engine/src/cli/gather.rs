@@ -337,7 +337,8 @@ fn skill_command(
 /// remote `SDD_LOOP_CLAIM_REMOTE` names (`off`: none), else on `--remote`
 /// (`origin`) — and off in a checkout with no remote at all, which has no
 /// other clone to share a backlog with. A clone with remotes but not the
-/// one named is refused: claiming nowhere would fail open.
+/// one `--remote` names is refused: claiming nowhere would fail open. The
+/// variable's remote (a name or a URL) is used as given.
 fn claims(
     request: &Request<'_>,
     loop_tick: bool,

@@ -159,8 +159,9 @@ impl Timing {
         now >= lease.expires_at
     }
 
-    /// When the holder renews: a third of the lease before it ends, so two
-    /// failed renewals still leave time to stop.
+    /// When the holder renews: a third of the way into the lease (two
+    /// thirds before it ends), so two failed renewals still leave time to
+    /// stop.
     pub fn renew_at(&self, lease: &Lease) -> Timestamp {
         lease
             .expires_at

@@ -98,9 +98,10 @@ pub enum Command {
         after_help = "Examples:\n  sdd-evals review\n  sdd-evals review --accept evals/loop/snapshots/c4-pr-budget__output.snap.new\n  sdd-evals review --reject"
     )]
     Review(ReviewArgs),
-    /// The pinned real CLIs the real-CLI cases run (Claude Code, Codex):
-    /// where each is and the disk they take; `agents install` installs
-    /// them with npm (once: a warm cache downloads nothing).
+    /// The pinned real CLIs the real-CLI cases run (Claude Code, Codex,
+    /// Gemini CLI, OpenCode): where each is and the disk they take;
+    /// `agents install` installs them with npm (once: a warm cache
+    /// downloads nothing).
     #[command(
         after_help = "Examples:\n  sdd-evals agents\n  sdd-evals agents install\n  sdd-evals agents install --dir /tmp/agents"
     )]

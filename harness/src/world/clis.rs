@@ -18,7 +18,7 @@
 //! `SDD_EVALS_AGENT_VERSIONS`), and [`Clis`] what was found there, for the
 //! drivers.
 //!
-//! `SDD_EVALS_AGENT_VERSIONS=claude@2.1.332` runs another version than the
+//! `SDD_EVALS_AGENT_VERSIONS=claude@2.1.340` runs another version than the
 //! pin — installed by `agents install` beside the pinned one, found by the
 //! cases instead of it — which is how `ci/canary` tries the newest release
 //! before the pin moves ([`Places::clis`]).
