@@ -272,6 +272,18 @@ fn compare_shows_the_deltas_and_a_tier_1_skill_under_80_percent_fails_the_run() 
 }
 
 #[test]
+fn new_writes_where_dir_says() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
+    std::os::unix::fs::symlink(support::fixtures().dir, dir.path().join("fixtures")).unwrap();
+    let (code, out, err) = call(dir.path(), &["new", "mine", "--dir", "my-cases"]);
+    assert_eq!(code, exit::OK, "{err}");
+    assert!(out.contains("created my-cases/mine.yaml"), "{out}");
+    assert!(dir.path().join("my-cases/mine.yaml").is_file());
+    assert!(!dir.path().join("evals").exists(), "nothing under evals/");
+}
+
+#[test]
 fn accept_writes_a_new_cases_snapshots_and_never_a_changed_one() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();

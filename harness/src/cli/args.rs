@@ -62,10 +62,14 @@ pub enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-    /// Scaffold a minimal case under evals/loop/.
+    /// Scaffold a minimal case under evals/loop/ (or --dir).
     New {
         /// The case id (a-z, 0-9 and -); also the file name.
         name: String,
+        /// Where to write it [default: evals/loop/ of the workspace]; its
+        /// snapshots go in DIR/snapshots/ when it is run with --accept.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
     /// List the cases.
     List {

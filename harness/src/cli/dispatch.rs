@@ -62,8 +62,9 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>, env: &mut Env<'_>) ->
             let _ = writeln!(env.stdout, "{}", schema::render());
             exit::OK
         }
-        Command::New { name } => {
-            match scaffold::new_case(&workspace.join("evals").join("loop"), &name, &fixtures) {
+        Command::New { name, dir } => {
+            let dir = dir.map_or_else(|| workspace.join("evals").join("loop"), |d| env.cwd.join(d));
+            match scaffold::new_case(&dir, &name, &fixtures) {
                 Ok(path) => {
                     let path = path.strip_prefix(&env.cwd).unwrap_or(&path).to_path_buf();
                     let _ = writeln!(env.stdout, "created {}", path.display());

@@ -258,7 +258,9 @@ pub fn markdown() -> String {
     md.push_str(
         "\n### Stop causes\n\n\
          What `stop_cause:` names: the first of the last history line's `stop_conditions_fired`, \
-         or `none`.\n\n| stop cause | ADR-0028 # | when |\n|---|--:|---|\n",
+         or `none`. A gate answered `stop` records `prior_gate_stop`, but for the \
+         repeated-failure gate, whose stop is condition #6's own: `repeated_failure`.\n\n\
+         | stop cause | ADR-0028 # | when |\n|---|--:|---|\n",
     );
     let mut causes = StopCause::ALL;
     causes.sort_by_key(|c| c.number());
