@@ -392,6 +392,31 @@ fn claude_gets_the_prompt_on_stdin_no_nested_session_marker_and_its_flags() {
     );
 }
 
+/// A stream line longer than a skill's output line (64 KiB) is one event
+/// still: a file the agent writes rides in its tool input, beside the
+/// response's usage; a long final message in the result.
+#[test]
+fn a_stream_line_longer_than_a_skills_line_is_read_whole() {
+    let file = "y".repeat(300 * 1024);
+    let step = format!(
+        r#"{{"type":"assistant","message":{{"id":"msg_1","model":"claude-sonnet-4-5-20250929","content":[{{"type":"tool_use","id":"t1","name":"Write","input":{{"file_path":"big.txt","content":"{file}"}}}}],"usage":{{"input_tokens":100,"cache_read_input_tokens":900,"output_tokens":50}}}}}}"#
+    );
+    let words = "done ".repeat(20 * 1024);
+    let result = RESULT.replace(r#""result":"Done.""#, &format!(r#""result":"{words}""#));
+    let (a, script) = agent(&[INIT, &step, &result], 0);
+    let (outcome, echo) = run(&a, claude(&script));
+    assert_eq!(outcome.failure(), None, "{echo}");
+    assert!(!echo.contains("not JSON"), "{echo}");
+    let result = a.exchange.read_result().unwrap();
+    assert_eq!(result.usage[0].tokens_out, 50);
+    assert_eq!(result.agent_cost_usd, Some(0.0021));
+    assert!(
+        echo.len() < 200 * 1024,
+        "shown as a skill's line: {}",
+        echo.len()
+    );
+}
+
 #[test]
 fn an_error_result_is_a_failure_quoted_redacted_and_bounded() {
     let long = "x".repeat(600);

@@ -144,6 +144,12 @@ pub struct CodexStream {
     total: Counts,
     turns: u64,
     failures: Vec<String>,
+    /// `error` events since the last `turn.completed`: Codex prints its
+    /// retries of a dropped stream ("Reconnecting... 1/5") as `error`
+    /// events too, and a turn that completes after them succeeded.
+    errors: Vec<String>,
+    /// Errors a completed turn went past.
+    retried: Vec<String>,
     last_message: Option<String>,
     noise: u64,
 }
@@ -156,6 +162,8 @@ impl CodexStream {
             total: Counts::default(),
             turns: 0,
             failures: Vec::new(),
+            errors: Vec::new(),
+            retried: Vec::new(),
             last_message: None,
             noise: 0,
         }
@@ -189,6 +197,7 @@ impl StreamReader for CodexStream {
             }
             Some("turn.completed") => {
                 self.turns += 1;
+                self.retried.append(&mut self.errors);
                 let reading = event.get("usage").map(Counts::of).unwrap_or_default();
                 let larger = self.total.max(reading);
                 let growth = larger.minus(self.total);
@@ -213,7 +222,7 @@ impl StreamReader for CodexStream {
             Some("error") => {
                 let m = message(&event);
                 read.echo.push(format!("codex: error: {m}"));
-                self.failures.push(format!("error: {m}"));
+                self.errors.push(format!("error: {m}"));
             }
             Some("item.completed") => {
                 let item = event.get("item").cloned().unwrap_or_default();
@@ -248,10 +257,18 @@ impl StreamReader for CodexStream {
                 "Codex's model is not known: pass --agent-model MODEL or set `model` in Codex's config.toml, so its tokens are priced at its own rates".to_owned(),
             );
         }
+        if !self.retried.is_empty() {
+            verdict.notes.push(format!(
+                "codex: {} error event(s) before a turn completed, taken as retries: {}",
+                self.retried.len(),
+                self.retried.join("; ")
+            ));
+        }
         verdict.summary = self.last_message.as_deref().and_then(first_line);
+        let failures: Vec<String> = self.failures.iter().chain(&self.errors).cloned().collect();
         verdict.failure = event_failure(
             "codex",
-            self.failures.clone(),
+            failures,
             (self.turns == 0).then_some("the stream ended without turn.completed"),
             run,
         );
@@ -313,6 +330,39 @@ mod tests {
                 cache_read_tokens: 1800,
                 ..ModelUsage::default()
             }]
+        );
+    }
+
+    #[test]
+    fn an_error_a_turn_completes_after_is_a_retry() {
+        let mut s = CodexStream::new("gpt-5-codex");
+        for l in [
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":0,"output_tokens":100}}"#,
+        ] {
+            s.line(l);
+        }
+        let v = s.finish(&exited_ok());
+        assert_eq!(v.failure, None);
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("taken as retries: error: Reconnecting... 1/5")),
+            "{:?}",
+            v.notes
+        );
+        // One after the last completed turn still fails the run.
+        let mut s = CodexStream::new("gpt-5-codex");
+        for l in [
+            r#"{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":1}}"#,
+            r#"{"type":"error","message":"unexpected status 500"}"#,
+        ] {
+            s.line(l);
+        }
+        assert_eq!(
+            s.finish(&exited_ok()).failure.as_deref(),
+            Some("codex: error: unexpected status 500")
         );
     }
 

@@ -351,13 +351,23 @@ impl StreamReader for GeminiStream {
         if let Some(result) = &self.result {
             for (model, r) in Self::reported(result) {
                 let t = totals.entry(model.clone()).or_default();
-                if t.max(r) != *t {
-                    if streamed.contains_key(&model) {
-                        verdict.notes.push(format!(
-                            "{model}: the result's stats count more tokens than the session file; the larger count is kept"
-                        ));
-                    }
+                if !streamed.contains_key(&model) {
                     *t = t.max(r);
+                    continue;
+                }
+                // The two split tool-use prompt tokens apart (the session
+                // file into input, the stats' remainder into output): a
+                // field-by-field maximum would count them twice. The one
+                // counting more in all is kept whole.
+                let total = |c: &Counts| c.input.saturating_add(c.output);
+                if total(&r) > total(t) {
+                    verdict.notes.push(format!(
+                        "{model}: the result's stats count more tokens than the session file; the larger count is kept"
+                    ));
+                    *t = Counts {
+                        cached: t.cached.max(r.cached),
+                        ..r
+                    };
                 }
             }
         }
@@ -495,6 +505,48 @@ mod tests {
             }]
         );
         assert!(v.notes.is_empty(), "{:?}", v.notes);
+    }
+
+    #[test]
+    fn a_byte_order_mark_does_not_cost_the_init_line() {
+        let mut s = GeminiStream::new(Vec::new(), None);
+        s.line(&format!("\u{feff}{INIT}"));
+        let v = s.finish(&exited_ok());
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("session file was not found")),
+            "the session id was read: {:?}",
+            v.notes
+        );
+        assert!(
+            !v.notes.iter().any(|n| n.contains("not JSON")),
+            "{:?}",
+            v.notes
+        );
+    }
+
+    #[test]
+    fn tool_use_prompt_tokens_are_counted_once() {
+        let home = tempfile::tempdir().unwrap();
+        let mut f = session_file(home.path());
+        let mut s = GeminiStream::new(dirs(None, Some(home.path())), None);
+        s.line(INIT);
+        writeln!(
+            f,
+            r#"{{"id":"a","timestamp":"t","type":"gemini","content":"Ran it.","tokens":{{"input":1000,"output":50,"cached":0,"thoughts":0,"tool":500,"total":1550}},"model":"gemini-2.5-flash"}}"#
+        )
+        .unwrap();
+        s.poll();
+        // The stats' remainder (total − input − output) is the tool's 500.
+        s.line(r#"{"type":"result","timestamp":"t","status":"success","stats":{"models":{"gemini-2.5-flash":{"total_tokens":1550,"input_tokens":1000,"output_tokens":50,"cached":0}}}}"#);
+        let v = s.finish(&exited_ok());
+        assert_eq!(
+            (v.usage[0].tokens_in, v.usage[0].tokens_out),
+            (1500, 50),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]

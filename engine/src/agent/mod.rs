@@ -186,7 +186,9 @@ pub(crate) fn event_or_noise(
     noise: &mut u64,
     read: &mut LineRead,
 ) -> Option<serde_json::Value> {
-    let event = serde_json::from_str(line).ok();
+    // A byte-order mark (a stream some wrapper re-encoded) is no reason
+    // to lose the line it starts: an init line holds the session id.
+    let event = serde_json::from_str(line.trim_start_matches('\u{feff}')).ok();
     if event.is_none() && !line.trim().is_empty() {
         *noise += 1;
         read.echo.push(line.to_owned());
@@ -546,17 +548,24 @@ impl AgentRunner<'_> {
                     journal(&polled);
                 }
             });
-            let outcome = self
-                .process
-                .supervise(child, spec, exchange, echo, &mut |line, echo| {
+            let outcome = self.process.supervise(
+                child,
+                spec,
+                exchange,
+                echo,
+                crate::skill::runner::STREAM_LINE_MAX,
+                &mut |line, echo| {
                     let mut s = lock(&stream);
                     let read = s.line(line);
                     journal(&read.events);
                     drop(s);
+                    // Read whole, shown as a skill's line would be.
                     for l in read.echo {
-                        let _ = writeln!(echo, "{l}");
+                        let shown = crate::rules::redact::cut(&l, crate::skill::runner::LINE_MAX);
+                        let _ = writeln!(echo, "{shown}");
                     }
-                });
+                },
+            );
             done.store(true, Ordering::Relaxed);
             poller.thread().unpark();
             outcome

@@ -222,12 +222,72 @@ enum Line {
 }
 
 /// Longest output line passed on whole; the rest of a longer one is not
-/// shown. With [`LINES_IN_FLIGHT`] this bounds what a skill's output costs
-/// the engine, however much it prints (a 100 MB line once took 300 MB).
+/// shown. With [`LINES_IN_FLIGHT`] and [`BYTES_IN_FLIGHT`] this bounds
+/// what a skill's output costs the engine, however much it prints (a 100
+/// MB line once took 300 MB).
 pub const LINE_MAX: usize = 64 * 1024;
+/// Longest stdout line an agent's stream reader gets whole. Its lines are
+/// JSON events, and an event holding a large tool input (a file the agent
+/// writes) or final message runs past [`LINE_MAX`] while carrying the
+/// response's usage: cut, it would not parse, and its spend would be lost.
+pub const STREAM_LINE_MAX: usize = 16 * 1024 * 1024;
 /// Lines read ahead of the echo: a skill printing faster than the engine
 /// redacts waits for it (the pipe fills) instead of queueing in memory.
 const LINES_IN_FLIGHT: usize = 256;
+/// Bytes of lines read ahead of the echo, besides the one line that may
+/// always go (however long): long agent lines wait as many short ones do.
+const BYTES_IN_FLIGHT: usize = 16 * 1024 * 1024;
+
+/// The bytes of the lines read but not yet handled, shared by the pumps
+/// (which wait while too many are) and the loop that handles them.
+#[derive(Default)]
+struct InFlight {
+    state: std::sync::Mutex<(usize, bool)>,
+    freed: std::sync::Condvar,
+}
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, bool)> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Waits until `n` more bytes fit (at once when none are in flight);
+    /// `false` once the handling side has gone.
+    fn take(&self, n: usize) -> bool {
+        let mut state = self.lock();
+        while !state.1 && state.0 > 0 && state.0 + n > BYTES_IN_FLIGHT {
+            state = self
+                .freed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        state.0 += n;
+        !state.1
+    }
+
+    fn give(&self, n: usize) {
+        let mut state = self.lock();
+        state.0 = state.0.saturating_sub(n);
+        self.freed.notify_all();
+    }
+
+    /// The handling side is gone: no pump waits any longer.
+    fn close(&self) {
+        self.lock().1 = true;
+        self.freed.notify_all();
+    }
+}
+
+/// Closes `InFlight` when the handling loop ends, however it ends.
+struct Closing(Arc<InFlight>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
 
 /// Bytes that end a token in every credential shape the redactor knows
 /// (and start none).
@@ -255,13 +315,13 @@ fn skip_rest_of_line(reader: &mut impl BufRead) -> u64 {
     }
 }
 
-/// One line of output, at most [`LINE_MAX`] bytes of it: a longer line is
-/// cut at its last token boundary, so no credential is shown in part where
-/// the redactor could no longer recognise it, and says what it left out.
-fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+/// One line of output, at most `max` bytes of it: a longer line is cut at
+/// its last token boundary, so no credential is shown in part where the
+/// redactor could no longer recognise it, and says what it left out.
+fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<usize> {
     buf.clear();
-    let n = Read::take(&mut *reader, LINE_MAX as u64).read_until(b'\n', buf)?;
-    if n == LINE_MAX && buf.last() != Some(&b'\n') {
+    let n = Read::take(&mut *reader, max as u64).read_until(b'\n', buf)?;
+    if n == max && buf.last() != Some(&b'\n') {
         let keep = buf
             .iter()
             .rposition(|b| ends_token(*b))
@@ -290,26 +350,36 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
+/// Where a pump reads and how long its lines may be.
+struct Pipe<R> {
+    reader: R,
+    max: usize,
+    err: bool,
+}
+
 fn pump(
-    reader: impl Read + Send + 'static,
+    pipe: Pipe<impl Read + Send + 'static>,
     read: Arc<AtomicUsize>,
     tx: mpsc::SyncSender<Line>,
-    err: bool,
+    in_flight: Arc<InFlight>,
 ) {
     std::thread::spawn(move || {
         let mut reader = BufReader::new(Counted {
-            inner: reader,
+            inner: pipe.reader,
             read,
         });
         let mut buf = Vec::new();
         loop {
-            match read_line(&mut reader, &mut buf) {
+            match read_line(&mut reader, &mut buf, pipe.max) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
                     let line = String::from_utf8_lossy(&buf)
                         .trim_end_matches(['\n', '\r'])
                         .to_owned();
-                    let msg = if err {
+                    if !in_flight.take(line.len()) {
+                        break;
+                    }
+                    let msg = if pipe.err {
                         Line::Err(line)
                     } else {
                         Line::Out(line)
@@ -383,7 +453,7 @@ impl SkillRunner for ProcessRunner<'_> {
                 return outcome;
             }
         };
-        self.supervise(child, spec, exchange, echo, &mut |line, echo| {
+        self.supervise(child, spec, exchange, echo, LINE_MAX, &mut |line, echo| {
             let _ = writeln!(echo, "{line}");
         })
     }
@@ -395,13 +465,16 @@ impl ProcessRunner<'_> {
     /// and scanned for the qmd sentinel, each stdout line handed to
     /// `on_stdout` (with the echo sink), the stall watchdog fed by every
     /// line and by growth of the exchange's events file, interrupts and
-    /// the stop file forwarded to the group with the drain timeout.
+    /// the stop file forwarded to the group with the drain timeout. A
+    /// stdout line longer than `stdout_max` bytes is cut (stderr's at
+    /// [`LINE_MAX`]).
     pub fn supervise(
         &self,
         mut child: std::process::Child,
         spec: &RunSpec,
         exchange: &Exchange,
         echo: &mut dyn Write,
+        stdout_max: usize,
         on_stdout: &mut dyn FnMut(&str, &mut dyn Write),
     ) -> RunOutcome {
         let mut outcome = RunOutcome::default();
@@ -419,11 +492,33 @@ impl ProcessRunner<'_> {
         // Bytes read from both pipes: any growth is output, for the stall
         // watchdog, though no line has ended.
         let output = Arc::new(AtomicUsize::new(0));
+        let in_flight = Arc::new(InFlight::default());
+        let _closing = Closing(Arc::clone(&in_flight));
         if let Some(out) = child.stdout.take() {
-            pump(out, Arc::clone(&output), tx.clone(), false);
+            let pipe = Pipe {
+                reader: out,
+                max: stdout_max,
+                err: false,
+            };
+            pump(
+                pipe,
+                Arc::clone(&output),
+                tx.clone(),
+                Arc::clone(&in_flight),
+            );
         }
         if let Some(err) = child.stderr.take() {
-            pump(err, Arc::clone(&output), tx.clone(), true);
+            let pipe = Pipe {
+                reader: err,
+                max: LINE_MAX,
+                err: true,
+            };
+            pump(
+                pipe,
+                Arc::clone(&output),
+                tx.clone(),
+                Arc::clone(&in_flight),
+            );
         }
         drop(tx);
         let mut output_seen = 0;
@@ -449,6 +544,7 @@ impl ProcessRunner<'_> {
                         Line::Out(t) => (t, false),
                         Line::Err(t) => (t, true),
                     };
+                    in_flight.give(text.len());
                     if is_err {
                         let _ = writeln!(echo, "{text}");
                     } else {
@@ -541,6 +637,23 @@ impl ProcessRunner<'_> {
 mod tests {
     use super::*;
     use crate::state::paths::{Skill, StatePaths};
+
+    #[test]
+    fn lines_in_flight_are_bounded_in_bytes_but_one_always_goes() {
+        let f = Arc::new(InFlight::default());
+        assert!(f.take(BYTES_IN_FLIGHT + 5), "one line, however long");
+        let g = Arc::clone(&f);
+        let waiting = std::thread::spawn(move || g.take(1));
+        f.give(BYTES_IN_FLIGHT + 5);
+        assert!(waiting.join().unwrap(), "goes once the first is handled");
+
+        let f = Arc::new(InFlight::default());
+        assert!(f.take(BYTES_IN_FLIGHT));
+        let g = Arc::clone(&f);
+        let waiting = std::thread::spawn(move || g.take(1));
+        drop(Closing(Arc::clone(&f)));
+        assert!(!waiting.join().unwrap(), "the handling side is gone");
+    }
 
     fn setup() -> (tempfile::TempDir, Exchange, RunSpec) {
         let tmp = tempfile::tempdir().unwrap();
@@ -657,7 +770,10 @@ mod tests {
         text.push_str("\nnext line\n");
         let mut reader = std::io::Cursor::new(text.into_bytes());
         let mut buf = Vec::new();
-        assert_eq!(read_line(&mut reader, &mut buf).unwrap(), LINE_MAX);
+        assert_eq!(
+            read_line(&mut reader, &mut buf, LINE_MAX).unwrap(),
+            LINE_MAX
+        );
         let line = String::from_utf8(buf.clone()).unwrap();
         assert!(!line.contains("ghp_"), "a token shown in part");
         assert!(line.starts_with("a a "));
@@ -669,9 +785,9 @@ mod tests {
             "{}",
             &line[line.len() - 60..]
         );
-        read_line(&mut reader, &mut buf).unwrap();
+        read_line(&mut reader, &mut buf, LINE_MAX).unwrap();
         assert_eq!(buf, b"next line\n");
-        assert_eq!(read_line(&mut reader, &mut buf).unwrap(), 0);
+        assert_eq!(read_line(&mut reader, &mut buf, LINE_MAX).unwrap(), 0);
     }
 
     #[test]
