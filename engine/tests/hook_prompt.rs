@@ -29,6 +29,28 @@ fn any_other_prompt_passes_untouched_and_writes_nothing() {
 }
 
 #[test]
+fn a_loop_prompt_in_input_the_hook_cannot_read_is_blocked_saying_why() {
+    let w = World::new(TWO_STORIES);
+    let mut input = w.prompt("/sdd:work --loop --max-prs 1", "p-1");
+    input.as_object_mut().unwrap().remove("session_id");
+    let a = w.hook("user-prompt-submit", &input);
+    assert!(a.blocked(), "{:?}", a.json);
+    assert!(
+        a.text().contains("cannot read this prompt's hook input")
+            && a.text().contains("session_id"),
+        "{}",
+        a.text()
+    );
+    let mut other = w.prompt("hello", "p-2");
+    other.as_object_mut().unwrap().remove("session_id");
+    assert!(
+        w.hook("user-prompt-submit", &other).passed(),
+        "any other prompt passes"
+    );
+    assert!(w.tracker.requests().is_empty());
+}
+
+#[test]
 fn a_work_prompt_begins_the_tick_for_the_session_and_gives_the_request_as_context() {
     let w = World::new(TWO_STORIES);
     let a = w.hook("user-prompt-submit", &w.prompt(WORK_PROMPT, "p-1"));

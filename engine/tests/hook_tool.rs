@@ -39,6 +39,51 @@ fn outside_a_loop_project_every_call_passes_and_nothing_is_written() {
     assert!(w.files().is_empty());
 }
 
+/// What the hook cannot read fails closed where a loop lives: commands
+/// wrapped past what is read, substitutions nested a thousand deep (once
+/// a stack overflow, no answer at all), an input holding an escape of a
+/// lone surrogate or a byte that is not UTF-8 (once refused whole, and
+/// passed).
+#[test]
+fn what_cannot_be_read_fails_closed() {
+    let w = work_tick();
+    let wrapped = format!(
+        "{}gh pr create --title x --body 'Closes #5'",
+        "env ".repeat(9)
+    );
+    let nested = format!(
+        "echo {}rm -rf .sdd/loop{}",
+        "$(echo ".repeat(1200),
+        ")".repeat(1200)
+    );
+    for command in [wrapped.as_str(), nested.as_str()] {
+        let a = w.hook("pre-tool-use", &w.bash(command, "p-1"));
+        assert!(a.denied(), "{:?}", a.json);
+        assert!(
+            a.text().contains("cannot read") && a.text().contains("Write the command plainly"),
+            "{}",
+            a.text()
+        );
+    }
+    let plain = w.hook("pre-tool-use", &w.bash(&"env ".repeat(8), "p-1"));
+    assert!(plain.passed(), "eight wrappers are read: {:?}", plain.json);
+    let over_budget = w
+        .bash("gh pr create --title x --body 'Closes #5 \u{1f600}'", "p-1")
+        .to_string();
+    let lone = over_budget.replace("\u{1f600}", "\\ud83d");
+    assert!(lone.contains("\\ud83d"), "{lone}");
+    let a = w.hook_bytes("pre-tool-use", lone.as_bytes(), std::process::id());
+    assert!(a.denied(), "{:?}", a.json);
+    let invalid = over_budget
+        .replace("\u{1f600}", "\u{fffd}")
+        .replace('\u{fffd}', "\u{1}");
+    let mut bytes = invalid.into_bytes();
+    let at = bytes.iter().position(|b| *b == 1).unwrap();
+    bytes[at] = 0xff;
+    let a = w.hook_bytes("pre-tool-use", &bytes, std::process::id());
+    assert!(a.denied(), "{:?}", a.json);
+}
+
 #[test]
 fn one_pr_is_let_through_and_the_next_is_refused_at_max_new_prs() {
     let w = work_tick();

@@ -80,6 +80,7 @@ pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
     if let Some(stdin) = env.stdin.as_mut() {
         let _ = stdin.read_to_end(&mut bytes);
     }
+    let bytes = crate::hook::input::tolerant(&bytes);
     let vars = env.vars.clone();
     let project: Option<PathBuf> = args.project.map(|p| env.cwd.join(p)).or_else(|| {
         vars.get("CLAUDE_PROJECT_DIR")

@@ -78,6 +78,10 @@ pub enum Action {
         path: String,
         deletes: bool,
     },
+    /// A command line nested past what is read (wrappers in wrappers,
+    /// substitutions in substitutions): it may do any of the above, so it
+    /// fails closed as a PR would.
+    Unreadable { why: String },
 }
 
 impl Action {
@@ -111,6 +115,7 @@ impl Action {
                 let what = if *deletes { "delete or move" } else { "write" };
                 format!("{what} {path} ({via})")
             }
+            Action::Unreadable { why } => format!("run a command line it cannot read ({why})"),
         }
     }
 }
@@ -174,6 +179,14 @@ fn under(dir: Option<&str>, path: &str) -> String {
 /// The actions of a command line, its redirections and `cd`s included.
 fn line(text: &str, out: &mut Vec<Action>, depth: usize) {
     let parsed = words::parse(text);
+    if parsed.too_deep {
+        out.push(Action::Unreadable {
+            why: format!(
+                "command substitutions nested more than {} deep",
+                words::NESTING_MAX
+            ),
+        });
+    }
     let mut dir: Option<String> = None;
     for (i, words) in parsed.commands.iter().enumerate() {
         for (_, target) in parsed.writes.iter().filter(|(at, _)| *at == i) {
@@ -337,8 +350,15 @@ fn unwrap(words: &[String]) -> Option<&[String]> {
     Some(rest.get(start..).unwrap_or(&[]))
 }
 
+/// How deep wrappers (`env`, `sudo`, `bash -c '…'`, `eval`, …) are read
+/// inside one another.
+const WRAPPERS_MAX: usize = 8;
+
 fn simple(words: &[String], out: &mut Vec<Action>, depth: usize) {
-    if depth > 8 {
+    if depth > WRAPPERS_MAX {
+        out.push(Action::Unreadable {
+            why: format!("commands wrapped more than {WRAPPERS_MAX} deep"),
+        });
         return;
     }
     let mut words = words;

@@ -176,6 +176,56 @@ impl InputError {
     }
 }
 
+/// `bytes` as JSON a strict parser takes, changing only what would make it
+/// refuse the whole input while Claude Code could still send it: bytes
+/// that are not UTF-8 become U+FFFD, and so do `\uD83D`-style escapes of
+/// a lone surrogate (JavaScript's `JSON.stringify` writes them for a
+/// string cut inside an emoji). A hook that refused such input would pass
+/// a tool call it could not read: fail open.
+pub fn tolerant(bytes: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(bytes);
+    let b = text.as_bytes();
+    let hex = |at: usize| -> Option<u32> {
+        let digits = std::str::from_utf8(b.get(at..at + 4)?).ok()?;
+        u32::from_str_radix(digits, 16).ok()
+    };
+    let escape_at = |at: usize| -> Option<u32> {
+        (b.get(at) == Some(&b'\\') && b.get(at + 1) == Some(&b'u'))
+            .then(|| hex(at + 2))
+            .flatten()
+    };
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        match escape_at(i) {
+            Some(0xD800..=0xDBFF) => {
+                if escape_at(i + 6).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low)) {
+                    out.extend_from_slice(&b[i..i + 12]);
+                    i += 12;
+                } else {
+                    out.extend_from_slice(b"\\uFFFD");
+                    i += 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                out.extend_from_slice(b"\\uFFFD");
+                i += 6;
+            }
+            _ => {
+                // Any other escape, `\\` included, goes as it is.
+                out.extend_from_slice(&b[i..(i + 2).min(b.len())]);
+                i += 2;
+            }
+        }
+    }
+    out
+}
+
 fn parse<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
     event: HookEvent,
@@ -252,6 +302,23 @@ impl SessionEndInput {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn what_would_refuse_the_whole_input_is_replaced_and_nothing_else() {
+        let lone =
+            br#"{"c":"gh pr create \ud83d x","d":"\ud83d\ude00","e":"\\ud83d","f":"\udc00"}"#;
+        let fixed = super::tolerant(lone);
+        let v: serde_json::Value = serde_json::from_slice(&fixed).unwrap();
+        assert_eq!(v["c"], "gh pr create \u{fffd} x");
+        assert_eq!(v["d"], "\u{1f600}", "a pair stays");
+        assert_eq!(v["e"], "\\ud83d", "an escaped backslash is no escape");
+        assert_eq!(v["f"], "\u{fffd}");
+        let bad = b"{\"c\":\"gh pr create \xff\"}";
+        let v: serde_json::Value = serde_json::from_slice(&super::tolerant(bad)).unwrap();
+        assert_eq!(v["c"], "gh pr create \u{fffd}");
+        let plain = br#"{"a":"b\n\"c\""}"#;
+        assert_eq!(super::tolerant(plain), plain.to_vec());
+    }
+
     use super::*;
 
     const COMMON: &str = r#""session_id":"4b8e6284-aaaa","transcript_path":"/c/projects/-p/4b8e6284-aaaa.jsonl","cwd":"/p","prompt_id":"p-1","permission_mode":"default""#;

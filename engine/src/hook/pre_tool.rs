@@ -210,6 +210,14 @@ fn owned_answer(
     cwd: &Path,
     actions: &[Action],
 ) -> Option<(Answer, Skill)> {
+    // What cannot be read may be anything, the loop's files included.
+    if let Some(a) = actions
+        .iter()
+        .find(|a| matches!(a, Action::Unreadable { .. }))
+        && project.join(".sdd").join("loop").is_dir()
+    {
+        return Some((refused(unreadable(a)), Skill::Work));
+    }
     if !actions.iter().any(|a| matches!(a, Action::Touch { .. })) {
         return None;
     }
@@ -241,6 +249,14 @@ fn owned_answer(
         ));
     }
     None
+}
+
+/// Why a command line nested past reading is refused where a loop lives.
+fn unreadable(a: &Action) -> String {
+    format!(
+        "{} — it could write the loop's state under .sdd/loop/ or open, merge or review a PR, and the hook cannot tell which. Write the command plainly: fewer wrappers, no deeply nested $(…)",
+        a.describe()
+    )
 }
 
 fn decide(
@@ -291,8 +307,7 @@ fn decide(
         }
     }
     for paths in both(project) {
-        if let Ok(Some(session)) = Session::load(&paths)
-            && session.session_id == input.common.session_id
+        if let Ok(Some(session)) = Session::load(&paths, &input.common.session_id)
             && session.prompt_id.is_some()
             && session.prompt_id == input.common.prompt_id
             && let Some(n) = session.iteration
@@ -455,6 +470,7 @@ fn in_tick(
                 Action::Begin { .. } => Some(contract.begun()),
                 Action::LoopSkill { skill, .. } => contract.loop_skill(a, *skill),
                 Action::Push { .. } | Action::Touch { .. } => None,
+                Action::Unreadable { .. } => Some(unreadable(a)),
                 Action::OpenPr { .. } => {
                     let closed = bodies.next().unwrap_or_else(|| Err("no body".into()));
                     let unclaimed = closed.as_ref().ok().and_then(|issues| {

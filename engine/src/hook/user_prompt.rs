@@ -20,11 +20,12 @@
 //! could not end it) is ended, and the prompt is blocked if that fails.
 //! The session holds it from this process, or from an earlier one that is
 //! gone (`claude -p --continue` runs each prompt in a new process under
-//! the same `session_id`): then its last loop prompt, recorded with the
-//! session id in `{skill}.hook.json`, began that iteration, and its Stop
-//! hook ran and left it open (`stopped`) — a session killed mid-turn ran
-//! no Stop hook, and its iteration is recovered as interrupted by
-//! `begin`. `end` counts the responses of that prompt (`--prompt-id`).
+//! the same `session_id`): then its last loop prompt, recorded in the
+//! session's own record (`{skill}.sessions/`, no other session writes
+//! it), began that iteration, and its Stop hook ran and left it open
+//! (`stopped`) — a session killed mid-turn ran no Stop hook, and its
+//! iteration is recovered as interrupted by `begin`. `end` counts the
+//! responses of that prompt (`--prompt-id`).
 //! Any other prompt passes untouched: nothing is printed or written.
 
 use super::answer::Answer;
@@ -76,10 +77,10 @@ fn pending_answer(
     prompt: &str,
 ) -> Option<(LoopPrompt, String)> {
     for paths in both(project) {
-        let Ok(Some(record)) = Session::load(&paths) else {
+        let Ok(Some(record)) = Session::load(&paths, session_id) else {
             continue;
         };
-        let Some(pending) = record.pending.filter(|_| record.session_id == session_id) else {
+        let Some(pending) = record.pending else {
             continue;
         };
         let answer = answers(&pending, prompt)?;
@@ -103,8 +104,7 @@ fn pending_answer(
 /// answer).
 fn forget_pending(project: &std::path::Path, session_id: &str, redactor: &Redactor) {
     for paths in both(project) {
-        if let Ok(Some(mut record)) = Session::load(&paths)
-            && record.session_id == session_id
+        if let Ok(Some(mut record)) = Session::load(&paths, session_id)
             && record.pending.is_some()
         {
             record.pending = None;
@@ -114,10 +114,22 @@ fn forget_pending(project: &std::path::Path, session_id: &str, redactor: &Redact
 }
 
 pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
-    let Ok(input) = PromptInput::parse(bytes) else {
-        // Not a prompt this hook can read: it cannot be a loop's either
-        // way, and a refusal here would block every prompt.
-        return Answer::Pass;
+    let input = match PromptInput::parse(bytes) {
+        Ok(input) => input,
+        Err(e) => {
+            // A loop prompt in input this hook cannot read (no session id,
+            // a field of another type) is blocked saying so; any other
+            // prompt passes, as a refusal here would block every prompt.
+            let loop_prompt = serde_json::from_slice::<serde_json::Value>(bytes)
+                .ok()
+                .and_then(|v| v["prompt"].as_str().and_then(prompt::recognise));
+            return match loop_prompt {
+                Some(_) => Answer::BlockPrompt(format!(
+                    "sdd-loop cannot read this prompt's hook input ({e}), so it cannot begin the loop's tick: the prompt was not sent to the model. Claude Code writes every field it needs; a wrapper that rewrites hook input must keep `session_id`, `cwd` and `prompt`."
+                )),
+                None => Answer::Pass,
+            };
+        }
     };
     if !input.speaks_for_the_user() {
         return Answer::Pass;
@@ -157,7 +169,7 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
         event: "user-prompt-submit".into(),
         session_id,
         prompt_id: input.common.prompt_id.clone(),
-        iteration: Session::load(&paths)
+        iteration: Session::load(&paths, &input.common.session_id)
             .ok()
             .flatten()
             .filter(|s| s.prompt_id == input.common.prompt_id && s.prompt_id.is_some())
@@ -293,11 +305,7 @@ fn ended_again(
     if tick.flags.iter().any(|f| f == "--resume" || f == "--fresh") {
         return None;
     }
-    let told = Session::load(paths)
-        .ok()
-        .flatten()
-        .filter(|s| s.session_id == session_id)?
-        .ended?;
+    let told = Session::load(paths, session_id).ok().flatten()?.ended?;
     let now = ended_run(paths, &told.report)?;
     if now != told {
         return None;

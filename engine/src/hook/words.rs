@@ -29,14 +29,27 @@ pub struct Line {
     /// index in `commands` of the command it belongs to (so a `cd` before
     /// it can be taken into account).
     pub writes: Vec<(usize, String)>,
+    /// Substitutions nest deeper than [`NESTING_MAX`]: the commands past
+    /// that depth are not listed (read, a line of a few KB nested a
+    /// thousand deep would exhaust the stack), and the caller cannot see
+    /// everything the line runs.
+    pub too_deep: bool,
 }
+
+/// How deep `$(…)` and backquotes are read inside one another.
+pub const NESTING_MAX: usize = 16;
 
 /// The simple commands of `text` and the files it redirects output to.
 pub fn parse(text: &str) -> Line {
+    parse_at(text, 0)
+}
+
+fn parse_at(text: &str, depth: usize) -> Line {
     let mut line = Line::default();
-    let mut splitter = Splitter::new(text);
+    let mut splitter = Splitter::new(text, depth);
     splitter.run(&mut line.commands);
     line.writes = splitter.writes;
+    line.too_deep = splitter.too_deep;
     line
 }
 
@@ -96,6 +109,10 @@ struct Splitter {
     heredocs: Vec<(String, bool)>,
     /// Output redirection targets seen so far.
     writes: Vec<(usize, String)>,
+    /// How deep in substitutions this text is.
+    depth: usize,
+    /// A substitution deeper than [`NESTING_MAX`] was left unread.
+    too_deep: bool,
 }
 
 /// The command being split: its words so far, the word being read, and
@@ -127,12 +144,17 @@ impl Pending {
 
     /// Ends the command: it goes to `out`, then the commands of its
     /// substitutions (their writes with their own indexes).
-    fn end_command(&mut self, out: &mut Vec<Vec<String>>) {
+    fn end_command(&mut self, out: &mut Vec<Vec<String>>, depth: usize, too_deep: &mut bool) {
         if !self.words.is_empty() {
             out.push(std::mem::take(&mut self.words));
         }
+        if depth >= NESTING_MAX && !self.nested.is_empty() {
+            *too_deep = true;
+            self.nested.clear();
+        }
         for inner in self.nested.drain(..) {
-            let line = parse(&inner);
+            let line = parse_at(&inner, depth + 1);
+            *too_deep |= line.too_deep;
             let base = out.len();
             out.extend(line.commands);
             self.writes
@@ -142,12 +164,14 @@ impl Pending {
 }
 
 impl Splitter {
-    fn new(text: &str) -> Self {
+    fn new(text: &str, depth: usize) -> Self {
         Self {
             chars: text.chars().collect(),
             at: 0,
             heredocs: Vec::new(),
             writes: Vec::new(),
+            depth,
+            too_deep: false,
         }
     }
 
@@ -243,13 +267,13 @@ impl Splitter {
                 '\n' => {
                     self.at += 1;
                     p.end_word(out.len());
-                    p.end_command(out);
+                    p.end_command(out, self.depth, &mut self.too_deep);
                     self.skip_heredocs();
                 }
                 ';' | '&' | '|' | '(' | ')' => {
                     self.at += 1;
                     p.end_word(out.len());
-                    p.end_command(out);
+                    p.end_command(out, self.depth, &mut self.too_deep);
                 }
                 '<' | '>' => {
                     // A redirection: `N>` / `&>` glue to it; its target is
@@ -298,7 +322,7 @@ impl Splitter {
             }
         }
         p.end_word(out.len());
-        p.end_command(out);
+        p.end_command(out, self.depth, &mut self.too_deep);
         self.writes.extend(p.writes);
     }
 

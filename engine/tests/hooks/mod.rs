@@ -184,6 +184,11 @@ impl World {
 
     /// Runs `sdd-loop hook EVENT` with `input` on stdin, held by `holder`.
     pub fn hook_as(&self, event: &str, input: &Value, holder: u32) -> Answered {
+        self.hook_bytes(event, input.to_string().as_bytes(), holder)
+    }
+
+    /// Runs `sdd-loop hook EVENT` with `bytes` on stdin, held by `holder`.
+    pub fn hook_bytes(&self, event: &str, bytes: &[u8], holder: u32) -> Answered {
         let mut child = self
             .command(&[
                 "hook".into(),
@@ -196,12 +201,7 @@ impl World {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.to_string().as_bytes())
-            .unwrap();
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
         let output = child.wait_with_output().unwrap();
         assert_eq!(
             output.status.code(),
