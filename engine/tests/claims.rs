@@ -16,7 +16,7 @@ use std::time::Duration;
 use git::git;
 use sdd_loop::config::{ClaimSettings, TickConfig};
 use sdd_loop::exit;
-use sdd_loop::state::history::Outcome;
+use sdd_loop::state::history::{Outcome, PrState};
 use sdd_loop::state::paths::Skill;
 use sdd_loop::tick::{EndFlags, EndInput};
 use sdd_loop::world::claim::{self, Change, Holder, Remote, Timing};
@@ -450,6 +450,47 @@ fn a_remote_that_refuses_claim_refs_is_exit_69() {
     );
 }
 
+/// A tick that opened a PR and then failed leaves that issue's claim
+/// standing: released, it would let a clone that read the backlog before
+/// the PR existed work the issue a second time (two PRs for #1).
+#[test]
+fn a_failed_tick_keeps_the_claim_of_an_issue_its_pr_closes() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    s.procs.0 = vec![100];
+    let cfg = claiming(&s, 2);
+    let b = s.begin(&cfg, 100);
+    assert_eq!(planned(&b), [1, 2]);
+    let mut opened = pull(12, PrState::Open, &[], "a12");
+    opened.body = "Closes #1".into();
+    s.tracker.pulls.borrow_mut().push(opened);
+    let e = s.end(
+        &cfg,
+        &EndInput {
+            caller: Some(100),
+            flags: EndFlags {
+                opened: vec![12],
+                ..EndFlags::default()
+            },
+            work: sdd_loop::tick::WorkReport {
+                failure: Some("the tests did not pass after the PR was opened".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    assert_eq!(e.code, exit::TICK_DONE, "{}{}", e.out, e.err);
+    assert_eq!(s.last(Skill::Work).outcome, Some(Outcome::Errored));
+    assert_eq!(
+        origin.claims(Skill::Work),
+        [1],
+        "#1's PR is open: its claim stands"
+    );
+    let line = claims_line(&s);
+    assert_eq!(line["released"], serde_json::json!([2]));
+    assert_eq!(line["standing"], serde_json::json!([1]));
+}
+
 #[test]
 fn end_releases_the_claims_of_work_that_failed_and_leaves_the_others_standing() {
     for (error, left, released, standing) in [
@@ -532,6 +573,35 @@ fn resume_takes_back_the_clones_own_claims() {
     let after = origin.lease(Skill::Work, 1);
     assert_eq!(after.holder.pid, 300);
     assert!(after.expires_at > before.expires_at, "renewed");
+}
+
+/// A clone is one clone however its path is written (`-C ../app`, a
+/// symlink): a tick run through another spelling takes its own claims
+/// back at once, instead of waiting out their lease as another's.
+#[test]
+fn a_clone_is_one_clone_however_its_path_is_written() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    s.procs.0 = vec![100];
+    let b = s.begin(&claiming(&s, 2), 100);
+    assert_eq!(planned(&b), [1, 2]);
+    let lease = origin.lease(Skill::Work, 1);
+    assert_eq!(
+        lease.holder.clone,
+        std::fs::canonicalize(s.root())
+            .unwrap()
+            .display()
+            .to_string()
+    );
+    s.procs.0 = vec![];
+    let link = origin.path().with_file_name("link-to-clone");
+    std::os::unix::fs::symlink(s.root(), &link).unwrap();
+    let mut cfg = claiming(&s, 2);
+    cfg.resume = true;
+    cfg.root = link;
+    let r = s.begin(&cfg, 300);
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert_eq!(planned(&r), [1, 2], "its own claims, taken back: {}", r.out);
 }
 
 #[test]

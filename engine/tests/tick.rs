@@ -448,6 +448,30 @@ fn force_unlock_asks_every_time() {
 
 // ----------------------------------------------------------------- gates
 
+/// A process killed between writing a state file's temporary and renaming
+/// it leaves the temporary behind: the next tick removes it, and leaves a
+/// live writer's alone.
+#[test]
+fn a_killed_writer_s_temporary_is_removed_by_the_next_tick() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+    let cfg = s.cfg(Skill::Work);
+    s.tick(&cfg);
+    let dir = s.paths(Skill::Work).dir;
+    let dead = dir.join(".work.inflight.json.4242.116967791.6.tmp");
+    let live = dir.join(".work.budget.json.100.1.2.tmp");
+    std::fs::write(&dead, "{").unwrap();
+    std::fs::write(&live, "{").unwrap();
+    s.procs.0 = vec![100];
+    let r = s.tick(&cfg);
+    assert!(!dead.exists(), "{}", r.out);
+    assert!(live.exists(), "a live writer's");
+    assert!(
+        r.out.contains("Removed .sdd/loop/.work.inflight.json.4242.116967791.6.tmp, a temporary file a killed process left"),
+        "{}",
+        r.out
+    );
+}
+
 /// Issue 32: an issue another clone (or a sibling worktree) took leaves
 /// the workable set for its PR or its `in-progress` label — work under
 /// way, not drift (one closed without work still is: the unit tests of

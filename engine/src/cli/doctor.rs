@@ -435,7 +435,7 @@ fn claims_check(inputs: &Inputs<'_>) -> Check {
         dir: inputs.project.clone(),
         remote: name.clone(),
         vars: inputs.vars.clone(),
-        limit: Duration::from_secs(config::DEFAULT_CLAIM_TIMEOUT_SECS),
+        limit: super::gather::claim_timeout(inputs.vars),
     };
     let fix = |detail: String| {
         check(
@@ -454,7 +454,7 @@ fn claims_check(inputs: &Inputs<'_>) -> Check {
     };
     let holder = Holder {
         host: super::gather::host(inputs.vars),
-        clone: inputs.project.display().to_string(),
+        clone: crate::world::claim::clone_name(&inputs.project),
         pid: std::process::id(),
         session: None,
     };

@@ -499,6 +499,19 @@ fn apply_tick_flags(cfg: &mut TickConfig, args: &TickArgs, cwd: &Path) {
 mod tests;
 
 /// The machine's name in leases: `SDD_LOOP_HOST`, else the system's.
+/// The longest one git command of claims may take, for `status` and
+/// `doctor` as for a tick: `SDD_LOOP_CLAIM_TIMEOUT` seconds, else the
+/// default (a tick refuses a value that is no positive number; these only
+/// read, and fall back).
+pub(super) fn claim_timeout(vars: &BTreeMap<String, String>) -> std::time::Duration {
+    let secs = vars
+        .get("SDD_LOOP_CLAIM_TIMEOUT")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(config::DEFAULT_CLAIM_TIMEOUT_SECS);
+    std::time::Duration::from_secs(secs)
+}
+
 pub(super) fn host(vars: &BTreeMap<String, String>) -> String {
     let git = crate::world::git::GitCli { dir: ".".into() };
     vars.get("SDD_LOOP_HOST")

@@ -196,7 +196,7 @@ fn status_claims(env: &Env<'_>, root: &std::path::Path, skill: Skill) -> Option<
     let remote = gather::claim_remote(&env.vars, "origin", &git.remotes())?;
     let me = crate::world::claim::Holder {
         host: gather::host(&env.vars),
-        clone: root.display().to_string(),
+        clone: crate::world::claim::clone_name(root),
         pid: std::process::id(),
         session: None,
     };
@@ -204,7 +204,7 @@ fn status_claims(env: &Env<'_>, root: &std::path::Path, skill: Skill) -> Option<
         dir: root.to_path_buf(),
         remote,
         vars: env.vars.clone(),
-        limit: std::time::Duration::from_secs(crate::config::DEFAULT_CLAIM_TIMEOUT_SECS),
+        limit: gather::claim_timeout(&env.vars),
     };
     Some(status::Claims::read(&remote, skill, &me))
 }

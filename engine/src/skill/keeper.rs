@@ -46,7 +46,7 @@ pub fn remote_of(
         },
         Holder {
             host: claims.host.clone(),
-            clone: claims.clone.display().to_string(),
+            clone: crate::world::claim::clone_name(&claims.clone),
             pid,
             session: None,
         },

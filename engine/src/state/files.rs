@@ -283,6 +283,44 @@ pub fn open_persistent(path: &Path) -> Result<File, FileError> {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Removes from `dir` the temporary files of [`write_atomic`] whose writer
+/// is gone (`alive(pid)` false): a process killed between writing one and
+/// renaming it over its target leaves it behind, and nothing else would
+/// ever remove it. Only names of that exact shape are touched; what was
+/// removed is returned.
+pub fn sweep_temporaries(dir: &Path, alive: impl Fn(u32) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let Some(rest) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+            continue;
+        };
+        // `{target}.{pid}.{nanos}.{n}`, the target's name holding dots too.
+        let fields: Vec<&str> = rest.rsplitn(4, '.').collect();
+        let [n, nanos, pid, target] = fields.as_slice() else {
+            continue;
+        };
+        let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if target.is_empty() || !numeric(n) || !numeric(nanos) {
+            continue;
+        }
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if is_file && !alive(pid) && fs::remove_file(entry.path()).is_ok() {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}
+
 /// A temp-file name unique across processes (pid) and within one (counter),
 /// hidden, in the same directory as `target` so `rename` stays atomic.
 fn temp_path(target: &Path) -> PathBuf {
@@ -495,6 +533,42 @@ pub fn remove_if_present(path: &Path) -> Result<bool, FileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporaries_of_dead_writers_are_swept_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        for name in [
+            ".work.lock.5236.655236392.0.tmp",
+            ".work.inflight.json.32160.116967791.6.tmp",
+            ".work.budget.json.777.1.2.tmp",
+            ".notes.tmp",
+            "work.lock",
+            ".work.lock.x.1.2.tmp",
+        ] {
+            fs::write(d.join(name), "x").unwrap();
+        }
+        let mut removed: Vec<String> = sweep_temporaries(d, |pid| pid == 777)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        removed.sort();
+        assert_eq!(
+            removed,
+            [
+                ".work.inflight.json.32160.116967791.6.tmp",
+                ".work.lock.5236.655236392.0.tmp"
+            ]
+        );
+        for kept in [
+            ".work.budget.json.777.1.2.tmp",
+            ".notes.tmp",
+            "work.lock",
+            ".work.lock.x.1.2.tmp",
+        ] {
+            assert!(d.join(kept).exists(), "{kept}");
+        }
+    }
     use std::os::unix::fs::symlink;
 
     fn mode(path: &Path) -> u32 {

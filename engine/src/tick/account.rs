@@ -123,15 +123,21 @@ pub(crate) fn add(
     delta
 }
 
-/// Keeps the reported PRs the tracker has; returns the numbers of those it
-/// does not. A PR that exists only in a report is not counted (SPEC-0020
-/// budgets count real PRs): it is a failure of the skill.
-pub(crate) fn verify_prs(
-    ctx: &Ctx<'_, '_>,
-    mut result: SkillResult,
-) -> Result<(SkillResult, Vec<u64>), Failure> {
+/// The reported PRs the tracker has: the result keeping only those, the
+/// numbers of those it does not have, and the issues the kept PRs close.
+pub(crate) struct Verified {
+    pub result: SkillResult,
+    pub unknown: Vec<u64>,
+    pub closes: BTreeSet<u64>,
+}
+
+/// Keeps the reported PRs the tracker has. A PR that exists only in a
+/// report is not counted (SPEC-0020 budgets count real PRs): it is a
+/// failure of the skill.
+pub(crate) fn verify_prs(ctx: &Ctx<'_, '_>, mut result: SkillResult) -> Result<Verified, Failure> {
     let mut unknown = Vec::new();
     let mut known = Vec::new();
+    let mut closes = BTreeSet::new();
     for pr in std::mem::take(&mut result.prs) {
         if known.contains(&pr.number) || unknown.contains(&pr.number) {
             if known.contains(&pr.number) {
@@ -140,7 +146,8 @@ pub(crate) fn verify_prs(
             continue;
         }
         match ctx.tracker.pull(pr.number) {
-            Ok(_) => {
+            Ok(pull) => {
+                closes.extend(pull.closes());
                 known.push(pr.number);
                 result.prs.push(pr);
             }
@@ -148,7 +155,11 @@ pub(crate) fn verify_prs(
             Err(e) => return Err(e.into()),
         }
     }
-    Ok((result, unknown))
+    Ok(Verified {
+        result,
+        unknown,
+        closes,
+    })
 }
 
 /// PRs tracked at the start of a tick, updated by what the work reported.
@@ -325,7 +336,11 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
         empty,
     } = done;
     let started = clock::parse(&journal.started_at).unwrap_or(ctx.started);
-    let (result, unknown) = verify_prs(ctx, result)?;
+    let Verified {
+        result,
+        unknown,
+        closes,
+    } = verify_prs(ctx, result)?;
     let delta = count_iteration(ctx, &mut budget, &result, journal);
     let chain = check_contract(ctx.cfg.skill, journal, &result, &mut error);
     count_qmd(&mut budget, work, error.is_none());
@@ -339,7 +354,14 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
         blame_targets(journal, work, why, &mut failures);
     }
     let fired = exit_stops(ctx, &budget, work, journal.single_pr.is_some())?;
-    super::claims::release_at_end(ctx, journal, error.is_none());
+    // Work that reached the tracker keeps its claim even when the tick
+    // failed: the issues its PRs close, the PRs it touched.
+    let reached: Vec<u64> = closes
+        .iter()
+        .copied()
+        .chain(result.prs.iter().map(|p| p.number))
+        .collect();
+    super::claims::release_at_end(ctx, journal, error.is_none(), &reached);
     let outcome = if !fired.is_empty() {
         Outcome::Halted
     } else if error.is_some() {

@@ -76,7 +76,7 @@ impl Claimer {
             },
             holder: Holder {
                 host: settings.host.clone(),
-                clone: ctx.cfg.root.display().to_string(),
+                clone: claim::clone_name(&ctx.cfg.root),
                 pid: ctx.me.pid,
                 session: None,
             },
@@ -528,7 +528,9 @@ pub(crate) fn keep_only(ctx: &mut Ctx<'_, '_>, keep: &[u64]) {
 /// `end`: the tick's record says what was taken, lost and released. When
 /// the work went wrong the claims the journal holds are released (those
 /// lost while the work ran are not ours to release), so another clone may
-/// take the work up at once. When it succeeded they are left **standing**
+/// take the work up at once — but for those in `reached`, work that got
+/// to the tracker before it failed (an issue a PR of the tick closes, a
+/// PR it touched), which stand as after success. When it succeeded they are left **standing**
 /// until their lease runs out, and no push is made: a clone whose backlog
 /// was read before this tick's PR existed would otherwise take the issue
 /// the moment it was released and work it a second time. A standing claim
@@ -539,6 +541,7 @@ pub(crate) fn release_at_end(
     ctx: &mut Ctx<'_, '_>,
     journal: &crate::state::journal::Journal,
     succeeded: bool,
+    reached: &[u64],
 ) {
     let Some(mut claims) = journal.claims.clone() else {
         return;
@@ -562,14 +565,21 @@ pub(crate) fn release_at_end(
         ));
         ctx.claim_log.lost.push(lost.number);
     }
-    if succeeded {
+    // What failed is released; work that succeeded, or reached the
+    // tracker though the tick failed (a PR opened, then an error), stands.
+    let keep: Vec<u64> = claims
+        .held
+        .iter()
+        .map(|h| h.number)
+        .filter(|n| succeeded || reached.contains(n))
+        .collect();
+    release(ctx, &mut claims, &keep, journal.pid);
+    if !claims.held.is_empty() {
         ctx.claim_log.standing = claims.held.iter().map(|h| h.number).collect();
         let file = standing::path(&claims.clone, ctx.cfg.skill);
         let mut own = Standing::load(&file);
         own.add(&claims.held);
         own.save(&file);
-    } else {
-        release(ctx, &mut claims, &[], journal.pid);
     }
 }
 

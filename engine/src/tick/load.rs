@@ -144,6 +144,31 @@ fn went_backwards(
     ))
 }
 
+/// Removes what writers killed mid-write left (their temporary files),
+/// under the lock, in the loop's state and the clone's own: nothing else
+/// ever would.
+fn sweep_temporaries(ctx: &mut Ctx<'_, '_>) {
+    let probe = ctx.probe;
+    let alive = |pid: u32| {
+        !matches!(
+            probe.signal_zero(pid),
+            crate::os::liveness::SignalZero::NoSuchProcess
+        )
+    };
+    let dirs = [
+        ctx.paths.dir.clone(),
+        crate::state::witness::dir(&ctx.cfg.root),
+    ];
+    for dir in dirs {
+        for path in crate::state::files::sweep_temporaries(&dir, alive) {
+            let shown = ctx.rel(&path);
+            ctx.note(format!(
+                "Removed {shown}, a temporary file a killed process left"
+            ));
+        }
+    }
+}
+
 /// Loads state for a tick that holds the lock.
 pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, Failure> {
     let Acquired {
@@ -151,6 +176,7 @@ pub(crate) fn load(ctx: &mut Ctx<'_, '_>, acquired: Acquired) -> Result<Loaded, 
         concurrency,
     } = acquired;
     let mut pending = Pending::default();
+    sweep_temporaries(ctx);
     let (witness, tail) = read_history(ctx)?;
     pending.torn = tail.torn.clone();
     let authoritative: Vec<HistoryLine> = tail
@@ -475,7 +501,9 @@ fn recover(
             )),
         }
     }
-    let (result, unknown) = account::verify_prs(ctx, result)?;
+    let account::Verified {
+        result, unknown, ..
+    } = account::verify_prs(ctx, result)?;
     let single = journal
         .single_pr
         .or_else(|| ctx.cfg.pr.filter(|_| ctx.cfg.single_pr()));

@@ -77,6 +77,17 @@ pub struct Holder {
     pub session: Option<String>,
 }
 
+/// How a lease names the clone at `dir`: its canonical path (symlinks and
+/// `..` resolved), so `-C ../app`, a symlink and the plain path are one
+/// clone; the absolute path if it cannot be resolved.
+pub fn clone_name(dir: &std::path::Path) -> String {
+    std::fs::canonicalize(dir)
+        .or_else(|_| std::path::absolute(dir))
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string()
+}
+
 impl Holder {
     /// Whether `other` is this same holder: the same clone on the same
     /// host (a new process of the same clone, as after `--resume`, holds

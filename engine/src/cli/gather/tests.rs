@@ -446,3 +446,13 @@ fn a_clone_without_the_claims_remote_is_refused_with_the_variable_to_set() {
             .contains("SDD_LOOP_CLAIM_REMOTE=NAME")
     );
 }
+
+#[test]
+fn status_and_doctor_wait_on_claims_as_long_as_a_tick_would() {
+    let vars = |v: &str| BTreeMap::from([("SDD_LOOP_CLAIM_TIMEOUT".to_owned(), v.to_owned())]);
+    assert_eq!(claim_timeout(&vars("3")), Duration::from_secs(3));
+    let default = Duration::from_secs(config::DEFAULT_CLAIM_TIMEOUT_SECS);
+    assert_eq!(claim_timeout(&vars("0")), default);
+    assert_eq!(claim_timeout(&vars("soon")), default);
+    assert_eq!(claim_timeout(&BTreeMap::new()), default);
+}
