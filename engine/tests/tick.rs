@@ -1060,6 +1060,78 @@ fn a_crashed_iteration_is_recovered_from_its_journal() {
     assert!(!paths.inflight().exists());
 }
 
+/// Killed between its skill opening a PR and reporting it: the PR is on
+/// the tracker only. It closes an issue of the iteration's request, so the
+/// recovery counts it (it once counted nothing: the PR budget never saw
+/// it).
+#[test]
+fn a_pr_opened_but_not_reported_before_the_kill_is_counted() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.publish_prs = false;
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.max_agents = 1;
+    s.tick(&cfg);
+    let paths = s.paths(Skill::Work);
+    let budget = s.budget(Skill::Work);
+    let mut request = s.runner.requests[0].clone();
+    request.iteration = 2;
+    request.issues.retain(|i| i.number == 1);
+    let journal = sdd_loop::state::journal::Journal {
+        iteration: 2,
+        pid: 999,
+        process_start: None,
+        started_at: "2026-05-09T14:01:00Z".into(),
+        run_started_at: budget.started_at.clone(),
+        seconds_at_start: 60,
+        request,
+        tracked_prs: vec![],
+        backlog_snapshot: Some(vec![1, 2]),
+        gates: vec![],
+        driver: Default::default(),
+        worktrees: vec![],
+        shown: Default::default(),
+        gate_outcomes: vec![],
+        single_pr: None,
+        budget_file: None,
+        claude_md: None,
+        skill_process: None,
+        claims: None,
+    };
+    journal.save(&paths.inflight()).unwrap();
+    std::fs::write(
+        paths.lock(),
+        r#"{"pid":999,"iteration":2,"started_at":"2026-05-09T14:01:00Z","skill":"work"}"#,
+    )
+    .unwrap();
+    let mut theirs = pull(31, PrState::Open, &[], "c31");
+    theirs.body = "Closes #2".into();
+    let mut ours = pull(30, PrState::Open, &[], "c30");
+    ours.body = "Implements it.\n\nCloses #1".into();
+    s.tracker.pulls.borrow_mut().extend([theirs, ours]);
+    let r = s.tick(&cfg);
+    assert_eq!(
+        r.code, 3,
+        "both issues have their PR: the backlog is empty {}{}",
+        r.out, r.err
+    );
+    let lines = s.history(Skill::Work);
+    let recovered = lines.iter().find(|l| l.iteration == Some(2)).unwrap();
+    assert_eq!(recovered.error.as_deref(), Some("interrupted"));
+    assert_eq!(
+        recovered.prs_touched_this_iter.as_deref().unwrap(),
+        ["#30"],
+        "{}",
+        r.out
+    );
+    assert!(s.budget(Skill::Work).prs_touched.contains("#30"));
+    assert!(
+        r.out
+            .contains("#30 closing an issue of its request had not been reported"),
+        "{}",
+        r.out
+    );
+}
+
 // A tick halted at entry records the iteration it would have run without
 // counting it; the tick that later ran that iteration number and was
 // killed had its journal taken for the halted line's, and its spend lost.

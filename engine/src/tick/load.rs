@@ -466,6 +466,47 @@ fn new_run_start(now: jiff::Timestamp, lines: &[HistoryLine]) -> jiff::Timestamp
 }
 
 /// Turns a dead tick's journal into its history line and counters.
+/// A work iteration killed between its skill opening a PR and reporting
+/// it (its `pr` event) left that PR on the tracker and nowhere else: an
+/// open PR that closes an issue of the iteration's request is its — the
+/// request held only issues no open PR closed, and their claims kept
+/// other clones off them. Such PRs are added to `result`; what to add to
+/// the recovery's note, if any.
+fn opened_unreported(
+    ctx: &Ctx<'_, '_>,
+    journal: &Journal,
+    result: &mut crate::state::protocol::SkillResult,
+) -> Result<Option<String>, Failure> {
+    if journal.request.skill != crate::state::paths::Skill::Work
+        || journal.request.issues.is_empty()
+    {
+        return Ok(None);
+    }
+    let asked: std::collections::BTreeSet<u64> =
+        journal.request.issues.iter().map(|i| i.number).collect();
+    let mut found = Vec::new();
+    for pull in ctx.tracker.open_pulls()? {
+        if result.prs.iter().any(|p| p.number == pull.number) || pull.closes().is_disjoint(&asked) {
+            continue;
+        }
+        found.push(format!("#{}", pull.number));
+        result.prs.push(crate::state::protocol::PrReport {
+            number: pull.number,
+            branch: pull.head_ref.clone(),
+            head_sha_at_start: None,
+            head_sha_at_end: Some(pull.head_sha.clone()),
+            state: PrState::Open,
+            opened: true,
+        });
+    }
+    Ok((!found.is_empty()).then(|| {
+        format!(
+            " and the tracker, where {} closing an issue of its request had not been reported",
+            found.join(", ")
+        )
+    }))
+}
+
 fn recover(
     ctx: &mut Ctx<'_, '_>,
     journal: &Journal,
@@ -479,7 +520,8 @@ fn recover(
             (fold_events(&events), "its progress events".to_owned())
         }
     };
-    if result.prs.is_empty() {
+    let agent_snapshot = result.prs.is_empty();
+    if agent_snapshot {
         // An agent speaks no protocol: what it did is found by comparing
         // the world with the snapshot its tick kept.
         match crate::agent::recover(
@@ -500,6 +542,9 @@ fn recover(
                 " (the PRs the agent opened could not be looked up: {e})"
             )),
         }
+    }
+    if let Some(found) = opened_unreported(ctx, journal, &mut result)? {
+        source.push_str(&found);
     }
     let account::Verified {
         result, unknown, ..
