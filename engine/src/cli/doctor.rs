@@ -402,8 +402,25 @@ fn state(inputs: &Inputs<'_>) -> Vec<Check> {
 /// Every check, in order.
 pub fn checks(inputs: &Inputs<'_>) -> Vec<Check> {
     let mut all = engine(inputs);
-    all.push(claude(inputs));
-    all.extend(plugin(inputs));
+    let claude = claude(inputs);
+    let mut plugin = plugin(inputs);
+    // No Claude Code at all: a loop from a shell or cron, which needs
+    // neither it nor the plugin — what is missing is something to know,
+    // not a fault (`doctor && …` in a cron job stays usable).
+    let no_claude = crate::world::program::on_path(inputs.vars, "claude").is_none();
+    let not_installed = plugin
+        .iter()
+        .all(|c| c.verdict == Verdict::Fix && c.detail.contains("is not installed"));
+    if no_claude && not_installed {
+        plugin.iter_mut().for_each(|c| c.verdict = Verdict::Note);
+        all.push(Check {
+            verdict: Verdict::Note,
+            ..claude
+        });
+    } else {
+        all.push(claude);
+    }
+    all.extend(plugin);
     all.extend(tracker_check(inputs));
     all.push(claims_check(inputs));
     all.extend(state(inputs));
