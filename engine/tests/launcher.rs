@@ -3,12 +3,15 @@
 //! engine (override, PATH, the npm package's binary), checks its hook
 //! protocol, and fails closed — a loop prompt blocked with the reason
 //! when there is no usable engine or the engine crashes, hangs or prints
-//! garbage; anything else untouched. Also `sdd-loop doctor`'s verdicts on
-//! a bare machine. The real Claude Code runs the launcher in
+//! garbage; anything else untouched. It answers within the hook's limit
+//! whatever the candidates, the engine or the prompt's size do, and what
+//! it stops leaves nothing behind. Also `sdd-loop doctor`'s verdicts on a
+//! bare machine. The real Claude Code runs the launcher in
 //! ci/plugin-install and in the `hook-*` cases.
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -121,6 +124,139 @@ fn fake_engine(protocol: &str, body: &str) -> tempfile::TempDir {
 
 fn path_with(dir: &Path) -> String {
     format!("{}:/usr/bin:/bin", dir.display())
+}
+
+/// Runs the launcher as `launch` does, in a process group of its own, and
+/// gives it `limit`: past it the group is killed and the test fails (a
+/// launcher that waits for ever, or reads a prompt for minutes, must not
+/// hold the suite). Returns what it printed and how long it took.
+fn launch_within(
+    args: &[&str],
+    stdin: &str,
+    env: &[(&str, &str)],
+    home: &Path,
+    limit: Duration,
+) -> (Output, Duration) {
+    let started = Instant::now();
+    let mut child = Command::new(launcher())
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .envs(env.iter().copied())
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let group = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let bytes = stdin.as_bytes().to_vec();
+    // A launcher that does not read may close its end first.
+    std::thread::spawn(move || {
+        let _ = pipe.write_all(&bytes);
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output().unwrap());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => (out, started.elapsed()),
+        Err(_) => {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            let stderr = rx
+                .recv_timeout(Duration::from_secs(10))
+                .map(|out| String::from_utf8_lossy(&out.stderr).into_owned())
+                .unwrap_or_default();
+            panic!("{args:?} did not answer within {limit:?}: {stderr}");
+        }
+    }
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+}
+
+/// Lets go whatever still waits to read `fifo` (it reads end of file),
+/// so that nothing a failed test left behind waits for ever.
+fn release(fifo: &Path) {
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(fifo);
+}
+
+/// A directory holding an executable `sdd-loop` that never answers the
+/// handshake (it waits to read the FIFO `hang`, which nobody writes).
+fn silent_engine() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("hang");
+    mkfifo(&fifo);
+    let path = dir.path().join("sdd-loop");
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\nread -r line <'{}'\nexit 1\n", fifo.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// A directory of the tools the launcher runs, as links, without
+/// `timeout`: its watchdog's way, as on macOS.
+fn tools_without_timeout() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for tool in [
+        "sh", "awk", "sed", "head", "tail", "tr", "cat", "date", "mktemp", "rm", "sleep", "ps",
+    ] {
+        if let Some(found) = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists())
+        {
+            std::os::unix::fs::symlink(found, dir.path().join(tool)).unwrap();
+        }
+    }
+    assert!(!dir.path().join("timeout").exists());
+    dir
+}
+
+/// Whether process `pid` still runs (a zombie does not: it is dead,
+/// waiting for a parent to reap it).
+fn runs(pid: &str) -> bool {
+    let out = Command::new("ps")
+        .args(["-o", "stat=", "-p", pid])
+        .output()
+        .unwrap();
+    let state = String::from_utf8_lossy(&out.stdout);
+    let state = state.trim();
+    !state.is_empty() && !state.starts_with('Z')
+}
+
+/// A project whose work loop's lock names a live process (this test's):
+/// a tick is open.
+fn project_with_an_open_tick() -> tempfile::TempDir {
+    let project = tempfile::tempdir().unwrap();
+    let loop_dir = project.path().join(".sdd/loop");
+    std::fs::create_dir_all(&loop_dir).unwrap();
+    std::fs::write(
+        loop_dir.join("work.lock"),
+        json!({
+            "pid": std::process::id(),
+            "iteration": 3,
+            "started_at": "2026-01-01T00:00:00Z",
+            "skill": "work",
+        })
+        .to_string(),
+    )
+    .unwrap();
+    project
 }
 
 const LOOP: &str = "/loop 5m /sdd:work --loop --max-prs 1";
@@ -400,6 +536,210 @@ fn an_engine_that_crashes_hangs_or_prints_garbage_blocks_a_loop_prompt() {
         let out = launch(&["user-prompt-submit"], &input("hello"), &env, home.path());
         assert_eq!(blocked(&out), None, "{body}");
     }
+}
+
+/// An engine candidate that never answers `hook --protocol` is stopped
+/// and counts as no engine: each hook answers within its bound (2 s for
+/// these events; the engine answers 5 s before the hook's limit, counted
+/// from its own start), with and without timeout(1). With no tick open
+/// nothing is decided; with one open, PreToolUse refuses the tool call
+/// (nothing can check it against the tick's contract) and the others do
+/// nothing.
+#[test]
+fn a_candidate_that_never_answers_the_handshake_is_no_engine_and_the_hook_answers_in_time() {
+    let home = tempfile::tempdir().unwrap();
+    let silent = silent_engine();
+    let bin = silent.path().join("sdd-loop");
+    let tools = tools_without_timeout();
+    let idle = tempfile::tempdir().unwrap();
+    let open = project_with_an_open_tick();
+    let tool_call = r#"{"session_id":"s-1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"gh pr create --title x --body y"}}"#;
+    let usual = "/usr/bin:/bin";
+    let no_timeout = tools.path().to_str().unwrap();
+    let cases = [
+        ("pre-tool-use", usual, idle.path(), false),
+        ("pre-tool-use", no_timeout, idle.path(), false),
+        ("pre-tool-use", usual, open.path(), true),
+        ("pre-tool-use", no_timeout, open.path(), true),
+        ("stop", usual, open.path(), false),
+        ("stop-failure", usual, open.path(), false),
+        ("session-end", usual, open.path(), false),
+    ];
+    for (event, path, project, denied) in cases {
+        let env = [
+            ("PATH", path),
+            ("SDD_LOOP_BIN", bin.to_str().unwrap()),
+            ("CLAUDE_PROJECT_DIR", project.to_str().unwrap()),
+        ];
+        let (out, took) = launch_within(
+            &[event],
+            tool_call,
+            &env,
+            home.path(),
+            Duration::from_secs(40),
+        );
+        release(&silent.path().join("hang"));
+        let case = format!("{event} (PATH={path}, tick open: {denied})");
+        assert!(out.status.success(), "{case}: {out:?}");
+        assert!(
+            took < Duration::from_secs(20),
+            "{case}: {took:?}, the hook's limit is 30 s"
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !denied {
+            assert_eq!(text.trim(), "", "{case}");
+            continue;
+        }
+        let answer: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{case}: {e}: {text}"));
+        let answer = &answer["hookSpecificOutput"];
+        assert_eq!(answer["hookEventName"], "PreToolUse", "{case}");
+        assert_eq!(answer["permissionDecision"], "deny", "{case}");
+        let reason = answer["permissionDecisionReason"].as_str().unwrap();
+        for part in [
+            "a loop tick is open in this project",
+            ".sdd/loop/work.lock, held by process",
+            &format!(
+                "{} did not answer `sdd-loop hook --protocol` within 2 s",
+                bin.display()
+            ),
+            "fail closed",
+            "npm install -g sdd-loop@",
+        ] {
+            assert!(reason.contains(part), "{case}: {part:?} not in:\n{reason}");
+        }
+    }
+}
+
+/// UserPromptSubmit: the handshakes are bounded all together, not each
+/// (by 10 s, or the wait when shorter): however many candidates never
+/// answer, a loop prompt is blocked, with why, well within the hook's
+/// limit.
+#[test]
+fn a_loop_prompt_is_blocked_in_time_whatever_number_of_candidates_never_answer() {
+    let home = tempfile::tempdir().unwrap();
+    let silent: Vec<tempfile::TempDir> = (0..6).map(|_| silent_engine()).collect();
+    let dirs: Vec<String> = silent
+        .iter()
+        .map(|d| d.path().display().to_string())
+        .collect();
+    let path = format!("{}:/usr/bin:/bin", dirs.join(":"));
+    let env = [("PATH", path.as_str()), ("SDD_LOOP_HOOK_WAIT", "3")];
+    let release_all = || {
+        for d in &silent {
+            release(&d.path().join("hang"));
+        }
+    };
+    let (out, took) = launch_within(
+        &["user-prompt-submit"],
+        &input(LOOP),
+        &env,
+        home.path(),
+        Duration::from_secs(50),
+    );
+    release_all();
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let reason = blocked(&out).expect("a loop prompt is blocked");
+    for part in [
+        format!(
+            "{}/sdd-loop did not answer `sdd-loop hook --protocol` within 3 s",
+            dirs[0]
+        ),
+        format!(
+            "{}/sdd-loop was not asked `sdd-loop hook --protocol`: the 3 s",
+            dirs[5]
+        ),
+    ] {
+        assert!(reason.contains(&part), "{part:?} not in:\n{reason}");
+    }
+    let (out, _) = launch_within(
+        &["user-prompt-submit"],
+        &input("hello"),
+        &env,
+        home.path(),
+        Duration::from_secs(50),
+    );
+    release_all();
+    assert_eq!(blocked(&out), None);
+}
+
+/// The launcher reads a prompt in time linear in its size (it was
+/// quadratic: 3.2 MB took two minutes), and reads it while the engine
+/// runs: a multi-megabyte loop prompt is blocked, and any other passes,
+/// well within the hook's 120 s even when the engine uses all its time.
+#[test]
+fn a_multi_megabyte_prompt_is_answered_well_within_the_hook_s_limit() {
+    let home = tempfile::tempdir().unwrap();
+    let text = "pasted log line here, \"quoted\" and 'not'\n".repeat(200_000);
+    let plain = input(&text);
+    let looping = input(&format!("{LOOP} {text}"));
+    assert!(plain.len() > 8_000_000, "{}", plain.len());
+    assert!(recognise(&format!("{LOOP} {text}")).is_some());
+    let limit = Duration::from_secs(100);
+    for (json, code) in [(&plain, 1), (&looping, 0)] {
+        let (out, took) = launch_within(&["--is-loop-prompt"], json, &[], home.path(), limit);
+        assert_eq!(out.status.code(), Some(code), "{out:?}");
+        assert!(took < Duration::from_secs(60), "{took:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("hang");
+    mkfifo(&fifo);
+    let fake = fake_engine("1,2", &format!("read -r line <'{}'", fifo.display()));
+    let path = path_with(fake.path());
+    let env = [("PATH", path.as_str()), ("SDD_LOOP_HOOK_WAIT", "2")];
+    let (out, took) = launch_within(&["user-prompt-submit"], &looping, &env, home.path(), limit);
+    release(&fifo);
+    let reason = blocked(&out).expect("a loop prompt is blocked");
+    assert!(reason.contains("did not answer within 2 s"), "{reason}");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    let (out, took) = launch_within(&["user-prompt-submit"], &plain, &env, home.path(), limit);
+    release(&fifo);
+    assert_eq!(blocked(&out), None);
+    assert!(took < Duration::from_secs(60), "{took:?}");
+}
+
+/// Without timeout(1) (macOS) the launcher's watchdog stops the engine
+/// with every process it started: nothing outlives the hook.
+#[test]
+fn without_timeout_the_watchdog_leaves_no_process_of_the_engine_behind() {
+    let home = tempfile::tempdir().unwrap();
+    let tools = tools_without_timeout();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("hang");
+    let pids = dir.path().join("pids");
+    mkfifo(&fifo);
+    // The engine starts a child that waits for ever, says who they are,
+    // and waits for it.
+    let fake = fake_engine(
+        "1,2",
+        &format!(
+            "cat '{}' >/dev/null &\necho $$ $! >'{}'\nwait",
+            fifo.display(),
+            pids.display()
+        ),
+    );
+    let path = format!("{}:{}", fake.path().display(), tools.path().display());
+    let env = [("PATH", path.as_str()), ("SDD_LOOP_HOOK_WAIT", "3")];
+    let (out, took) = launch_within(
+        &["user-prompt-submit"],
+        &input(LOOP),
+        &env,
+        home.path(),
+        Duration::from_secs(60),
+    );
+    let started = std::fs::read_to_string(&pids).unwrap_or_default();
+    let left: Vec<&str> = started.split_whitespace().filter(|p| runs(p)).collect();
+    let left = left.join(" ");
+    release(&fifo);
+    let reason = blocked(&out).expect("a loop prompt is blocked");
+    assert!(reason.contains("did not answer within 3 s"), "{reason}");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    assert_eq!(
+        started.split_whitespace().count(),
+        2,
+        "the engine and its child: {started:?}"
+    );
+    assert_eq!(left, "", "still running after the hook answered");
 }
 
 #[test]
