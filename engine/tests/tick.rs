@@ -993,25 +993,21 @@ fn resume_reopens_a_stopped_run_and_restores_counters() {
     assert_eq!(s.budget(Skill::Work).iterations_used, 2);
 }
 
-#[test]
-fn a_crashed_iteration_is_recovered_from_its_journal() {
-    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
-    s.tracker
-        .pulls
-        .borrow_mut()
-        .push(pull(21, PrState::Open, &[], "x"));
-    s.tick(&s.cfg(Skill::Work));
-    let paths = s.paths(Skill::Work);
-    // A tick that died mid-flight: its lock, journal and progress events.
-    let budget = s.budget(Skill::Work);
+/// What a work tick killed mid-flight as iteration 2 (pid 999) leaves:
+/// its journal, with `request` and the backlog `[1, 2]`, and its lock.
+fn leave_a_killed_tick(
+    paths: &sdd_loop::state::paths::StatePaths,
+    request: sdd_loop::state::protocol::SkillRequest,
+    run_started_at: &str,
+) {
     let journal = sdd_loop::state::journal::Journal {
         iteration: 2,
         pid: 999,
         process_start: None,
         started_at: "2026-05-09T14:01:00Z".into(),
-        run_started_at: budget.started_at.clone(),
+        run_started_at: run_started_at.to_owned(),
         seconds_at_start: 60,
-        request: s.runner.requests[0].clone(),
+        request,
         tracked_prs: vec![],
         backlog_snapshot: Some(vec![1, 2]),
         gates: vec![],
@@ -1031,6 +1027,20 @@ fn a_crashed_iteration_is_recovered_from_its_journal() {
         r#"{"pid":999,"iteration":2,"started_at":"2026-05-09T14:01:00Z","skill":"work"}"#,
     )
     .unwrap();
+}
+
+#[test]
+fn a_crashed_iteration_is_recovered_from_its_journal() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.tracker
+        .pulls
+        .borrow_mut()
+        .push(pull(21, PrState::Open, &[], "x"));
+    s.tick(&s.cfg(Skill::Work));
+    let paths = s.paths(Skill::Work);
+    // A tick that died mid-flight: its lock, journal and progress events.
+    let budget = s.budget(Skill::Work);
+    leave_a_killed_tick(&paths, s.runner.requests[0].clone(), &budget.started_at);
     let ex = Exchange::for_iteration(&paths, 2);
     std::fs::create_dir_all(&ex.dir).unwrap();
     std::fs::write(
@@ -1076,33 +1086,7 @@ fn a_pr_opened_but_not_reported_before_the_kill_is_counted() {
     let mut request = s.runner.requests[0].clone();
     request.iteration = 2;
     request.issues.retain(|i| i.number == 1);
-    let journal = sdd_loop::state::journal::Journal {
-        iteration: 2,
-        pid: 999,
-        process_start: None,
-        started_at: "2026-05-09T14:01:00Z".into(),
-        run_started_at: budget.started_at.clone(),
-        seconds_at_start: 60,
-        request,
-        tracked_prs: vec![],
-        backlog_snapshot: Some(vec![1, 2]),
-        gates: vec![],
-        driver: Default::default(),
-        worktrees: vec![],
-        shown: Default::default(),
-        gate_outcomes: vec![],
-        single_pr: None,
-        budget_file: None,
-        claude_md: None,
-        skill_process: None,
-        claims: None,
-    };
-    journal.save(&paths.inflight()).unwrap();
-    std::fs::write(
-        paths.lock(),
-        r#"{"pid":999,"iteration":2,"started_at":"2026-05-09T14:01:00Z","skill":"work"}"#,
-    )
-    .unwrap();
+    leave_a_killed_tick(&paths, request, &budget.started_at);
     let mut theirs = pull(31, PrState::Open, &[], "c31");
     theirs.body = "Closes #2".into();
     let mut ours = pull(30, PrState::Open, &[], "c30");
