@@ -516,7 +516,11 @@ fn an_engine_that_crashes_hangs_or_prints_garbage_blocks_a_loop_prompt() {
     ] {
         let fake = fake_engine("1,2", body);
         let path = path_with(fake.path());
-        let env = [("PATH", path.as_str()), ("SDD_LOOP_HOOK_WAIT", "1")];
+        // The launcher tells a hang from a crash by whole seconds of
+        // `date`: an engine that crashed in the last second of a 1 s wait
+        // would read as one that did not answer. Only the hang waits 1 s.
+        let wait = if body.contains("sleep") { "1" } else { "5" };
+        let env = [("PATH", path.as_str()), ("SDD_LOOP_HOOK_WAIT", wait)];
         let started = Instant::now();
         let reason = blocked(&launch(
             &["user-prompt-submit"],
