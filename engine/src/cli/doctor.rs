@@ -115,11 +115,13 @@ fn engine(inputs: &Inputs<'_>) -> Vec<Check> {
     checks
 }
 
-fn claude(inputs: &Inputs<'_>) -> Check {
+/// `shell_only`: neither Claude Code nor the plugin is here — a loop from a
+/// shell or cron, which needs neither: their absence is a note.
+fn claude(inputs: &Inputs<'_>, shell_only: bool) -> Check {
     let Some(exe) = crate::world::program::on_path(inputs.vars, "claude") else {
         return check(
             "claude",
-            Verdict::Fix,
+            if shell_only { Verdict::Note } else { Verdict::Fix },
             "Claude Code (`claude`) is not on PATH".to_owned(),
             Some("install it: npm install -g @anthropic-ai/claude-code (the plugin needs it; a loop from a shell or cron does not)".to_owned()),
         );
@@ -164,18 +166,14 @@ fn read_json(path: &Path) -> Option<serde_json::Value> {
 
 const INSTALL_PLUGIN: &str = "in Claude Code: /plugin marketplace add sdd-loop/sdd-loop, then /plugin install sdd-loop@sdd-loop (from a shell: claude plugin marketplace add sdd-loop/sdd-loop && claude plugin install sdd-loop@sdd-loop)";
 
-fn plugin(inputs: &Inputs<'_>) -> Vec<Check> {
-    let Some(config) = claude_config(inputs.vars) else {
-        return vec![check(
-            "plugin",
-            Verdict::Fix,
-            "neither CLAUDE_CONFIG_DIR nor HOME is set: Claude Code's plugins cannot be found"
-                .to_owned(),
-            Some("run it as the user who runs Claude Code".to_owned()),
-        )];
-    };
-    let installed = config.join("plugins").join("installed_plugins.json");
-    let entry = read_json(&installed).and_then(|json| {
+/// Claude Code's list of installed plugins under `config`.
+fn installed_list(config: &Path) -> PathBuf {
+    config.join("plugins").join("installed_plugins.json")
+}
+
+/// The sdd-loop plugin's key and install path, if Claude Code has it.
+fn installed_plugin(config: &Path) -> Option<(String, PathBuf)> {
+    read_json(&installed_list(config)).and_then(|json| {
         let plugins = json.get("plugins")?.as_object()?.clone();
         plugins.into_iter().find_map(|(key, list)| {
             let path = list
@@ -187,11 +185,28 @@ fn plugin(inputs: &Inputs<'_>) -> Vec<Check> {
             key.starts_with("sdd-loop@")
                 .then(|| (key, PathBuf::from(path)))
         })
-    });
-    let Some((key, path)) = entry else {
+    })
+}
+
+fn plugin(inputs: &Inputs<'_>, shell_only: bool) -> Vec<Check> {
+    let Some(config) = claude_config(inputs.vars) else {
         return vec![check(
             "plugin",
             Verdict::Fix,
+            "neither CLAUDE_CONFIG_DIR nor HOME is set: Claude Code's plugins cannot be found"
+                .to_owned(),
+            Some("run it as the user who runs Claude Code".to_owned()),
+        )];
+    };
+    let installed = installed_list(&config);
+    let Some((key, path)) = installed_plugin(&config) else {
+        return vec![check(
+            "plugin",
+            if shell_only {
+                Verdict::Note
+            } else {
+                Verdict::Fix
+            },
             format!(
                 "the sdd-loop plugin is not installed for Claude Code (not in {})",
                 installed.display()
@@ -402,25 +417,14 @@ fn state(inputs: &Inputs<'_>) -> Vec<Check> {
 /// Every check, in order.
 pub fn checks(inputs: &Inputs<'_>) -> Vec<Check> {
     let mut all = engine(inputs);
-    let claude = claude(inputs);
-    let mut plugin = plugin(inputs);
-    // No Claude Code at all: a loop from a shell or cron, which needs
-    // neither it nor the plugin — what is missing is something to know,
-    // not a fault (`doctor && …` in a cron job stays usable).
-    let no_claude = crate::world::program::on_path(inputs.vars, "claude").is_none();
-    let not_installed = plugin
-        .iter()
-        .all(|c| c.verdict == Verdict::Fix && c.detail.contains("is not installed"));
-    if no_claude && not_installed {
-        plugin.iter_mut().for_each(|c| c.verdict = Verdict::Note);
-        all.push(Check {
-            verdict: Verdict::Note,
-            ..claude
-        });
-    } else {
-        all.push(claude);
-    }
-    all.extend(plugin);
+    // No Claude Code and no plugin: a loop from a shell or cron, which
+    // needs neither (`doctor && …` in a cron job stays usable).
+    let shell_only = crate::world::program::on_path(inputs.vars, "claude").is_none()
+        && claude_config(inputs.vars)
+            .and_then(|c| installed_plugin(&c))
+            .is_none();
+    all.push(claude(inputs, shell_only));
+    all.extend(plugin(inputs, shell_only));
     all.extend(tracker_check(inputs));
     all.push(claims_check(inputs));
     all.extend(state(inputs));

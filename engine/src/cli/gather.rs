@@ -504,12 +504,15 @@ mod tests;
 /// default (a tick refuses a value that is no positive number; these only
 /// read, and fall back).
 pub(super) fn claim_timeout(vars: &BTreeMap<String, String>) -> std::time::Duration {
-    let secs = vars
-        .get("SDD_LOOP_CLAIM_TIMEOUT")
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .unwrap_or(config::DEFAULT_CLAIM_TIMEOUT_SECS);
-    std::time::Duration::from_secs(secs)
+    let default = config::DEFAULT_CLAIM_TIMEOUT_SECS;
+    let var = |k: &str| vars.get(k).cloned();
+    let secs = seconds(
+        None,
+        ("claim-timeout", "SDD_LOOP_CLAIM_TIMEOUT"),
+        default,
+        &var,
+    );
+    std::time::Duration::from_secs(secs.unwrap_or(default))
 }
 
 pub(super) fn host(vars: &BTreeMap<String, String>) -> String {

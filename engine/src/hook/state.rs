@@ -231,7 +231,7 @@ impl Session {
 /// Removes the records of other sessions than `keep`'s that are stale at
 /// `now` (unused for [`STALE_AFTER`], or beyond the newest
 /// [`KEEP_AT_MOST`]), a stale legacy record, and temporary files a
-/// killed write left; never the record of the session that began the
+/// killed writer left ([`files::sweep_temporaries`]); never the record of the session that began the
 /// `open` iteration (it ends that iteration), never anything not a
 /// regular file. Best effort: what cannot be read or removed stays.
 fn prune(paths: &StatePaths, keep: &Path, open: Option<u64>, now: SystemTime) {
@@ -262,15 +262,18 @@ fn prune(paths: &StatePaths, keep: &Path, open: Option<u64>, now: SystemTime) {
         let modified = meta.modified().unwrap_or(now);
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with('.') {
-            // A write's temporary file, left by a process killed mid-way.
-            if name.ends_with(".tmp") && stale(modified) {
-                let _ = std::fs::remove_file(&path);
-            }
-        } else if name.ends_with(".json") {
+        if !name.starts_with('.') && name.ends_with(".json") {
             records.push((modified, path));
         }
     }
+    // A write's temporary file, left by a process killed mid-way.
+    let probe = crate::os::liveness::OsProbe;
+    files::sweep_temporaries(&dir, |pid| {
+        !matches!(
+            crate::os::liveness::ProcessProbe::signal_zero(&probe, pid),
+            crate::os::liveness::SignalZero::NoSuchProcess
+        )
+    });
     // Newest first: the oldest beyond the cap go, as do the stale.
     records.sort_by_key(|r| std::cmp::Reverse(r.0));
     let mut kept = 1; // `keep`'s own
@@ -474,7 +477,7 @@ mod tests {
         let long = STALE_AFTER + Duration::from_secs(60);
         age(&Session::path(&paths, "old"), long);
         age(&Session::path(&paths, "holder"), long);
-        let temp = Session::dir(&paths).join(".x.json.1.2.3.tmp");
+        let temp = Session::dir(&paths).join(".x.json.999999999.2.3.tmp"); // a writer that is gone
         std::fs::write(&temp, b"{").unwrap();
         age(&temp, long);
         save(&Session::legacy_path(&paths), &record("z", None), &redactor).unwrap();

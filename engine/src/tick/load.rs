@@ -520,8 +520,7 @@ fn recover(
             (fold_events(&events), "its progress events".to_owned())
         }
     };
-    let agent_snapshot = result.prs.is_empty();
-    if agent_snapshot {
+    if result.prs.is_empty() {
         // An agent speaks no protocol: what it did is found by comparing
         // the world with the snapshot its tick kept.
         match crate::agent::recover(
