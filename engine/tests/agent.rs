@@ -437,6 +437,26 @@ fn an_error_result_is_a_failure_quoted_redacted_and_bounded() {
     assert_eq!(a.exchange.read_result().unwrap().usage[0].tokens_out, 50);
 }
 
+/// An exit of 1 after a successful result fails the run, quoting the
+/// stderr (not the result's summary), and says the result said success,
+/// so the tick fails no target; the result file keeps its work and spend.
+#[test]
+fn an_exit_after_a_successful_result_is_a_failure_that_keeps_the_work() {
+    let (a, script) = agent(&[INIT, STEP, RESULT], 1);
+    let (outcome, _) = run(&a, claude(&script));
+    assert_eq!(
+        outcome.failure().as_deref(),
+        Some("claude: exited 1 after a successful result: chatter on stderr")
+    );
+    assert!(outcome.result_succeeded);
+    let result = a.exchange.read_result().unwrap();
+    assert_eq!(result.usage[0].tokens_in, 1000);
+    assert_eq!(result.summary.as_deref(), Some("claude: Done."));
+    let (a, script) = agent(&[INIT, STEP], 1);
+    let (outcome, _) = run(&a, claude(&script));
+    assert!(!outcome.result_succeeded, "no result: nothing said success");
+}
+
 #[test]
 fn a_missing_agent_says_how_to_point_at_it() {
     let (a, _) = agent(&[], 0);

@@ -283,6 +283,39 @@ fn repeated_failure_asks_and_stop_ends_the_run() {
     assert_eq!(fired(&line), ["repeated_failure"]);
 }
 
+/// Regression: an agent that exited 1 after its own result said success
+/// had every issue it was given recorded failed with that exit, though
+/// its PR was on the tracker — feeding the repeated-failure gate.
+#[test]
+fn an_exit_after_a_successful_result_errs_the_tick_but_fails_no_target() {
+    for (result_succeeded, failed) in [(true, vec![]), (false, vec!["#1", "#2"])] {
+        let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+        let mut cfg = s.cfg(Skill::Work);
+        cfg.max_agents = 2;
+        let cause = "claude: exited 1 after a successful result: Error: EPIPE";
+        s.runner.steps = vec![Step {
+            exit: 1,
+            cause: Some(cause.into()),
+            result_succeeded,
+            ..Step::ok(opened(12, 1000))
+        }];
+        let r = s.tick(&cfg);
+        assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+        assert_eq!(s.runner.requests[0].issues.len(), 2);
+        let line = s.last(Skill::Work);
+        assert_eq!(line.outcome, Some(Outcome::Errored));
+        assert_eq!(line.error.as_deref(), Some(cause));
+        assert_eq!(line.prs_touched_this_iter.unwrap(), ["#12"]);
+        let targets: Vec<String> = line
+            .failures_this_iter
+            .unwrap_or_default()
+            .into_iter()
+            .map(|f| f.target)
+            .collect();
+        assert_eq!(targets, failed, "result_succeeded: {result_succeeded}");
+    }
+}
+
 #[test]
 fn repeated_failure_skip_defers_the_target_for_the_run() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);

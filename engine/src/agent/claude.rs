@@ -11,8 +11,9 @@
 //!   growth is journaled at once as a usage event, so a SIGKILL of the
 //!   engine mid-agent loses no spend;
 //! - the final `result` event is authoritative for the tick's usage: its
-//!   `modelUsage` per model id (priced by `canonicalModel` when present;
-//!   helper models appear only here), whose `inputTokens` EXCLUDE cache
+//!   `modelUsage` per model id (priced by `canonicalModel` when present,
+//!   an alias key without one by the full id the steps name; helper
+//!   models appear only here), whose `inputTokens` EXCLUDE cache
 //!   tokens — converted to our `tokens_in`-includes-cache convention; a
 //!   model whose streamed steps add up to more than the result says keeps
 //!   the larger count (never under-count), and without a result the
@@ -21,7 +22,11 @@
 //!   subtype, `is_error`, has permission denials or zero turns, or there
 //!   is no result at all (all reported in the wild with exit 0 or
 //!   `success`). The root cause quotes the agent's own `errors[]` or
-//!   `result` text, else its last stderr line.
+//!   `result` text, else its last stderr line;
+//! - a non-zero exit (or a stall) after a successful result fails the run
+//!   too, but the result is authoritative for the work done: the verdict
+//!   says so ([`Verdict::result_succeeded`]), so the tick records the
+//!   error without failing any target it dispatched.
 //!
 //! Lines that are not JSON (a CLI's warnings) are echoed and skipped.
 
@@ -119,6 +124,24 @@ fn count(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// Whether `key` is one of Claude Code's model aliases (`sonnet`,
+/// `opus[1m]`: one word) standing for `model`, a full Claude id of that
+/// family (`claude-sonnet-4-5-20250929`, `claude-3-7-sonnet-20250219`).
+fn stands_for(key: &str, model: &str) -> bool {
+    let plain = |m: &str| {
+        m.split_once('[')
+            .map_or(m, |(id, _)| id)
+            .trim()
+            .to_ascii_lowercase()
+    };
+    let (alias, model) = (plain(key), plain(model));
+    !alias.is_empty()
+        && alias != "claude"
+        && alias.chars().all(|c| c.is_ascii_alphabetic())
+        && model.starts_with("claude-")
+        && model.split('-').any(|part| part == alias)
+}
+
 impl ClaudeStream {
     fn assistant(&mut self, event: &Value, read: &mut LineRead) {
         let Some(message) = event.get("message") else {
@@ -188,37 +211,56 @@ impl ClaudeStream {
         out
     }
 
-    /// The result's `modelUsage` keys that are priced under another name
-    /// (`canonicalModel`): a streamed step names its model by the key.
-    fn aliases(result: &Value) -> BTreeMap<String, String> {
+    /// The result's `modelUsage` entries.
+    fn model_usage(result: &Value) -> impl Iterator<Item = (&String, &Value)> {
         result
             .get("modelUsage")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
-            .filter_map(|(key, u)| {
-                let canonical = u.get("canonicalModel").and_then(Value::as_str)?;
-                (!canonical.is_empty() && canonical != key)
-                    .then(|| (key.clone(), canonical.to_owned()))
+    }
+
+    /// The model each `modelUsage` key is priced as: its `canonicalModel`;
+    /// else, for a key that is one of Claude Code's aliases (`sonnet`,
+    /// `opus[1m]`) and names no streamed step, the one model the streamed
+    /// steps name that it stands for (the API answers with the full id);
+    /// else the key. An alias left alone is priced at its family's row,
+    /// which cannot know the model's own cache rates.
+    fn priced_as(
+        result: &Value,
+        streamed: &BTreeMap<String, TokenTotals>,
+    ) -> BTreeMap<String, String> {
+        let keys: BTreeSet<&str> = Self::model_usage(result).map(|(k, _)| k.as_str()).collect();
+        Self::model_usage(result)
+            .map(|(key, u)| {
+                let canonical = u
+                    .get("canonicalModel")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.is_empty());
+                let stood_for = || {
+                    let mut models = streamed
+                        .keys()
+                        .filter(|m| !keys.contains(m.as_str()) && stands_for(key, m));
+                    match (models.next(), models.next()) {
+                        (Some(only), None) if !streamed.contains_key(key) => Some(only),
+                        _ => None,
+                    }
+                };
+                let model = canonical.or_else(|| stood_for().map(String::as_str));
+                (key.clone(), model.unwrap_or(key).to_owned())
             })
             .collect()
     }
 
     /// The result's `modelUsage`, per priced model.
-    fn reported(result: &Value) -> BTreeMap<String, TokenTotals> {
+    fn reported(
+        result: &Value,
+        priced_as: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, TokenTotals> {
         let mut out: BTreeMap<String, TokenTotals> = BTreeMap::new();
-        for (key, u) in result
-            .get("modelUsage")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            let model = u
-                .get("canonicalModel")
-                .and_then(Value::as_str)
-                .filter(|m| !m.is_empty())
-                .unwrap_or(key);
-            out.entry(model.to_owned()).or_default().add(&TokenTotals {
+        for (key, u) in Self::model_usage(result) {
+            let model = priced_as.get(key).unwrap_or(key);
+            out.entry(model.clone()).or_default().add(&TokenTotals {
                 input: count(u, "inputTokens"),
                 output: count(u, "outputTokens"),
                 cache_creation: count(u, "cacheCreationInputTokens"),
@@ -279,12 +321,12 @@ impl StreamReader for ClaudeStream {
         let totals = match &self.result {
             None => streamed.clone(),
             Some(result) => {
-                let mut reported = Self::reported(result);
-                let aliases = Self::aliases(result);
+                let priced_as = Self::priced_as(result, &streamed);
+                let mut reported = Self::reported(result, &priced_as);
                 for (streamed_as, s) in &streamed {
                     // A dated id the result prices under its canonical name
                     // is one model: counted twice before this lookup.
-                    let model = aliases.get(streamed_as).unwrap_or(streamed_as);
+                    let model = priced_as.get(streamed_as).unwrap_or(streamed_as);
                     let r = reported.entry(model.clone()).or_default();
                     // The result does not split cache writes by lifetime;
                     // the streamed steps do.
@@ -341,7 +383,15 @@ impl StreamReader for ClaudeStream {
         if result.get("num_turns").and_then(Value::as_u64) == Some(0) {
             why.push("0 turns".to_owned());
         }
-        why.extend(how_it_ended(run));
+        let result_failed = !why.is_empty();
+        if let Some(how) = how_it_ended(run) {
+            if result_failed {
+                why.push(how);
+            } else {
+                why.push(format!("{how} after a successful result"));
+                verdict.result_succeeded = true;
+            }
+        }
         if why.is_empty() {
             return verdict;
         }
@@ -352,9 +402,11 @@ impl StreamReader for ClaudeStream {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
+        // A successful result's text is its summary, not why the process
+        // then failed: the last stderr line may say.
         let quote = if !errors.is_empty() {
             Some(errors.join("; "))
-        } else if let Some(t) = text.filter(|t| !t.trim().is_empty()) {
+        } else if let Some(t) = text.filter(|t| result_failed && !t.trim().is_empty()) {
             Some(t.trim().to_owned())
         } else {
             run.last_stderr().map(str::to_owned)
@@ -464,6 +516,51 @@ mod tests {
         assert_eq!(v.usage[0].tokens_out, 100);
     }
 
+    /// Regression: a result keying `modelUsage` by Claude Code's alias
+    /// (`--model sonnet`) with no `canonicalModel`, while the steps name
+    /// the full id, counted the tick twice — once under each name — and
+    /// priced the alias's share at the family row, its cache reads at the
+    /// input rate.
+    #[test]
+    fn an_alias_in_model_usage_is_priced_as_the_model_its_steps_name() {
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Done.","total_cost_usd":0.01,"permission_denials":[],"modelUsage":{"sonnet[1m]":{"inputTokens":15,"outputTokens":100,"cacheReadInputTokens":2200,"cacheCreationInputTokens":200},"haiku":{"inputTokens":300,"outputTokens":20}}}"#;
+        let (mut s, _) = feed(&[INIT, STEP_A1, STEP_A2, STEP_B, result]);
+        let v = s.finish(&exited_ok());
+        assert_eq!(v.failure, None);
+        assert_eq!(
+            v.usage,
+            vec![
+                ModelUsage {
+                    model: "claude-sonnet-4-5-20250929".into(),
+                    tokens_in: 15 + 2200 + 200,
+                    tokens_out: 100,
+                    cache_read_tokens: 2200,
+                    cache_write_tokens: 200,
+                    cache_write_1h_tokens: 50,
+                },
+                // No step names a Haiku: the alias stays, priced at its family.
+                ModelUsage {
+                    model: "haiku".into(),
+                    tokens_in: 300,
+                    tokens_out: 20,
+                    ..ModelUsage::default()
+                },
+            ]
+        );
+        assert!(v.notes.is_empty(), "{:?}", v.notes);
+        let rates = crate::rules::rates::RateTable::built_in();
+        assert_eq!(
+            rates.rate(&v.usage[0].model),
+            rates.rate("claude-sonnet-4-5"),
+            "priced exactly as its full id"
+        );
+        assert!(stands_for("opus", "claude-opus-4-1-20250805"));
+        assert!(stands_for("sonnet", "claude-3-7-sonnet-20250219"));
+        assert!(!stands_for("sonnet", "claude-opus-4-1"));
+        assert!(!stands_for("claude", "claude-opus-4-1"));
+        assert!(!stands_for("claude-sonnet-4", "claude-sonnet-4-5"));
+    }
+
     #[test]
     fn without_a_result_the_streamed_steps_are_the_usage_and_it_failed() {
         let (mut s, _) = feed(&[INIT, STEP_A1, STEP_A2]);
@@ -504,11 +601,6 @@ mod tests {
                 0,
                 "claude: 0 turns",
             ),
-            (
-                r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"fine","modelUsage":{}}"#,
-                1,
-                "claude: exited 1: fine",
-            ),
         ];
         for (result, exit, want) in cases {
             let (mut s, _) = feed(&[result]);
@@ -517,7 +609,39 @@ mod tests {
                 ..RunOutcome::default()
             });
             assert_eq!(v.failure.as_deref(), Some(want));
+            assert!(!v.result_succeeded, "{want}");
         }
+    }
+
+    /// Regression: Claude Code exiting 1 after a `success` result failed
+    /// the tick as if the work had, quoting the result's summary as the
+    /// cause; every issue it was given was then recorded failed, the one
+    /// whose PR it had opened too.
+    #[test]
+    fn a_non_zero_exit_after_a_successful_result_leaves_the_work_standing() {
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Opened #3 for #1.","total_cost_usd":0.01,"modelUsage":{}}"#;
+        let (mut s, _) = feed(&[INIT, STEP_B, result]);
+        let v = s.finish(&RunOutcome {
+            exit_code: Some(1),
+            stderr_tail: vec!["Error: EPIPE: broken pipe, write".into()],
+            ..RunOutcome::default()
+        });
+        assert_eq!(
+            v.failure.as_deref(),
+            Some("claude: exited 1 after a successful result: Error: EPIPE: broken pipe, write")
+        );
+        assert!(v.result_succeeded);
+        assert_eq!(v.summary.as_deref(), Some("Opened #3 for #1."));
+        assert_eq!(v.usage[0].tokens_out, 60, "the streamed step still counts");
+        // An error result and a bad exit: the work failed, by its own word.
+        let (mut s, _) = feed(&[
+            r#"{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":30,"errors":["Reached maximum number of turns (30)"],"modelUsage":{}}"#,
+        ]);
+        let v = s.finish(&RunOutcome {
+            exit_code: Some(1),
+            ..RunOutcome::default()
+        });
+        assert!(!v.result_succeeded);
     }
 
     /// Regression: two steps of one model, or two `modelUsage` keys of one

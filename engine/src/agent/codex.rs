@@ -5,9 +5,16 @@
 //! `turn.failed{error}`, top-level `error` and the `item.*` events (agent
 //! messages and commands are echoed). Codex's usage differs from
 //! Anthropic's on two points that decide the bill:
-//! - `turn.completed` usage is CUMULATIVE for the thread, so each one is
-//!   journaled as its growth over the previous one, and the last one is
-//!   the tick's usage;
+//! - `turn.completed` usage is CUMULATIVE for the thread
+//!   (`agent-formats.md`): each reading is journaled as its growth over
+//!   the one before, and the last one is the tick's usage. `real-agents.md`
+//!   measured one turn (what `codex exec` runs), its usage summed over the
+//!   turn's responses, which reads the same. A reading smaller than the
+//!   one before in any count cannot be a running total: from then on the
+//!   readings are each turn's own, the tick's usage is their sum, and what
+//!   that adds to what was journaled is journaled — so a CLI that prints
+//!   each turn's own usage is never under-counted once a turn counts less;
+//!   one whose turns only grow reads as running totals, as documented;
 //! - `cached_input_tokens` is a SUBSET of `input_tokens` (so is
 //!   `cache_write_input_tokens` where newer builds report it, and
 //!   `reasoning_output_tokens` of `output_tokens`): `tokens_in` is
@@ -85,7 +92,7 @@ pub fn config_model(config_toml: &Path) -> Option<String> {
     None
 }
 
-/// Cumulative counts of a thread.
+/// The counts of one `turn.completed`, or a sum of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Counts {
     input: u64,
@@ -105,22 +112,33 @@ impl Counts {
         }
     }
 
-    fn max(self, o: Self) -> Self {
+    /// Counts near `u64::MAX` saturate rather than overflow.
+    fn plus(self, o: Self) -> Self {
         Self {
-            input: self.input.max(o.input),
-            cached: self.cached.max(o.cached),
-            cache_write: self.cache_write.max(o.cache_write),
-            output: self.output.max(o.output),
+            input: self.input.saturating_add(o.input),
+            cached: self.cached.saturating_add(o.cached),
+            cache_write: self.cache_write.saturating_add(o.cache_write),
+            output: self.output.saturating_add(o.output),
         }
     }
 
-    fn minus(self, o: Self) -> Self {
+    /// What `self` adds to `o`, count by count (none where it is less).
+    fn over(self, o: Self) -> Self {
         Self {
-            input: self.input - o.input,
-            cached: self.cached - o.cached,
-            cache_write: self.cache_write - o.cache_write,
-            output: self.output - o.output,
+            input: self.input.saturating_sub(o.input),
+            cached: self.cached.saturating_sub(o.cached),
+            cache_write: self.cache_write.saturating_sub(o.cache_write),
+            output: self.output.saturating_sub(o.output),
         }
+    }
+
+    /// Whether any count is less than `o`'s: `self` cannot be a running
+    /// total that `o` was an earlier reading of.
+    fn below(self, o: Self) -> bool {
+        self.input < o.input
+            || self.cached < o.cached
+            || self.cache_write < o.cache_write
+            || self.output < o.output
     }
 
     fn usage(self, model: &str) -> ModelUsage {
@@ -140,7 +158,14 @@ impl Counts {
 pub struct CodexStream {
     model: String,
     thread: Option<String>,
-    /// The largest cumulative reading so far.
+    /// The last reading.
+    last: Counts,
+    /// Every reading, summed.
+    sum: Counts,
+    /// A reading was smaller than the one before: they are the turns'
+    /// own, not running totals.
+    per_turn: bool,
+    /// What was journaled so far (the tick's usage).
     total: Counts,
     turns: u64,
     failures: Vec<String>,
@@ -159,6 +184,9 @@ impl CodexStream {
         Self {
             model: model.into(),
             thread: None,
+            last: Counts::default(),
+            sum: Counts::default(),
+            per_turn: false,
             total: Counts::default(),
             turns: 0,
             failures: Vec::new(),
@@ -199,9 +227,12 @@ impl StreamReader for CodexStream {
                 self.turns += 1;
                 self.retried.append(&mut self.errors);
                 let reading = event.get("usage").map(Counts::of).unwrap_or_default();
-                let larger = self.total.max(reading);
-                let growth = larger.minus(self.total);
-                self.total = larger;
+                self.per_turn |= reading.below(self.last);
+                self.last = reading;
+                self.sum = self.sum.plus(reading);
+                let usage = if self.per_turn { self.sum } else { reading };
+                let growth = usage.over(self.total);
+                self.total = self.total.plus(growth);
                 if growth != Counts::default() {
                     let u = growth.usage(&self.model);
                     read.events.push(SkillEvent::Usage {
@@ -281,6 +312,17 @@ mod tests {
     use super::*;
     use crate::agent::exited_ok;
 
+    fn usage(tokens_in: u64, tokens_out: u64, cache_read_tokens: u64) -> SkillEvent {
+        SkillEvent::Usage {
+            model: "gpt-5-codex".into(),
+            tokens_in,
+            tokens_out,
+            cache_read_tokens,
+            cache_write_tokens: 0,
+            cache_write_1h_tokens: 0,
+        }
+    }
+
     #[test]
     fn cumulative_turn_usage_is_journaled_as_growth_and_cached_is_a_subset() {
         let mut s = CodexStream::new("gpt-5-codex");
@@ -296,27 +338,7 @@ mod tests {
         ] {
             events.extend(s.line(l).events);
         }
-        assert_eq!(
-            events,
-            vec![
-                SkillEvent::Usage {
-                    model: "gpt-5-codex".into(),
-                    tokens_in: 1000,
-                    tokens_out: 100,
-                    cache_read_tokens: 600,
-                    cache_write_tokens: 0,
-                    cache_write_1h_tokens: 0
-                },
-                SkillEvent::Usage {
-                    model: "gpt-5-codex".into(),
-                    tokens_in: 1500,
-                    tokens_out: 200,
-                    cache_read_tokens: 1200,
-                    cache_write_tokens: 0,
-                    cache_write_1h_tokens: 0
-                },
-            ]
-        );
+        assert_eq!(events, vec![usage(1000, 100, 600), usage(1500, 200, 1200)]);
         let v = s.finish(&exited_ok());
         assert_eq!(v.failure, None);
         assert_eq!(v.agent_cost, None, "Codex reports no cost");
@@ -328,6 +350,47 @@ mod tests {
                 tokens_in: 2500,
                 tokens_out: 300,
                 cache_read_tokens: 1800,
+                ..ModelUsage::default()
+            }]
+        );
+    }
+
+    /// Regression: usage was read as the thread's running total only, so a
+    /// CLI printing each turn's own usage lost the first turn whenever a
+    /// later one counted less. A smaller reading is no running total: from
+    /// it on, the readings are summed, and what the sum adds to what was
+    /// journaled is journaled.
+    #[test]
+    fn a_later_turn_smaller_than_the_one_before_is_a_turn_of_its_own() {
+        let mut s = CodexStream::new("gpt-5-codex");
+        let mut events = Vec::new();
+        for l in [
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":200,"output_tokens":50}}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":4000,"cached_input_tokens":1000,"output_tokens":250}}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":3000,"cached_input_tokens":2500,"output_tokens":40}}"#,
+        ] {
+            events.extend(s.line(l).events);
+        }
+        // Read as running totals until the third: 1,000, then 3,000 more;
+        // then the three turns' sum, 8,000 in, 340 out: 4,000 more.
+        assert_eq!(
+            events,
+            vec![
+                usage(1000, 50, 200),
+                usage(3000, 200, 800),
+                usage(4000, 90, 2700)
+            ]
+        );
+        assert_eq!(
+            s.finish(&exited_ok()).usage,
+            vec![ModelUsage {
+                model: "gpt-5-codex".into(),
+                tokens_in: 8000,
+                tokens_out: 340,
+                cache_read_tokens: 3700,
                 ..ModelUsage::default()
             }]
         );

@@ -23,7 +23,10 @@
 //!    agent's own cost estimate, the PRs, comments and merges found by
 //!    comparing the world with the snapshot ([`world::discover`]), and the
 //!    failure, if any — a root cause quoted from the agent, redacted and
-//!    truncated — become `result.json` and [`RunOutcome::cause`].
+//!    truncated — become `result.json` and [`RunOutcome::cause`]; a run
+//!    whose own result said success and whose process then failed says
+//!    so ([`RunOutcome::result_succeeded`]): the tick is errored, no
+//!    target failed.
 
 pub mod claude;
 pub mod codex;
@@ -147,6 +150,10 @@ pub struct Verdict {
     pub agents: u64,
     /// Why the run failed (not yet redacted or truncated).
     pub failure: Option<String>,
+    /// The agent's own final word was success and only how its process
+    /// ended failed the run (Claude Code exiting 1 after a `success`
+    /// result): see [`RunOutcome::result_succeeded`].
+    pub result_succeeded: bool,
     /// The first line of its final message.
     pub summary: Option<String>,
     /// What the engine's stderr should say about the stream.
@@ -412,6 +419,7 @@ impl SkillRunner for AgentRunner<'_> {
         for n in &verdict.notes {
             let _ = writeln!(echo, "note: {kind}: {n}");
         }
+        let result_succeeded = verdict.result_succeeded;
         let mut causes: Vec<String> = verdict.failure.take().into_iter().collect();
         let found = match world::discover(&before, self.tracker, self.git, &self.remote, &request) {
             Ok(found) => found,
@@ -431,6 +439,9 @@ impl SkillRunner for AgentRunner<'_> {
         if let Err(e) = write_result(exchange, kind, spec, verdict, found) {
             causes.push(format!("could not write the result: {e}"));
         }
+        // Any other cause is the engine's: what the tracker shows of the
+        // work, or its spend, is then not known to stand.
+        outcome.result_succeeded = result_succeeded && causes.len() == 1;
         if !causes.is_empty() {
             outcome.cause = Some(quote(&spec.redactor, &causes.join("; ")));
         }

@@ -4,12 +4,14 @@
 //!
 //! [`OpencodeStream`] reads the events every line names by `type`, each
 //! carrying the session's `sessionID` (`ses_…`):
-//! - `step_finish` closes one API step: `part.tokens` = `{input, output,
-//!   reasoning, cache: {read, write}}` — `input` EXCLUDES the cache parts
-//!   (Anthropic's convention), so `tokens_in` is `input + cache.read +
-//!   cache.write` — and `part.cost`, OpenCode's own dollars for the step.
+//! - `step_finish` closes one API step: `part.tokens` = `{total, input,
+//!   output, reasoning, cache: {read, write}}` — `input` EXCLUDES the cache
+//!   parts (Anthropic's convention), so `tokens_in` is `input + cache.read
+//!   + cache.write` — and `part.cost`, OpenCode's own dollars for the step.
 //!   Each step is journaled at once as a usage event, so a SIGKILL of the
-//!   engine mid-agent loses no spend; `reasoning` is billed as output;
+//!   engine mid-agent loses no spend. `reasoning` is billed as output,
+//!   each token once ([`output_tokens`]): OpenCode 1.18 takes it out of
+//!   `output` (its `total` counts both), older builds left it inside;
 //! - `text` parts are the model's words (the last one is the summary),
 //!   `tool_use` parts its tool calls (echoed);
 //! - `error` (`error.name`, `error.data.message`, `statusCode`) is a
@@ -112,6 +114,30 @@ fn count(v: &Value, pointer: &str) -> u64 {
     v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// A step's output tokens, its reasoning counted once. OpenCode 1.18
+/// reports `output` without the reasoning (it subtracts the provider's
+/// reasoning count and bills `reasoning` on top at the output rate), so
+/// its `total` is `input + cache + output + reasoning`; older builds
+/// passed the provider's output through with the reasoning inside it
+/// (OpenAI's convention), and their `total` is `input + cache + output`.
+/// A `total` of that second shape is the only sign of the older reading;
+/// without it the reasoning is added, as 1.18 means it.
+pub fn output_tokens(tokens: &Value) -> u64 {
+    let output = count(tokens, "/output");
+    let reasoning = count(tokens, "/reasoning");
+    let without_reasoning = count(tokens, "/input")
+        .saturating_add(count(tokens, "/cache/read"))
+        .saturating_add(count(tokens, "/cache/write"))
+        .saturating_add(output);
+    let inside = reasoning <= output
+        && tokens.get("total").and_then(Value::as_u64) == Some(without_reasoning);
+    if inside {
+        output
+    } else {
+        output.saturating_add(reasoning)
+    }
+}
+
 impl StreamReader for OpencodeStream {
     fn line(&mut self, line: &str) -> LineRead {
         let mut read = LineRead::default();
@@ -137,8 +163,7 @@ impl StreamReader for OpencodeStream {
                     tokens_in: count(&tokens, "/input")
                         .saturating_add(read_cache)
                         .saturating_add(write_cache),
-                    tokens_out: count(&tokens, "/output")
-                        .saturating_add(count(&tokens, "/reasoning")),
+                    tokens_out: output_tokens(&tokens),
                     cache_read_tokens: read_cache,
                     cache_write_tokens: write_cache,
                     cache_write_1h_tokens: 0,
@@ -232,7 +257,7 @@ mod tests {
 
     // As OpenCode 1.18.33 printed them against the scripted Anthropic API.
     const STEP_1: &str = r#"{"type":"step_finish","timestamp":1,"sessionID":"ses_1","part":{"type":"step-finish","reason":"tool-calls","tokens":{"total":1650,"input":1000,"output":50,"reasoning":0,"cache":{"write":200,"read":400}},"cost":0.00462}}"#;
-    const STEP_2: &str = r#"{"type":"step_finish","timestamp":2,"sessionID":"ses_1","part":{"type":"step-finish","reason":"stop","tokens":{"total":1220,"input":1200,"output":20,"reasoning":5,"cache":{"write":0,"read":0}},"cost":0.0039}}"#;
+    const STEP_2: &str = r#"{"type":"step_finish","timestamp":2,"sessionID":"ses_1","part":{"type":"step-finish","reason":"stop","tokens":{"total":1225,"input":1200,"output":20,"reasoning":5,"cache":{"write":0,"read":0}},"cost":0.003975}}"#;
 
     #[test]
     fn each_step_is_journaled_with_the_cache_parts_in_the_input() {
@@ -273,10 +298,39 @@ mod tests {
         let v = s.finish(&exited_ok());
         assert_eq!(v.failure, None);
         assert_eq!(v.summary.as_deref(), Some("Opened #3."));
-        assert!((v.agent_cost.unwrap() - 0.00852).abs() < 1e-12);
+        assert!((v.agent_cost.unwrap() - 0.008595).abs() < 1e-12);
         assert_eq!(v.usage[0].tokens_in, 2800);
         assert_eq!(v.usage[0].tokens_out, 75);
         assert!(v.notes.iter().any(|n| n.contains("not JSON")));
+    }
+
+    /// Regression: a step of an OpenCode build that left the reasoning
+    /// inside `output` (OpenAI's convention; its `total` has no room for
+    /// more) had the reasoning added once more: 120 of its 300 output
+    /// tokens counted twice.
+    #[test]
+    fn reasoning_inside_the_output_is_counted_once() {
+        let older = r#"{"type":"step_finish","sessionID":"ses_3","part":{"type":"step-finish","tokens":{"total":2300,"input":1500,"output":300,"reasoning":120,"cache":{"write":0,"read":500}},"cost":0.0055}}"#;
+        let current = r#"{"type":"step_finish","sessionID":"ses_3","part":{"type":"step-finish","tokens":{"total":2300,"input":1500,"output":180,"reasoning":120,"cache":{"write":0,"read":500}},"cost":0.0055}}"#;
+        let no_total = r#"{"type":"step_finish","sessionID":"ses_3","part":{"type":"step-finish","tokens":{"input":1500,"output":180,"reasoning":120,"cache":{"write":0,"read":500}}}}"#;
+        for (line, want) in [(older, 300), (current, 300), (no_total, 300)] {
+            let mut s = OpencodeStream::new("openai/gpt-5");
+            let events = s.line(line).events;
+            let [
+                SkillEvent::Usage {
+                    tokens_out,
+                    tokens_in,
+                    cache_read_tokens,
+                    ..
+                },
+            ] = &events[..]
+            else {
+                panic!("{events:?}");
+            };
+            assert_eq!(*tokens_out, want, "{line}");
+            assert_eq!((*tokens_in, *cache_read_tokens), (2000, 500), "{line}");
+            assert_eq!(s.finish(&exited_ok()).usage[0].tokens_out, want);
+        }
     }
 
     #[test]

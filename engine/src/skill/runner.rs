@@ -131,6 +131,11 @@ pub struct RunOutcome {
     /// that exited 0 with an error result): the root cause, quoted from
     /// the work and redacted. Read before the exit status.
     pub cause: Option<String>,
+    /// The work's own final word was success, and only how its process
+    /// ended failed the run (an agent exiting 1 after a successful
+    /// result): that word is authoritative for the work done, so the
+    /// iteration is errored but no target it dispatched failed.
+    pub result_succeeded: bool,
 }
 
 /// What interrupted a running skill.

@@ -61,6 +61,28 @@ impl From<&RunOutcome> for WorkReport {
     }
 }
 
+/// Whom an errored iteration's error fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Blame {
+    /// Every target it dispatched that the work reported no failure for.
+    Targets,
+    /// No target: the work's own result said success and only how its
+    /// process ended failed it ([`RunOutcome::result_succeeded`]). That
+    /// result is authoritative for the work done — what reached the
+    /// tracker stands — and the exit is the iteration's error.
+    NoTarget,
+}
+
+impl Blame {
+    pub(crate) fn of(run: &RunOutcome) -> Self {
+        if run.result_succeeded {
+            Blame::NoTarget
+        } else {
+            Blame::Targets
+        }
+    }
+}
+
 /// Adds a result to the counters; returns this iteration's deltas.
 /// `single_pr`: in single-PR mode only that PR counts as touched.
 pub(crate) fn add(
@@ -321,6 +343,8 @@ pub(crate) struct Finishing<'a> {
     pub work: &'a WorkReport,
     /// Nothing was dispatched (no journal or exchange exists for this tick).
     pub empty: bool,
+    /// Whom the error, if any, fails.
+    pub blame: Blame,
 }
 
 /// The `end` half: accounts the result for the iteration the journal
@@ -334,6 +358,7 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
         mut error,
         work,
         empty,
+        blame,
     } = done;
     let started = clock::parse(&journal.started_at).unwrap_or(ctx.started);
     let Verified {
@@ -350,7 +375,9 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
     refuse_unknown(ctx, &unknown, &mut failures, &mut error);
     if let Some(by) = &work.turn_ended_by {
         error.get_or_insert_with(|| turn_ended(by));
-    } else if let Some(why) = &error {
+    } else if let Some(why) = &error
+        && blame == Blame::Targets
+    {
         blame_targets(journal, work, why, &mut failures);
     }
     let fired = exit_stops(ctx, &budget, work, journal.single_pr.is_some())?;

@@ -96,6 +96,7 @@ pub(crate) fn open(
                 error: None,
                 work: &WorkReport::default(),
                 empty: true,
+                blame: account::Blame::Targets,
             },
         )
         .map(Begun::Concluded);

@@ -453,6 +453,7 @@ fn finish_open(
     ctx: &mut Ctx<'_, '_>,
     iteration: Option<u64>,
     work: &WorkReport,
+    blame: account::Blame,
 ) -> Result<Concluded, Failure> {
     let journal = Journal::load(&ctx.paths.inflight())?;
     let (journal, held) = handover::adopt(ctx, journal, iteration, None)?;
@@ -493,6 +494,7 @@ fn finish_open(
             error,
             work,
             empty: false,
+            blame,
         },
     )
 }
@@ -522,6 +524,7 @@ fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Conclu
                 ctx,
                 Some(opened.journal.iteration),
                 &WorkReport::from(&outcome),
+                account::Blame::of(&outcome),
             )
         }
     }

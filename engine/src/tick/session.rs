@@ -159,7 +159,12 @@ pub(crate) fn end_tick(
         return Err(e.into());
     }
     held.keep();
-    super::finish_open(ctx, Some(journal.iteration), &input.work)
+    super::finish_open(
+        ctx,
+        Some(journal.iteration),
+        &input.work,
+        super::account::Blame::Targets,
+    )
 }
 
 fn invalid(source: &str, detail: impl std::fmt::Display) -> Failure {

@@ -162,6 +162,10 @@ pub struct Step {
     pub exit: i32,
     pub stderr: Vec<String>,
     pub interrupted: Option<InterruptKind>,
+    /// The runner's root cause, as an agent's adapter gives one.
+    pub cause: Option<String>,
+    /// As an agent whose own result said success before its process failed.
+    pub result_succeeded: bool,
 }
 
 impl Step {
@@ -171,6 +175,8 @@ impl Step {
             exit: 0,
             stderr: vec![],
             interrupted: None,
+            cause: None,
+            result_succeeded: false,
         }
     }
     pub fn qmd_down() -> Self {
@@ -178,7 +184,7 @@ impl Step {
             result: Some(result()),
             exit: 78,
             stderr: vec!["qmd-unreachable: connection refused".into()],
-            interrupted: None,
+            ..Self::ok(result())
         }
     }
 }
@@ -214,6 +220,8 @@ impl SkillRunner for FakeRunner {
                 .cloned(),
             stderr_tail: step.stderr.clone(),
             interrupted: step.interrupted,
+            cause: step.cause,
+            result_succeeded: step.result_succeeded,
             ..Default::default()
         }
     }
