@@ -214,3 +214,81 @@ fn the_session_s_end_reads_an_api_error_the_transcript_ends_on() {
     assert_eq!(line["turn_ended_by"], "overloaded", "{line}");
     assert_eq!(line["failures_this_iter"], json!([]));
 }
+
+// Regression: a session-end hook out of time gave its fallback answer and
+// wrote no line in the decision log, unlike every other path of the hooks:
+// the iteration it was ending, perhaps left open, was on no record.
+#[test]
+fn a_session_end_out_of_time_logs_its_fallback_like_any_decision() {
+    use sdd_loop::hook::in_time::{self, Waiting};
+    use sdd_loop::hook::{Answer, HookEvent};
+
+    let w = World::new(TWO_STORIES);
+    begin(&w, "p-1");
+    let (_never, answered) = std::sync::mpsc::channel::<Answer>();
+    let vars = std::collections::BTreeMap::new();
+    let waiting = Waiting {
+        vars: &vars,
+        project: Some(w.project.clone()),
+        session: Ok(std::process::id()),
+        clock: &sdd_loop::os::clock::SystemClock,
+    };
+    let input = w.session_end("other", "p-1").to_string();
+    let answer = in_time::within(
+        HookEvent::SessionEnd,
+        input.as_bytes(),
+        &answered,
+        std::time::Duration::ZERO,
+        &waiting,
+    );
+    assert_eq!(answer, Answer::Pass, "SessionEnd takes no answer");
+    let log = w.log("work");
+    let last = log.last().unwrap();
+    assert_eq!(
+        (
+            last["event"].as_str(),
+            last["decision"].as_str(),
+            last["iteration"].as_u64(),
+            last["session_id"].as_str(),
+        ),
+        (
+            Some("session-end"),
+            Some("left-open"),
+            Some(1),
+            Some(w.session_id.as_str())
+        )
+    );
+    let reason = last["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("did not end iteration 1 of the work loop within 0 s"),
+        "{reason}"
+    );
+    assert!(
+        last["saw"][0].as_str().unwrap().contains("fallback"),
+        "{last}"
+    );
+}
+
+// Without the transcript the session's end cannot count the spend: the
+// iteration stays open for the next tick, and the log says why and how it
+// ends (Claude Code reads no answer from this hook).
+#[test]
+fn a_session_end_without_its_transcript_logs_why_the_tick_stays_open() {
+    let w = World::new(TWO_STORIES);
+    begin(&w, "p-1");
+    std::fs::remove_file(&w.transcript).unwrap();
+    let a = w.hook("session-end", &w.session_end("other", "p-1"));
+    assert!(a.passed(), "{:?}", a.json);
+    assert!(w.is_open("work"));
+    let log = w.log("work");
+    let last = log.last().unwrap();
+    assert_eq!(last["decision"], "left-open");
+    let reason = last["reason"].as_str().unwrap();
+    for part in [
+        "the session ended (other) before its turn did; sdd-loop could not end iteration 1",
+        "cannot read the Claude Code transcript",
+        "`sdd-loop work end --iteration 1`",
+    ] {
+        assert!(reason.contains(part), "{part:?} in {reason}");
+    }
+}

@@ -7,6 +7,8 @@
 #[expect(dead_code, reason = "each hook test binary uses part of the world")]
 mod hooks;
 
+use std::collections::BTreeMap;
+
 use sdd_mocks::tracker::Fault;
 
 use hooks::*;
@@ -271,4 +273,111 @@ fn the_stop_that_ends_the_loop_tells_the_user() {
         "{:?}",
         stop.json
     );
+}
+
+// Regression: a session whose transcript is missing (Claude Code writes
+// none under `--no-session-persistence`) had its stop leave the iteration
+// open printing nothing: the user never learnt that the tick went
+// unrecorded, nor how to end it.
+#[test]
+fn a_missing_transcript_leaves_the_tick_open_and_the_stop_tells_the_user_why_and_how_to_end_it() {
+    let w = World::new(TWO_STORIES);
+    begin(&w, FLAGS, "p-1");
+    std::fs::remove_file(&w.transcript).unwrap();
+    let stop = w.hook("stop", &w.stop(false, "Done.", "p-1"));
+    let told = stop
+        .json
+        .as_ref()
+        .and_then(|j| j["systemMessage"].as_str())
+        .unwrap_or_else(|| panic!("the user is told: {:?}", stop.json))
+        .to_owned();
+    for part in [
+        "sdd-loop could not end iteration 1 of the work loop: error: cannot read the Claude Code transcript",
+        "--no-session-persistence",
+        "the iteration is still open",
+        "run `sdd-loop work end --iteration 1` in the project (with `--usage MODEL:IN:OUT`",
+    ] {
+        assert!(told.contains(part), "{part:?} in {told}");
+    }
+    assert!(w.is_open("work"), "nothing recorded without the spend");
+    let log = w.log("work");
+    let last = log.last().unwrap();
+    assert_eq!(
+        (last["event"].as_str(), last["decision"].as_str()),
+        (Some("stop"), Some("left-open"))
+    );
+    assert_eq!(last["reason"].as_str(), Some(told.as_str()));
+
+    // The next loop prompt still cannot end it, and says how to.
+    let next = w.hook("user-prompt-submit", &w.prompt(FLAGS, "p-2"));
+    assert!(next.blocked(), "{:?}", next.json);
+    assert!(
+        next.text()
+            .contains("end the iteration by hand: `sdd-loop work end --iteration 1`"),
+        "{}",
+        next.text()
+    );
+    // What it says to do ends it.
+    let end = w.engine(&[
+        "work",
+        "end",
+        "--iteration",
+        "1",
+        "--usage",
+        "claude-sonnet-4-5:1000:100",
+    ]);
+    assert!(
+        end.status.success(),
+        "{}",
+        String::from_utf8_lossy(&end.stderr)
+    );
+    assert!(!w.is_open("work"));
+    let line = w.history("work").pop().unwrap();
+    assert_eq!(line["tokens_in_this_iter"], 1000, "{line}");
+}
+
+// Regression: a stop out of time gave its fallback answer (nothing) and
+// logged nothing: the iteration it was ending stayed open silently.
+#[test]
+fn a_stop_out_of_time_tells_the_user_the_tick_may_be_open_and_logs_it() {
+    use sdd_loop::hook::in_time::{self, Waiting};
+    use sdd_loop::hook::{Answer, HookEvent};
+
+    let w = World::new(TWO_STORIES);
+    begin(&w, FLAGS, "p-1");
+    let (_never, answered) = std::sync::mpsc::channel::<Answer>();
+    let vars = BTreeMap::new();
+    let waiting = Waiting {
+        vars: &vars,
+        project: Some(w.project.clone()),
+        session: Ok(std::process::id()),
+        clock: &sdd_loop::os::clock::SystemClock,
+    };
+    let input = w.stop(false, "Done.", "p-1").to_string();
+    let answer = in_time::within(
+        HookEvent::Stop,
+        input.as_bytes(),
+        &answered,
+        std::time::Duration::ZERO,
+        &waiting,
+    );
+    let Answer::Tell(told) = &answer else {
+        panic!("the user is told: {answer:?}");
+    };
+    assert!(
+        told.contains("sdd-loop did not end iteration 1 of the work loop within 0 s")
+            && told.contains("`sdd-loop work end --iteration 1`"),
+        "{told}"
+    );
+    let log = w.log("work");
+    let last = log.last().unwrap();
+    assert_eq!(
+        (
+            last["event"].as_str(),
+            last["decision"].as_str(),
+            last["iteration"].as_u64()
+        ),
+        (Some("stop"), Some("left-open"), Some(1))
+    );
+    assert_eq!(last["reason"].as_str(), Some(told.as_str()));
 }

@@ -235,6 +235,98 @@ fn a_tick_killed_at_a_crash_point_is_recovered_by_the_next() {
     }
 }
 
+// Regression: a tick killed after its history line but before budget.json
+// left the checkpoint one iteration behind; the next tick, killed before it
+// loaded the state, had taken its lock naming the iteration from
+// budget.json alone, so `status` called the killed tick iteration 2 (and
+// showed iteration 2, already recorded, as in flight, and 1 used) while
+// `--resume` and the next tick ran iteration 3.
+#[test]
+fn status_names_a_killed_tick_s_iteration_as_resume_runs_it() {
+    let w = world();
+    let tick = |crash: Option<&str>, extra: &[&str]| {
+        let mut cmd = engine(&w);
+        cmd.args(["work", "--loop", "--answers", "user.yaml"])
+            .args(extra);
+        if let Some(point) = crash {
+            cmd.env("SDD_LOOP_CRASH_AT", point);
+        }
+        cmd.output().unwrap()
+    };
+    assert_eq!(tick(None, &[]).status.code(), Some(0));
+    for point in ["after-history", "after-lock"] {
+        let crashed = tick(Some(point), &[]);
+        assert_eq!(crashed.status.code(), None, "{point}: aborted");
+    }
+
+    let status = engine(&w).args(["status", "work"]).output().unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("(dead — stale, the next tick reaps it), iteration 3, since"),
+        "the killed tick is iteration 3: {text}"
+    );
+    assert!(
+        text.contains("In flight: none — iteration 2 (pid ")
+            && text.contains(") is recorded in history; the next tick removes its journal"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Used: 2/5 iterations"),
+        "history wins: {text}"
+    );
+    assert!(
+        text.contains("Checkpoint: .sdd/loop/work.budget.json is behind history"),
+        "{text}"
+    );
+    let json = engine(&w)
+        .args(["status", "work", "--json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["lock"]["iteration"], 3, "{json}");
+    assert_eq!(json["in_flight"]["recorded"], true, "{json}");
+    assert_eq!(json["budget"]["iterations"]["used"], 2, "{json}");
+
+    // The next tick (`--resume` loads the state the same way; here it
+    // would also ask git for the PRs' heads, and this world has no remote).
+    let next = tick(None, &[]);
+    let out = String::from_utf8_lossy(&next.stdout);
+    assert_eq!(next.status.code(), Some(0), "{out}");
+    assert!(out.contains("## Loop Iteration 3/5"), "{out}");
+    let iterations: Vec<u64> = lines(w.dir.path())
+        .iter()
+        .map(|l| l.iteration.unwrap())
+        .collect();
+    assert_eq!(iterations, [1, 2, 3]);
+
+    // An interrupted iteration not yet recovered counts the same way: the
+    // next tick recovers 2 first and runs 3, so its killed forerunner's
+    // lock says 3 (it said 2, as budget.json alone did).
+    std::fs::remove_dir_all(w.dir.path().join(".sdd")).unwrap();
+    assert_eq!(tick(None, &[]).status.code(), Some(0));
+    for point in ["after-journal", "after-lock"] {
+        assert_eq!(tick(Some(point), &[]).status.code(), None, "{point}");
+    }
+    let json = engine(&w)
+        .args(["status", "work", "--json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["lock"]["iteration"], 3, "{json}");
+    assert_eq!(
+        (
+            &json["in_flight"]["iteration"],
+            &json["in_flight"]["recorded"]
+        ),
+        (&serde_json::json!(2), &serde_json::json!(false)),
+        "{json}"
+    );
+    let next = tick(None, &[]);
+    let out = String::from_utf8_lossy(&next.stdout);
+    assert!(out.contains("Recovered interrupted iteration 2"), "{out}");
+    assert!(out.contains("## Loop Iteration 3/5"), "{out}");
+}
+
 /// A stub skill that says `ready` into one FIFO, then waits on another;
 /// on SIGINT it finishes its iteration (writes its result) and exits 0.
 const BLOCKING_SKILL: &str = r#"#!/bin/sh
@@ -394,4 +486,81 @@ fn a_killed_engine_s_skill_is_told_to_stop() {
         .expect("the orphaned skill was never told to stop");
     assert_eq!(said.trim(), "stopped");
     release_stragglers(w.dir.path());
+}
+
+// Regression: an engine held at a pause point (`SDD_LOOP_PAUSE_AT`) ignored
+// SIGTERM — its handler only sets a flag, and the blocking read of its
+// release byte restarted — so it waited for a byte that never came. It now
+// ends as a tick interrupted before dispatch: halted, recorded, unlocked.
+#[test]
+fn a_paused_tick_ends_on_sigterm_as_an_interrupted_one() {
+    use std::io::{BufRead, BufReader};
+
+    let w = world();
+    let pause = w.dir.path().join("pause");
+    std::fs::create_dir(&pause).unwrap();
+    let rw = |f: &str| {
+        mkfifo(&pause.join(f));
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(pause.join(f))
+            .unwrap()
+    };
+    // Held open both ways, so neither of the engine's opens blocks; no
+    // byte is ever written to `release`.
+    let (ready, _release) = (rw("ready"), rw("release"));
+    let mut tick = engine(&w)
+        .args(["work", "--loop"])
+        .env("SDD_LOOP_PAUSE_AT", "after-backlog")
+        .env("SDD_LOOP_PAUSE_DIR", &pause)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(ready).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), format!("paused {}", tick.id()));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(tick.id() as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    // Its end, bounded so a regression fails instead of hanging.
+    let stdout = tick.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stdout), &mut text);
+        let _ = tx.send(text);
+    });
+    let Ok(stdout) = rx.recv_timeout(std::time::Duration::from_secs(30)) else {
+        let _ = tick.kill();
+        let _ = tick.wait();
+        panic!("the paused engine did not end on SIGTERM");
+    };
+    let status = tick.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "{stdout}");
+    assert!(
+        stdout.contains("Interrupted (signal 15) — stopping before dispatch"),
+        "{stdout}"
+    );
+    let history = lines(w.dir.path());
+    assert_eq!(history.len(), 1, "one halted line");
+    let last = &history[0];
+    assert_eq!(last.outcome, Some(Outcome::Halted));
+    assert_eq!(
+        last.stop_conditions_fired.as_deref().unwrap(),
+        ["user_interrupt"]
+    );
+    assert!(
+        !w.dir
+            .path()
+            .join(".sdd/loop/work.exchange/1/request.json")
+            .exists(),
+        "nothing dispatched"
+    );
+    assert!(
+        !w.dir.path().join(".sdd/loop/work.lock").exists(),
+        "lock released"
+    );
 }

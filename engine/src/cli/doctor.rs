@@ -358,57 +358,48 @@ fn state(inputs: &Inputs<'_>) -> Vec<Check> {
     }
     let mut checks = Vec::new();
     for skill in [Skill::Work, Skill::Review] {
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = crate::cli::status::run(
-            &inputs.project,
-            skill,
-            None,
-            true,
-            &SystemClock,
-            &OsProbe,
-            None,
-            &mut out,
-            &mut err,
-        );
         let name = skill.as_str();
-        if code != crate::exit::TICK_DONE {
-            let text = String::from_utf8_lossy(&err).replace('\n', " ");
-            checks.push(check(
-                "state",
-                Verdict::Fix,
-                format!("the {name} loop's state cannot be read: {}", text.trim()),
-                Some(format!(
-                    "see `sdd-loop status {name}`; the files are under {}",
-                    dir.display()
-                )),
-            ));
-            continue;
-        }
-        let json: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+        let glance =
+            match crate::cli::status::glance(&inputs.project, skill, &SystemClock, &OsProbe) {
+                Ok(glance) => glance,
+                Err(why) => {
+                    checks.push(check(
+                        "state",
+                        Verdict::Fix,
+                        format!("the {name} loop's state cannot be read: {why}"),
+                        Some(format!(
+                            "see `sdd-loop status {name}`; the files are under {}",
+                            dir.display()
+                        )),
+                    ));
+                    continue;
+                }
+            };
         let mut detail = format!("the {name} loop's state is readable");
-        let mut verdict = Verdict::Ok;
-        let mut fix = None;
-        if !json["lock"].is_null() {
-            verdict = Verdict::Note;
-            detail.push_str(&format!("; its lock is held: {}", json["lock"]));
-            fix = Some(format!(
-                "a live holder is a tick in progress; a dead one is reaped by the next tick (`sdd-loop status {name}`)"
+        let mut notes = Vec::new();
+        if let Some(lock) = &glance.lock {
+            detail.push_str(&format!("; its lock is {lock}"));
+            notes.push(
+                "a live holder is a tick in progress; a dead one is reaped by the next tick"
+                    .to_owned(),
+            );
+        }
+        if let Some(stopped) = &glance.stopped {
+            detail.push_str(&format!("; the loop has ended: {stopped}"));
+            notes.push(format!(
+                "a new run starts over with `/sdd:{name} --loop` after the cause is dealt with"
             ));
         }
-        if let Some(stopped) = json["stopped"].as_object() {
-            verdict = Verdict::Note;
-            detail.push_str(&format!(
-                "; the loop has ended ({})",
-                serde_json::Value::Object(stopped.clone())
-            ));
-            fix = Some(format!(
-                "a new run starts over with `/sdd:{name} --loop` after the cause is dealt with (`sdd-loop status {name}`)"
-            ));
-        }
-        if !json["torn_last_line_bytes"].is_null() {
-            verdict = Verdict::Note;
+        if glance.torn {
             detail.push_str("; the history ends in a torn line (the next tick moves it aside)");
         }
+        let verdict = if glance.lock.is_some() || glance.stopped.is_some() || glance.torn {
+            Verdict::Note
+        } else {
+            Verdict::Ok
+        };
+        let fix =
+            (!notes.is_empty()).then(|| format!("{} (`sdd-loop status {name}`)", notes.join("; ")));
         checks.push(check("state", verdict, detail, fix));
     }
     checks
@@ -561,4 +552,65 @@ pub fn report(checks: &[Check], project: &Path, json: bool, out: &mut dyn Write)
     };
     let _ = out.write_all(text.as_bytes());
     if usable { 0 } else { 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::budget::{Budget, Ceilings, RunStop};
+    use crate::state::paths::StatePaths;
+
+    // Regression: doctor printed the lock and the run's stop as raw JSON
+    // (`its lock is held: {"pid":…}`, `the loop has ended ({"cause":…})`).
+    #[test]
+    fn a_held_lock_and_an_ended_run_are_told_in_sentences() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(tmp.path(), Skill::Work, None);
+        crate::state::files::ensure_private_dir(&paths.dir).unwrap();
+        let me = std::process::id();
+        std::fs::write(
+            paths.lock(),
+            format!(
+                r#"{{"pid":{me},"iteration":3,"started_at":"2026-05-09T14:50:00Z","skill":"work"}}"#
+            ),
+        )
+        .unwrap();
+        let mut budget = Budget::start(
+            "2026-05-09T14:00:00Z",
+            Ceilings::default(),
+            "built-in default",
+        );
+        budget.iterations_used = 2;
+        budget.stopped = Some(RunStop {
+            cause: "prior_gate_stop".into(),
+            iteration: 2,
+            gate: Some("backlog-drift".into()),
+        });
+        budget.save(paths.budget()).unwrap();
+        let vars = BTreeMap::new();
+        let checks = state(&Inputs {
+            vars: &vars,
+            project: tmp.path().to_path_buf(),
+            exe: None,
+        });
+        let work = &checks[0];
+        assert_eq!(work.verdict, Verdict::Note);
+        assert_eq!(
+            work.detail,
+            format!(
+                "the work loop's state is readable; its lock is held by pid {me} (alive), iteration 3, since 2026-05-09T14:50:00Z; the loop has ended: prior_gate_stop in iteration 2 (gate backlog-drift)"
+            )
+        );
+        let fix = work.fix.as_deref().unwrap();
+        assert!(
+            fix.contains("a dead one is reaped by the next tick")
+                && fix.contains("a new run starts over with `/sdd:work --loop`"),
+            "both notes: {fix}"
+        );
+        let mut out = Vec::new();
+        report(&checks, tmp.path(), false, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains('{'), "no JSON in the text: {text}");
+        assert_eq!(checks[1].detail, "the review loop's state is readable");
+    }
 }

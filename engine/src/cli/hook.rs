@@ -10,7 +10,8 @@
 //! work runs on a thread, and when [`crate::hook::MARGIN_SECS`] before the
 //! limit it has not answered, the event's fallback answer is printed
 //! instead ([`crate::hook::fallback`]: the prompt blocked, a PR or merge
-//! refused, a stop let through) and the process exits.
+//! refused, a stop let through), logged like any decision
+//! ([`crate::hook::in_time`]), and the process exits.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use super::args::HookArgs;
 use super::{Env, main_with};
 use crate::exit;
+use crate::hook::in_time::{self, Waiting};
 use crate::hook::{self, Engine, Hook, Ran};
 use crate::os::clock::{Clock, SystemClock};
 use crate::os::liveness::OsProbe;
@@ -93,6 +95,13 @@ pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
     }
     .map(|identity| identity.pid);
     let git_dir = project.clone().unwrap_or_else(|| env.cwd.clone());
+    let waiting_clock = clock(&vars);
+    let waiting = Waiting {
+        vars: &env.vars,
+        project: project.clone(),
+        session: session.clone(),
+        clock: waiting_clock.as_ref(),
+    };
     let (tx, rx) = mpsc::channel();
     let input = bytes.clone();
     std::thread::spawn(move || {
@@ -112,9 +121,7 @@ pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
     });
     let budget = Duration::from_secs(event.timeout_secs().saturating_sub(hook::MARGIN_SECS));
     // A panicking hook drops its sender: the fallback answers at once.
-    let answer = rx
-        .recv_timeout(budget)
-        .unwrap_or_else(|_| hook::fallback(event, &bytes));
+    let answer = in_time::within(event, &bytes, &rx, budget, &waiting);
     if let Some(json) = answer.json() {
         let _ = writeln!(env.stdout, "{json}");
     }

@@ -10,6 +10,13 @@
 //! created (reading the claims fetches them into the clone's
 //! `refs/sdd-loop/seen/`, as every tick does). It says only what is there: before the first tick there is no
 //! run to be stopped or not, and no state file to point at.
+//!
+//! It reads the state as the next tick will (DESIGN §4, history wins):
+//! budget.json with the values of history's last line where a tick killed
+//! between the two writes left it behind, and a journal whose iteration
+//! history already records shown as what it is, a leftover — so every
+//! iteration it names is the one `--resume` names. [`glance`] gives
+//! `doctor` the same sentences.
 
 use std::io::Write;
 use std::path::Path;
@@ -25,6 +32,7 @@ use crate::state::history::{self, HistoryLine};
 use crate::state::journal::Journal;
 use crate::state::lock;
 use crate::state::paths::{Skill, StatePaths};
+use crate::state::reconcile::{self, State};
 use crate::tick::report;
 
 #[expect(
@@ -61,6 +69,37 @@ pub fn run(
             let _ = writeln!(err, "help: {help}");
             code
         }
+    }
+}
+
+/// A loop's state in the sentences `status` prints, for `doctor`: who
+/// holds the lock, how the run ended, whether history ends torn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Glance {
+    /// `held by pid 12 (alive), iteration 3, since …`; `None`: free.
+    pub lock: Option<String>,
+    /// `iteration_budget in iteration 5`; `None`: the run goes on.
+    pub stopped: Option<String>,
+    /// The history's last line is torn.
+    pub torn: bool,
+}
+
+/// [`Glance`] at `skill`'s state in `root`, read-only as `status`; else
+/// why it cannot be read, as `status` says it (`error: … help: …`).
+pub fn glance(
+    root: &Path,
+    skill: Skill,
+    clock: &dyn Clock,
+    probe: &dyn ProcessProbe,
+) -> Result<Glance, String> {
+    let paths = StatePaths::new(root, skill, None);
+    match gather(&paths, clock, probe) {
+        Ok(s) => Ok(Glance {
+            lock: s.lock_words(),
+            stopped: s.stop_words(),
+            torn: s.torn.is_some(),
+        }),
+        Err((_, message, help)) => Err(format!("error: {message} help: {help}")),
     }
 }
 
@@ -171,11 +210,29 @@ struct Status {
     claims: Option<Claims>,
     skill: Skill,
     lock: Option<Result<(lock::LockRecord, Liveness), String>>,
+    /// budget.json reconciled with history, as the next tick will find it.
     budget: Option<Budget>,
+    /// What history restored in it (budget.json may lag it by a tick).
+    restored: Option<Restored>,
     minutes_now: u64,
     last: Option<HistoryLine>,
     torn: Option<usize>,
-    inflight: Option<Journal>,
+    inflight: Option<InFlight>,
+}
+
+/// The fields of budget.json history restored, from its line of
+/// `iteration`.
+struct Restored {
+    iteration: Option<u64>,
+    fields: Vec<&'static str>,
+}
+
+/// The interrupted-iteration journal, and whether history records its
+/// iteration already (a tick killed after its history line: the next
+/// tick only removes the journal).
+struct InFlight {
+    journal: Journal,
+    recorded: bool,
 }
 
 type Refusal = (u8, String, String);
@@ -193,16 +250,38 @@ fn gather(
                 (rec, verdict)
             })
         });
-    let budget = Budget::load(paths.budget()).map_err(|e| {
+    let on_disk = Budget::load(paths.budget()).map_err(|e| {
         (
             exit::DATA,
             e.to_string(),
             "status never changes the file; fix or delete it, then look again".to_owned(),
         )
     })?;
-    let tail = history::read_tail(&paths.history(), 1)
+    let tail = history::read_tail_held(&paths.history(), 1)
         .map_err(|e| (exit::DATA, e.to_string(), e.help()))?;
-    let inflight = Journal::load(&paths.inflight()).ok().flatten();
+    let lines: Vec<HistoryLine> = tail.lines.iter().map(|l| l.line.clone()).collect();
+    // History wins, as in every tick (DESIGN §4): budget.json may lag it
+    // by a tick after a crash.
+    let recon = reconcile::reconcile(
+        on_disk,
+        lines.iter().rev().find(|l| l.authoritative()),
+        false,
+    );
+    let restored = match &recon.state {
+        State::Restored { iteration, fields } => Some(Restored {
+            iteration: *iteration,
+            fields: fields.clone(),
+        }),
+        _ => None,
+    };
+    let budget = recon.budget;
+    let inflight = Journal::load(&paths.inflight())
+        .ok()
+        .flatten()
+        .map(|journal| InFlight {
+            recorded: lines.iter().any(|l| journal.recorded_by(l)),
+            journal,
+        });
     let now = clock.now();
     let minutes_now = budget.as_ref().map_or(0, |b| {
         let gap = b
@@ -219,6 +298,7 @@ fn gather(
         skill: paths.skill,
         lock,
         budget,
+        restored,
         minutes_now,
         last: tail.last().cloned(),
         torn: tail.torn.map(|t| t.bytes.len()),
@@ -238,25 +318,58 @@ fn liveness_word(v: &Liveness) -> &'static str {
 }
 
 impl Status {
-    fn text(&self, root: &Path, paths: &StatePaths) -> String {
-        let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
-        let mut s = format!("## Loop Status — /sdd:{} --loop\n\n", self.skill);
-        s.push_str(&match &self.lock {
-            None => "Lock: free\n".to_owned(),
-            Some(Ok((r, v))) => format!(
-                "Lock: held by pid {} ({}), iteration {}, since {}\n",
+    /// Who holds the lock, in words: `held by pid 12 (alive), iteration
+    /// 3, since …` (`None`: free).
+    fn lock_words(&self) -> Option<String> {
+        self.lock.as_ref().map(|lock| match lock {
+            Ok((r, v)) => format!(
+                "held by pid {} ({}), iteration {}, since {}",
                 r.pid,
                 liveness_word(v),
                 r.iteration,
                 r.started_at
             ),
-            Some(Err(detail)) => format!("Lock: unreadable ({detail})\n"),
-        });
-        if let Some(j) = &self.inflight {
-            s.push_str(&format!(
+            Err(detail) => format!("unreadable ({detail})"),
+        })
+    }
+
+    /// How the run ended, in words: `prior_gate_stop in iteration 2 (gate
+    /// backlog-drift)` (`None`: it goes on, or there is none).
+    fn stop_words(&self) -> Option<String> {
+        let stop = self.budget.as_ref()?.stopped.as_ref()?;
+        Some(format!(
+            "{} in iteration {}{}",
+            stop.cause,
+            stop.iteration,
+            stop.gate
+                .as_ref()
+                .map_or(String::new(), |g| format!(" (gate {g})"))
+        ))
+    }
+
+    fn text(&self, root: &Path, paths: &StatePaths) -> String {
+        let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+        let mut s = format!("## Loop Status — /sdd:{} --loop\n\n", self.skill);
+        s.push_str(&format!(
+            "Lock: {}\n",
+            self.lock_words().unwrap_or_else(|| "free".to_owned())
+        ));
+        match &self.inflight {
+            Some(InFlight {
+                journal: j,
+                recorded: false,
+            }) => s.push_str(&format!(
                 "In flight: iteration {} (pid {}), started {}\n",
                 j.iteration, j.pid, j.started_at
-            ));
+            )),
+            Some(InFlight {
+                journal: j,
+                recorded: true,
+            }) => s.push_str(&format!(
+                "In flight: none — iteration {} (pid {}) is recorded in history; the next tick removes its journal\n",
+                j.iteration, j.pid
+            )),
+            None => {}
         }
         match &self.budget {
             None => s.push_str("Run: none recorded yet\n"),
@@ -286,6 +399,14 @@ impl Status {
                     "Comments pushed: {} · Merges attempted: {} · Agents dispatched: {} · qmd failures in a row: {}\n",
                     b.comments_pushed, b.merges_attempted, b.agents_dispatched, b.qmd_failures_consecutive
                 ));
+                if let Some(r) = &self.restored {
+                    s.push_str(&format!(
+                        "Checkpoint: {} is behind history; shown with {} as history's iteration {} recorded them (history wins; the next tick rewrites the file)\n",
+                        rel(paths.budget()),
+                        r.fields.join(", "),
+                        r.iteration.map_or("?".to_owned(), |i| i.to_string())
+                    ));
+                }
             }
         }
         match &self.last {
@@ -307,16 +428,15 @@ impl Status {
             ));
         }
         s.push_str(&match (&self.budget, &self.last) {
-            (Some(b), _) => match &b.stopped {
+            (Some(_), _) => match self.stop_words() {
                 Some(stop) => format!(
-                    "Stopped: {} in iteration {}{} — `--resume` reopens the run, `--fresh` starts a new one\n",
-                    stop.cause,
-                    stop.iteration,
-                    stop.gate.as_ref().map_or(String::new(), |g| format!(" (gate {g})"))
+                    "Stopped: {stop} — `--resume` reopens the run, `--fresh` starts a new one\n"
                 ),
                 None => "Stopped: no — the loop continues\n".to_owned(),
             },
-            (None, Some(_)) => "Stopped: unknown — there is history but no budget.json\n".to_owned(),
+            (None, Some(_)) => {
+                "Stopped: unknown — there is history but no budget.json\n".to_owned()
+            }
             (None, None) => format!(
                 "Stopped: no run yet — `sdd-loop {} --loop` starts one\n",
                 self.skill
@@ -353,7 +473,8 @@ impl Status {
                 }),
                 Some(Err(d)) => json!({"unreadable": d}),
             },
-            "in_flight": self.inflight.as_ref().map(|j| json!({"iteration": j.iteration, "pid": j.pid, "started_at": j.started_at})),
+            "in_flight": self.inflight.as_ref().map(|f| json!({"iteration": f.journal.iteration, "pid": f.journal.pid, "started_at": f.journal.started_at, "recorded": f.recorded})),
+            "checkpoint_restored": self.restored.as_ref().map(|r| json!({"from_iteration": r.iteration, "fields": r.fields})),
             "budget": self.budget.as_ref().map(|b| json!({
                 "iterations": {"used": b.iterations_used, "max": b.max_iterations, "remaining": b.max_iterations.saturating_sub(b.iterations_used)},
                 "prs": {"used": b.prs_touched.len(), "max": b.max_prs, "remaining": b.max_prs.saturating_sub(b.prs_touched.len() as u64), "touched": b.prs_touched},

@@ -238,9 +238,17 @@ fn end_one(
         prompt_id: common.prompt_id.clone(),
         iteration: Some(n),
         decision: decision.into(),
-        reason: match &cause.turn_ended_by {
-            Some(_) => Some(cause.error.clone()),
-            None => (ran.code != exit::TICK_DONE).then(|| ran.error_text()),
+        reason: match (&cause.turn_ended_by, decision) {
+            // Why it stays open, and how it ends: no one else is told
+            // (Claude Code reads no answer from these events).
+            (Some(_), "left-open") => Some(format!(
+                "{}; {}",
+                cause.error,
+                stop::left_open(skill, n, &ran)
+            )),
+            (None, "left-open") => Some(stop::left_open(skill, n, &ran)),
+            (Some(_), _) => Some(cause.error.clone()),
+            (None, _) => (ran.code != exit::TICK_DONE).then(|| ran.error_text()),
         },
         saw: vec![format!(
             "sdd-loop {skill} end --iteration {n}{} exited {}",

@@ -22,8 +22,9 @@
 //!
 //! Every hook answers with what Claude Code accepts ([`answer`]) or
 //! nothing, within its time limit ([`TIMEOUTS`], the same as in
-//! `hooks/hooks.json`), and appends what it decided and why to
-//! `.sdd/loop/{skill}.hooks.jsonl` ([`log`]). What the hooks remember
+//! `hooks/hooks.json`; past it, the event's fallback: [`in_time`]), and
+//! appends what it decided and why to `.sdd/loop/{skill}.hooks.jsonl`
+//! ([`log`]) — the fallback too. What the hooks remember
 //! between calls is in [`state`]. `begin` and `end` themselves run through
 //! the [`Engine`] seam: the command line's own commands, so a hook and an
 //! explicit `sdd-loop work begin` are one code path.
@@ -31,6 +32,7 @@
 pub mod answer;
 pub mod command;
 pub mod cut_short;
+pub mod in_time;
 pub mod input;
 pub mod log;
 pub mod owned;
@@ -49,6 +51,7 @@ use crate::state::paths::{Skill, StatePaths};
 use crate::world::git::Git;
 
 pub use answer::Answer;
+pub use in_time::fallback;
 pub use input::HookEvent;
 
 /// Each hook's time limit in seconds, as `hooks/hooks.json` declares it;
@@ -192,19 +195,5 @@ pub fn run(event: HookEvent, input: &[u8], hook: &mut Hook<'_>) -> Answer {
         HookEvent::Stop => stop::run(hook, input),
         HookEvent::StopFailure => cut_short::stop_failure(hook, input),
         HookEvent::SessionEnd => cut_short::session_end(hook, input),
-    }
-}
-
-/// What a hook answers when it runs out of time: a prompt is blocked (the
-/// engine's state is unknown), a PR or merge is refused, a stop passes.
-pub fn fallback(event: HookEvent, input: &[u8]) -> Answer {
-    let limit = event.timeout_secs();
-    match event {
-        HookEvent::UserPromptSubmit => Answer::BlockPrompt(format!(
-            "sdd-loop did not answer within {} s (the tracker may be slow or down): the prompt was not sent to the model. Check `sdd-loop status work` (or review) before the next loop prompt.",
-            limit - MARGIN_SECS
-        )),
-        HookEvent::PreToolUse => pre_tool::fail_closed(input, "sdd-loop did not decide in time"),
-        HookEvent::Stop | HookEvent::StopFailure | HookEvent::SessionEnd => Answer::Pass,
     }
 }

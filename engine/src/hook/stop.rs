@@ -11,8 +11,11 @@
 //!   reason, so the model can retry by stopping again; never when
 //!   `stop_hook_active` says this turn was blocked already. The iteration
 //!   then stays open, and the session's next loop prompt ends it first.
-//! - `end` fails otherwise: nothing is printed (blocking would not help);
-//!   the next loop prompt retries and shows the error if it fails again.
+//! - `end` fails otherwise (the session's transcript is missing, a result
+//!   cannot be read): blocking would not help, so the user is told
+//!   (`systemMessage`) why the iteration is still open and how to end it
+//!   — `end --iteration N` by hand, else the next loop prompt retries it
+//!   and shows the error if it fails again.
 //! - The loop ended: the user is told so.
 
 use std::path::Path;
@@ -93,6 +96,25 @@ pub(crate) fn end_with(
     hook.engine.run(project, &args)
 }
 
+/// What the user is told when `end` failed on something that trying
+/// again will not mend (the session's transcript missing, a result that
+/// cannot be read): what went wrong, that the iteration stays open, and
+/// how it ends.
+pub(crate) fn left_open(skill: Skill, n: u64, ran: &Ran) -> String {
+    format!(
+        "sdd-loop could not end iteration {n} of the {skill} loop: {} Nothing was recorded and the iteration is still open. {}",
+        ran.error_text(),
+        to_end_it(skill, n)
+    )
+}
+
+/// How an iteration whose `end` keeps failing is ended after all.
+pub(crate) fn to_end_it(skill: Skill, n: u64) -> String {
+    format!(
+        "To end it now, run `sdd-loop {skill} end --iteration {n}` in the project (with `--usage MODEL:IN:OUT` for the spend, which then is not read from the transcript); otherwise this session's next loop prompt tries `end` again before anything else, and once the session is gone the next tick records the iteration as interrupted."
+    )
+}
+
 /// Whether a failed `end` may pass if tried again.
 pub(crate) fn transient(code: u8) -> bool {
     code == exit::UNAVAILABLE || code == exit::CANT_WRITE || code == exit::RATE_LIMITED
@@ -167,7 +189,9 @@ pub fn run(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
                     ran.error_text()
                 )),
             ),
-            _ => ("left-open", Answer::Pass),
+            // The block of the first stop said what happens next.
+            code if transient(code) => ("left-open", Answer::Pass),
+            _ => ("left-open", Answer::Tell(left_open(skill, n, &ran))),
         };
         let redactor = redactor.get_or_insert_with(|| log::redactor(&project, hook.vars));
         if decision == "left-open"

@@ -372,7 +372,7 @@ fn end_left_open(
         exit::TICK_DONE | exit::LOOP_ENDED | exit::NOT_OPEN
     ) {
         return Err(Answer::BlockPrompt(format!(
-            "sdd-loop could not end iteration {n} of the {skill} loop, which this session left open: {} The prompt was not sent to the model; send it again once that is fixed.",
+            "sdd-loop could not end iteration {n} of the {skill} loop, which this session left open: {} The prompt was not sent to the model; send it again once that is fixed, or end the iteration by hand: `sdd-loop {skill} end --iteration {n}` in the project (with `--usage MODEL:IN:OUT` for its spend, when the transcript cannot give it).",
             ran.error_text()
         )));
     }

@@ -14,10 +14,20 @@
 //! bytes releases N engines at once. The test makes both FIFOs and holds
 //! each open for reading and writing, so neither open blocks the engine.
 //! A pause whose FIFOs cannot be opened does not pause: it is no crash
-//! point, and a tick must not hang on it.
+//! point, and a tick must not hang on it. Nor does a paused engine outlive
+//! SIGINT or SIGTERM: the signal ends the pause as it ends any wait of a
+//! tick, and the tick then stops before dispatch, recorded like any
+//! interrupted one.
 
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// How often a paused engine looks whether it was interrupted: its
+/// signal handlers only set a flag (the read of its byte would restart
+/// after one), so the byte is waited for without blocking.
+const PAUSE_POLL: Duration = Duration::from_millis(20);
 
 /// Every crash point, in tick order, with what has happened by then.
 pub const POINTS: [(&str, &str); 11] = [
@@ -128,8 +138,9 @@ impl CrashPoints {
         Ok(self)
     }
 
-    /// Waits at `name` until released, if the pause is armed there.
-    pub fn pause(&self, name: &'static str) {
+    /// Waits at `name` until released, if the pause is armed there — or
+    /// until `interrupted` says a signal came.
+    pub fn pause(&self, name: &'static str, interrupted: &dyn Fn() -> bool) {
         debug_assert!(
             PAUSE_POINTS.iter().any(|(p, _)| *p == name),
             "unlisted pause point {name}"
@@ -144,6 +155,11 @@ impl CrashPoints {
             std::fs::OpenOptions::new()
                 .read(!write)
                 .write(write)
+                .custom_flags(if write {
+                    0
+                } else {
+                    rustix::fs::OFlags::NONBLOCK.bits() as i32
+                })
                 .open(dir.join(file))
         };
         let (Ok(mut ready), Ok(mut release)) = (open("ready", true), open("release", false)) else {
@@ -152,7 +168,18 @@ impl CrashPoints {
         // One write, shorter than PIPE_BUF: engines paused together never
         // interleave their lines.
         let _ = ready.write_all(format!("paused {}\n", std::process::id()).as_bytes());
-        let _ = release.read(&mut [0u8; 1]);
+        loop {
+            match release.read(&mut [0u8; 1]) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // The byte, or no writer left to send one.
+                Ok(_) | Err(_) => return,
+            }
+            if interrupted() {
+                return;
+            }
+            std::thread::sleep(PAUSE_POLL);
+        }
     }
 
     /// Aborts the process if `name` is armed.
@@ -227,7 +254,7 @@ mod tests {
         let points = CrashPoints::none()
             .pause_at("after-backlog", dir.path().to_path_buf())
             .unwrap();
-        let paused = std::thread::spawn(move || points.pause("after-backlog"));
+        let paused = std::thread::spawn(move || points.pause("after-backlog", &|| false));
         let mut line = [0u8; 64];
         let n = ready.read(&mut line).unwrap();
         assert_eq!(
@@ -242,5 +269,44 @@ mod tests {
                 .pause_at("lunch", PathBuf::new())
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_signal_ends_a_pause_and_leaves_the_byte_for_another_engine() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["ready", "release"] {
+            rustix::fs::mkfifoat(
+                rustix::fs::CWD,
+                dir.path().join(f),
+                rustix::fs::Mode::from_raw_mode(0o600),
+            )
+            .unwrap();
+        }
+        let rw = |f: &str| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(dir.path().join(f))
+                .unwrap()
+        };
+        let (mut ready, mut release) = (rw("ready"), rw("release"));
+        let points = CrashPoints::none()
+            .pause_at("after-backlog", dir.path().to_path_buf())
+            .unwrap();
+        let signalled = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&signalled);
+        let paused = std::thread::spawn(move || {
+            points.pause("after-backlog", &|| flag.load(Ordering::SeqCst));
+        });
+        let n = ready.read(&mut [0u8; 64]).unwrap();
+        assert!(n > 0, "it said it paused");
+        signalled.store(true, Ordering::SeqCst);
+        paused.join().unwrap();
+        release.write_all(b"g").unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(release.read(&mut byte).unwrap(), 1, "no byte taken");
     }
 }

@@ -639,6 +639,21 @@ pub fn read_tail(path: &Path, want: usize) -> Result<Tail, HistoryError> {
     tail_of(&mut file, path, want)
 }
 
+/// [`read_tail`] back to the `held`-th line from the end written under the
+/// lock ([`HistoryLine::authoritative`]), or to the file's start: 64 lines
+/// first, four times more each time (skipped ticks' lines come in runs).
+pub fn read_tail_held(path: &Path, held: usize) -> Result<Tail, HistoryError> {
+    let mut want = 64;
+    loop {
+        let tail = read_tail(path, want)?;
+        let found = tail.lines.iter().filter(|l| l.line.authoritative()).count();
+        if found >= held || tail.lines.len() < want {
+            return Ok(tail);
+        }
+        want *= 4;
+    }
+}
+
 /// [`read_tail`] on an open file (whose offset it moves).
 fn tail_of(file: &mut File, path: &Path, want: usize) -> Result<Tail, HistoryError> {
     let len = file

@@ -211,6 +211,17 @@ impl Journal {
                 .is_none_or(|r| r == self.run_started_at)
     }
 
+    /// Whether a tick still has this iteration to recover: it belongs to
+    /// the run started at `run_started_at`, and no line of `lines` (the
+    /// history's last ones) records it.
+    pub fn unrecorded_in(
+        &self,
+        lines: &[crate::state::history::HistoryLine],
+        run_started_at: &str,
+    ) -> bool {
+        self.run_started_at == run_started_at && !lines.iter().any(|l| self.recorded_by(l))
+    }
+
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
         let mut json = serde_json::to_vec_pretty(self).expect("journals serialise");
         json.push(b'\n');

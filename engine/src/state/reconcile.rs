@@ -15,6 +15,7 @@
 
 use crate::state::budget::{Budget, Ceilings, PrSet, round_dollars};
 use crate::state::history::{HistoryLine, Outcome};
+use crate::state::journal::Journal;
 
 /// What the reconciliation decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -284,6 +285,27 @@ pub fn reconcile(
             }
         }
     }
+}
+
+/// The iteration the next tick runs, by the files as they are (nothing
+/// repaired yet): one past the `iterations_used` of the checkpoint
+/// reconciled with history (`recon`: history wins), or past the
+/// interrupted iteration `journal` holds when `lines` (history's last)
+/// do not record it yet — a tick recovers it first. A tick's lock says
+/// this iteration from the moment it is taken, so a lock left by a tick
+/// killed before it loaded the state names the iteration `--resume` runs.
+pub fn next_iteration(
+    recon: &Reconciliation,
+    journal: Option<&Journal>,
+    lines: &[HistoryLine],
+) -> u64 {
+    let Some(budget) = &recon.budget else {
+        return 1;
+    };
+    let interrupted = journal
+        .filter(|j| j.unrecorded_in(lines, &budget.started_at))
+        .map_or(0, |j| j.iteration);
+    budget.iterations_used.max(interrupted).saturating_add(1)
 }
 
 #[cfg(test)]

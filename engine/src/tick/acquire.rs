@@ -15,10 +15,11 @@ use crate::os::clock;
 use crate::rules::gates::Question;
 use crate::rules::stop::{Fired, StopCause};
 use crate::state::budget::Budget;
-use crate::state::history::{BudgetSnapshot, Outcome};
-use crate::state::journal::Shown;
+use crate::state::history::{self, BudgetSnapshot, HistoryLine, Outcome};
+use crate::state::journal::{Journal, Shown};
 use crate::state::lock::{self, Denied, ForceDecision, HeldLock, Holder, LockMode};
 use crate::state::paths::Skill;
+use crate::state::reconcile;
 
 /// The lock, and the `Concurrency:` line that says how it was had.
 #[derive(Debug)]
@@ -27,12 +28,28 @@ pub(crate) struct Acquired {
     pub concurrency: String,
 }
 
+/// The iteration the lock says until the state is loaded
+/// ([`reconcile::next_iteration`]): budget.json alone lags history after a
+/// crash between the two, and a tick killed before its load left a lock
+/// naming the iteration before its own. What cannot be read here is left
+/// to the load, which refuses it with the reason.
+fn first_guess(ctx: &Ctx<'_, '_>, budget: Option<&Budget>) -> u64 {
+    if ctx.cfg.fresh {
+        return 1;
+    }
+    let lines: Vec<HistoryLine> = history::read_tail_held(&ctx.paths.history(), 1)
+        .map(|t| t.lines.into_iter().map(|l| l.line).collect())
+        .unwrap_or_default();
+    let last = lines.iter().rev().find(|l| l.authoritative());
+    let recon = reconcile::reconcile(budget.cloned(), last, ctx.cfg.resume);
+    let journal = Journal::load(&ctx.paths.inflight()).ok().flatten();
+    reconcile::next_iteration(&recon, journal.as_ref(), &lines)
+}
+
 /// Takes the lock; `Err(Concluded)` is a tick that ended without it.
 pub(crate) fn acquire(ctx: &mut Ctx<'_, '_>) -> Result<Result<Acquired, Concluded>, Failure> {
     let peek_budget = Budget::load(ctx.paths.budget())?;
-    let guess = peek_budget
-        .as_ref()
-        .map_or(1, |b| b.iterations_used.saturating_add(1));
+    let guess = first_guess(ctx, peek_budget.as_ref());
     let started_at = clock::format(ctx.started);
 
     // `--lock=wait` waits at most for what is left of the wall-clock budget,

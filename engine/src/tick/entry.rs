@@ -110,12 +110,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_, '_>, run: &mut Loaded) -> Result<Option<Ha
             format!("Stop requested ({shown} present) — stopping before dispatch"),
         ));
     }
-    if let Some(sig) = ctx.interrupts.pending() {
-        run.fired.push(Fired::new(
-            StopCause::UserInterrupt,
-            format!("Interrupted (signal {sig}) — stopping before dispatch"),
-        ));
-    }
+    run.fired.extend(interrupt(ctx));
     let minutes = run.entry_seconds / 60;
     run.fired.extend(stop::budget_on_entry(
         &run.budget,
@@ -129,6 +124,33 @@ pub(crate) fn check(ctx: &mut Ctx<'_, '_>, run: &mut Loaded) -> Result<Option<Ha
         return Ok(Some(Halt::at_entry("halted at entry")));
     }
     Ok(None)
+}
+
+/// SIGINT or SIGTERM received: the stop before dispatch (#8).
+fn interrupt(ctx: &Ctx<'_, '_>) -> Option<Fired> {
+    let sig = ctx.interrupts.pending()?;
+    Some(Fired::new(
+        StopCause::UserInterrupt,
+        format!("Interrupted (signal {sig}) — stopping before dispatch"),
+    ))
+}
+
+/// The backlog (review: the PRs) is read: the pause point `after-backlog`
+/// (tests), which a signal ends too, then an interrupt that came since the
+/// entry checks — while the tracker was read, or during the pause — stops
+/// the tick there as at entry: nothing claimed, nothing dispatched, the
+/// halt recorded. Whether it did.
+pub(crate) fn after_backlog(ctx: &mut Ctx<'_, '_>, run: &mut Loaded) -> bool {
+    let interrupts = ctx.interrupts;
+    ctx.cfg
+        .crash
+        .pause("after-backlog", &|| interrupts.pending().is_some());
+    let Some(fired) = interrupt(ctx) else {
+        return false;
+    };
+    ctx.note(fired.message.clone());
+    run.fired.push(fired);
+    true
 }
 
 /// Repeated-failure gates for the last two dispatched iterations of the

@@ -277,15 +277,7 @@ fn read_history(
         let note = foreign_note(ctx, &history_path, foreign);
         ctx.note(note);
     }
-    let mut want = 64;
-    let tail = loop {
-        let tail = history::read_tail(&history_path, want)?;
-        let held_lines = tail.lines.iter().filter(|l| l.line.authoritative()).count();
-        if held_lines >= 2 || tail.lines.len() < want {
-            break tail;
-        }
-        want *= 4;
-    };
+    let tail = history::read_tail_held(&history_path, 2)?;
     Ok((witness, tail))
 }
 
@@ -324,11 +316,11 @@ fn recover_interrupted(
     let Some(journal) = Journal::load(&ctx.paths.inflight())? else {
         return Ok(());
     };
-    let already = tail.lines.iter().any(|l| journal.recorded_by(&l.line));
+    let lines: Vec<HistoryLine> = tail.lines.iter().map(|l| l.line.clone()).collect();
     if let Some(note) = stop_orphan(ctx, &journal) {
         ctx.note(note);
     }
-    if already || journal.run_started_at != budget.started_at {
+    if !journal.unrecorded_in(&lines, &budget.started_at) {
         pending.stale_journal = true;
     } else {
         let (line, exchange, note) = recover(ctx, &journal, budget)?;

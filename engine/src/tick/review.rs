@@ -34,7 +34,9 @@ pub(crate) fn plan(
         Ok(found) => found,
         Err(halt) => return Ok(Err(halt)),
     };
-    ctx.cfg.crash.pause("after-backlog");
+    if entry::after_backlog(ctx, run) {
+        return Ok(Err(Halt::with(context, None, "halted at entry")));
+    }
     let Unchanged {
         deferred,
         deferred_tracked,

@@ -27,7 +27,8 @@ pub(crate) fn plan(
     run: &mut Loaded,
 ) -> Result<Result<Dispatch, Halt>, Failure> {
     let backlog = discover(ctx, run)?;
-    ctx.cfg.crash.pause("after-backlog");
+    // An interrupt since entry is among the halts below.
+    entry::after_backlog(ctx, run);
     let snapshot = backlog.snapshot();
     let context = format!("Backlog: {}", backlog.summary());
     let halt = |plan| {
