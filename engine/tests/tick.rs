@@ -1103,6 +1103,42 @@ fn a_crashed_iteration_is_recovered_from_its_journal() {
     assert!(!paths.inflight().exists());
 }
 
+/// Regression: a tick killed while its skill ran saved no budget, and its
+/// recovery set the run's last tick end to the recovery itself — the
+/// killed tick's time, the time before it and the time since were lost
+/// to the wall clock (`minutes_elapsed` stayed 0 where a plain tick in
+/// its place counted 5 minutes). On `--resume` the time since the crash
+/// is not counted, the time before the killed tick is.
+#[test]
+fn a_killed_ticks_time_counts_toward_the_wall_clock() {
+    for (resume, minutes) in [(false, 5), (true, 1)] {
+        let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+        s.tick(&s.cfg(Skill::Work));
+        let paths = s.paths(Skill::Work);
+        let budget = s.budget(Skill::Work);
+        assert_eq!(budget.minutes_elapsed, 0);
+        // Started at 14:01, a minute into the run; recovered at 14:05.
+        leave_a_killed_tick(&paths, s.runner.requests[0].clone(), &budget.started_at);
+        s.clock.advance(SignedDuration::from_secs(270));
+        let mut cfg = s.cfg(Skill::Work);
+        cfg.resume = resume;
+        answer(&mut cfg, "backlog-drift=continue");
+        let r = s.tick(&cfg);
+        assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+        let lines = s.history(Skill::Work);
+        let elapsed = |i: usize| {
+            lines[i]
+                .budget_snapshot
+                .as_ref()
+                .and_then(|b| b.minutes_elapsed)
+        };
+        assert_eq!(lines[1].error.as_deref(), Some("interrupted"));
+        assert_eq!(elapsed(1), Some(minutes), "resume: {resume}");
+        assert_eq!(elapsed(2), Some(minutes), "resume: {resume}");
+        assert_eq!(s.budget(Skill::Work).minutes_elapsed, minutes);
+    }
+}
+
 /// Killed between its skill opening a PR and reporting it: the PR is on
 /// the tracker only. It closes an issue of the iteration's request, so the
 /// recovery counts it (it once counted nothing: the PR budget never saw

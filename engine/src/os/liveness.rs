@@ -195,8 +195,11 @@ impl ProcessProbe for OsProbe {
             return false;
         };
         // Zombies answer too, but a group of zombies is gone in all that
-        // matters; they are reaped by their parents.
-        rustix::process::test_kill_process_group(group).is_ok() && !Self::group_zombie(pgid)
+        // matters; they are reaped by their parents. Reaped between the
+        // two looks (no member left in /proc), it answers no more: asked
+        // again, so a group that just went is never taken for a live one.
+        let answers = || rustix::process::test_kill_process_group(group).is_ok();
+        answers() && !Self::group_zombie(pgid) && answers()
     }
 
     fn signal_group(&self, pgid: u32, signal: GroupSignal) {

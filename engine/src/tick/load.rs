@@ -364,6 +364,20 @@ fn count_gap(ctx: &Ctx<'_, '_>, budget: &mut Budget, run_lines: &[HistoryLine]) 
     entry_seconds
 }
 
+/// The wall clock of a killed tick, which saved no budget: from what its
+/// journal recorded at its start (the time before it included) to now —
+/// the tick and the time since it was killed count as time between ticks
+/// do. On `--resume` only to its start: the time since the crash is not
+/// counted.
+fn count_killed_time(ctx: &Ctx<'_, '_>, journal: &Journal, budget: &mut Budget) {
+    let ran = match (ctx.cfg.resume, clock::parse(&journal.started_at)) {
+        (false, Ok(start)) => (ctx.now().as_second() - start.as_second()).max(0) as u64,
+        _ => 0,
+    };
+    let at_start = budget.elapsed_seconds().max(journal.seconds_at_start);
+    budget.set_elapsed_seconds(at_start.saturating_add(ran));
+}
+
 /// A killed tick's skill can outlive it (no parent-death signal on this
 /// platform, or a skill that ignores it): stop its recorded process group
 /// before the iteration is recovered, so two skills never run at once and
@@ -569,6 +583,7 @@ fn recover(
         }))
         .collect();
     failures.dedup();
+    count_killed_time(ctx, journal, budget);
     let ended = clock::format(ctx.now());
     budget.last_tick_ended_at = Some(ended.clone());
     let record = TickRecord {

@@ -139,11 +139,20 @@ impl Reaper {
     /// the next tick's engine, probing the interrupted tick's process
     /// group, must find it gone — else it stops it itself and says so,
     /// and the tick's output differs from run to run.
+    ///
+    /// /proc is read again after each round: a process forked while it was
+    /// read (a guard's last signal, a shell's child) can be missing from
+    /// that reading, and is killed in the next.
     pub fn sweep(&self) {
-        let killed = self.kill_marked();
         let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while killed.iter().any(|pid| running(*pid)) && std::time::Instant::now() < until {
-            std::thread::park_timeout(std::time::Duration::from_millis(10));
+        loop {
+            let killed = self.kill_marked();
+            while killed.iter().any(|pid| running(*pid)) && std::time::Instant::now() < until {
+                std::thread::park_timeout(std::time::Duration::from_millis(10));
+            }
+            if killed.is_empty() || std::time::Instant::now() >= until {
+                return;
+            }
         }
     }
 
