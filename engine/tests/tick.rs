@@ -615,8 +615,9 @@ fn budget_gate_batches_every_tripped_budget_into_one_prompt() {
     s.clock.advance(SignedDuration::from_mins(49));
     s.tick(&cfg);
     // Iteration 4: iterations 4/5, minutes 50/60 and dollars 0.90/1.25
-    // (plus the run's average of 0.30 projected: 1.20) are all past 80% at
-    // once, none at 100%.
+    // plus the run's average of 0.30 projected, 1.20/1.25, are all past
+    // 80% at once, none at 100%; each is shown as this tick would leave it
+    // (SPEC-0020's `dollars ($21.00/$25.00)` is a projection too).
     let r = s.tick(&cfg);
     assert_eq!(r.code, 0, "{}", r.err);
     let line = s.last(Skill::Work);
@@ -624,7 +625,7 @@ fn budget_gate_batches_every_tripped_budget_into_one_prompt() {
     assert_eq!(g.len(), 1, "one combined prompt: {g:?}");
     assert_eq!(
         g[0].1,
-        "Approaching iterations (4/5), minutes (50/60), and dollars ($0.90/$1.25). Continue, raise ceiling(s), or stop?"
+        "Approaching iterations (4/5), minutes (50/60), and dollars ($1.20/$1.25). Continue, raise ceiling(s), or stop?"
     );
 }
 
@@ -783,6 +784,64 @@ fn post_feedback_merge_gate_decides_merge_allowed() {
     assert_eq!(
         gates(&s.last(Skill::Review))[0].1,
         "Responder addressed human feedback on PR #9. Merge now or hold for human re-review?"
+    );
+}
+
+/// Regression: a skill that merged a PR the user had held
+/// (`post-feedback-merge=hold`) was recorded `ok` with the merge counted.
+#[test]
+fn a_merge_of_a_held_pr_is_a_contract_violation() {
+    let mut s = Sandbox::new();
+    std::fs::write(
+        s.root().join("CLAUDE.md"),
+        "### SDD Configuration\n#### Agent Logins\n- sdd-responder\n",
+    )
+    .unwrap();
+    s.tracker
+        .pulls
+        .borrow_mut()
+        .push(pull(9, PrState::Open, &[], "abc"));
+    s.tracker.comments.borrow_mut().insert(
+        9,
+        vec![
+            ReviewComment {
+                id: 1,
+                author: "alice".into(),
+                body: "rename".into(),
+                in_reply_to: None,
+            },
+            ReviewComment {
+                id: 2,
+                author: "sdd-responder".into(),
+                body: "done".into(),
+                in_reply_to: Some(1),
+            },
+        ],
+    );
+    s.runner.steps = vec![Step::ok(SkillResult {
+        prs: vec![PrReport {
+            number: 9,
+            branch: "x".into(),
+            head_sha_at_start: None,
+            head_sha_at_end: None,
+            state: PrState::Merged,
+            opened: false,
+        }],
+        merges_attempted: 1,
+        ..result()
+    })];
+    let mut cfg = s.cfg(Skill::Review);
+    cfg.pr = Some(9);
+    answer(&mut cfg, "post-feedback-merge=hold");
+    assert_eq!(s.tick(&cfg).code, 0);
+    let line = s.last(Skill::Review);
+    assert_eq!(line.outcome, Some(Outcome::Errored));
+    assert!(
+        line.error.as_deref().unwrap().contains(
+            "contract violation: PR #9 merged although the post-feedback-merge gate answered hold"
+        ),
+        "{:?}",
+        line.error
     );
 }
 
@@ -1534,17 +1593,69 @@ fn chain_telemetry_follows_the_presence_rules() {
     s.runner.steps = vec![Step::ok(SkillResult {
         chain: Some(ChainReport {
             invoked: true,
-            review_outcome: Some("approved".into()),
+            review_outcome: Some("approve".into()),
             autofix_pr: None,
         }),
         ..result()
     })];
     s.tick(&s.cfg(Skill::Work));
     let line = s.last(Skill::Work);
+    assert_eq!(line.outcome, Some(Outcome::Ok), "{:?}", line.error);
     assert_eq!(line.chain_invoked, Some(true));
-    assert_eq!(line.review_outcome.as_deref(), Some("approved"));
+    assert_eq!(line.review_outcome.as_deref(), Some("approve"));
     assert_eq!(line.autofix_pr_invoked, Some(false));
     assert_eq!(line.autofix_pr_invocation_status, None);
+}
+
+/// Regression: values outside the telemetry's enumerations, and
+/// `/autofix-pr` invoked after the review errored, were recorded as an
+/// ordinary `ok` tick.
+#[test]
+fn chain_values_outside_the_contract_are_violations() {
+    let autofix = |status: &str| {
+        Some(sdd_loop::state::protocol::AutofixReport {
+            invoked: true,
+            status: Some(status.into()),
+        })
+    };
+    for (outcome, autofix, violation) in [
+        (
+            "approved",
+            None,
+            r#"chain.review_outcome "approved" is none of approve, changes-requested, needs-human, errored"#,
+        ),
+        (
+            "approve",
+            autofix("opened"),
+            r#"chain.autofix_pr.status "opened" is none of accepted, unavailable, errored"#,
+        ),
+        (
+            "errored",
+            autofix("accepted"),
+            "/autofix-pr invoked after /sdd:review errored",
+        ),
+    ] {
+        let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+        s.runner.steps = vec![Step::ok(SkillResult {
+            chain: Some(ChainReport {
+                invoked: true,
+                review_outcome: Some(outcome.into()),
+                autofix_pr: autofix,
+            }),
+            ..result()
+        })];
+        s.tick(&s.cfg(Skill::Work));
+        let line = s.last(Skill::Work);
+        assert_eq!(line.outcome, Some(Outcome::Errored), "{outcome}");
+        let error = line.error.unwrap_or_default();
+        assert!(error.contains("contract violation"), "{error}");
+        assert!(error.contains(violation), "{error}");
+        assert_eq!(
+            line.review_outcome.as_deref(),
+            Some(outcome),
+            "recorded as said"
+        );
+    }
 }
 
 // ------------------------------------------------- racing history appends

@@ -188,7 +188,8 @@ pub struct Failure {
 #[serde(deny_unknown_fields)]
 pub struct ChainReport {
     pub invoked: bool,
-    /// Required when `invoked`.
+    /// Required when `invoked`: one of `approve`, `changes-requested`,
+    /// `needs-human`, `errored` (another value makes the tick `errored`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_outcome: Option<String>,
     /// Present when `invoked`.
@@ -200,7 +201,9 @@ pub struct ChainReport {
 #[serde(deny_unknown_fields)]
 pub struct AutofixReport {
     pub invoked: bool,
-    /// Required when `invoked`.
+    /// Required when `invoked`: one of `accepted`, `unavailable`,
+    /// `errored` (another value makes the tick `errored`). Never invoked
+    /// after `review_outcome` `errored`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }

@@ -22,7 +22,7 @@ use crate::state::budget::{Budget, round_dollars};
 use crate::state::exchange::Exchange;
 use crate::state::files;
 use crate::state::history::{
-    ActiveWorktree, Autofix, BudgetSnapshot, Chain, FailureRecord, Outcome, TrackedPr,
+    ActiveWorktree, Autofix, BudgetSnapshot, Chain, FailureRecord, Outcome, PrState, TrackedPr,
 };
 use crate::state::journal::Journal;
 use crate::state::lock::HeldLock;
@@ -214,8 +214,15 @@ pub(crate) fn merge_tracked(start: &[TrackedPr], reports: &[PrReport]) -> Vec<Tr
     out
 }
 
+/// `review_outcome`'s values (SPEC-0020 "Chain Outcome Telemetry").
+const REVIEW_OUTCOMES: [&str; 4] = ["approve", "changes-requested", "needs-human", "errored"];
+/// `autofix_pr_invocation_status`'s values (the same requirement).
+const AUTOFIX_STATUSES: [&str; 3] = ["accepted", "unavailable", "errored"];
+
 /// The chain telemetry a work result reports, and the contract violations
-/// in how it reports it.
+/// in how it reports it: a value outside the telemetry's enumerations,
+/// `/autofix-pr` after `/sdd:review` errored. What the skill said is
+/// recorded as it said it; the violation makes the tick `errored`.
 fn chain_of(
     skill: Skill,
     no_chain: bool,
@@ -236,9 +243,33 @@ fn chain_of(
         violations.push("contract violation: chain.invoked without chain.review_outcome".into());
         return Chain::NotInvoked;
     };
+    if !REVIEW_OUTCOMES.contains(&outcome.as_str()) {
+        violations.push(format!(
+            "contract violation: chain.review_outcome {outcome:?} is none of {}",
+            REVIEW_OUTCOMES.join(", ")
+        ));
+    }
     let autofix = match &c.autofix_pr {
+        Some(a) if a.invoked && outcome == "errored" => {
+            violations.push(
+                "contract violation: /autofix-pr invoked after /sdd:review errored (SPEC-0020 \"Post-PR Chain Invocation\")"
+                    .into(),
+            );
+            match &a.status {
+                Some(s) => Autofix::Invoked { status: s.clone() },
+                None => Autofix::NotInvoked,
+            }
+        }
         Some(a) if a.invoked => match &a.status {
-            Some(s) => Autofix::Invoked { status: s.clone() },
+            Some(s) => {
+                if !AUTOFIX_STATUSES.contains(&s.as_str()) {
+                    violations.push(format!(
+                        "contract violation: chain.autofix_pr.status {s:?} is none of {}",
+                        AUTOFIX_STATUSES.join(", ")
+                    ));
+                }
+                Autofix::Invoked { status: s.clone() }
+            }
             None => {
                 violations.push(
                     "contract violation: autofix_pr.invoked without autofix_pr.status".into(),
@@ -368,6 +399,7 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
     } = verify_prs(ctx, result)?;
     let delta = count_iteration(ctx, &mut budget, &result, journal);
     let chain = check_contract(ctx.cfg.skill, journal, &result, &mut error);
+    merged_on_hold(ctx, journal, &result, &mut error);
     count_qmd(&mut budget, work, error.is_none());
     let tracked = merge_tracked(&journal.tracked_prs, &result.prs);
     let worktrees = worktrees_after(journal, &result);
@@ -497,6 +529,47 @@ fn check_contract(
         *error = Some(violations.join("; "));
     }
     chain
+}
+
+/// A PR the post-feedback-merge gate held (`hold`: `merge_allowed` false
+/// in the request) that is merged all the same — reported so, or merged on
+/// the tracker now (a skill need not say what it did): the skill overrode
+/// the user's answer, a contract violation on the iteration's error.
+fn merged_on_hold(
+    ctx: &Ctx<'_, '_>,
+    journal: &Journal,
+    result: &SkillResult,
+    error: &mut Option<String>,
+) {
+    let merged: Vec<String> = journal
+        .request
+        .prs
+        .iter()
+        .filter(|p| !p.merge_allowed)
+        .filter(|p| {
+            let reported = result
+                .prs
+                .iter()
+                .any(|r| r.number == p.number && r.state == PrState::Merged);
+            reported
+                || ctx
+                    .tracker
+                    .pull(p.number)
+                    .is_ok_and(|pull| pull.state == PrState::Merged)
+        })
+        .map(|p| format!("#{}", p.number))
+        .collect();
+    if merged.is_empty() {
+        return;
+    }
+    let violation = format!(
+        "contract violation: PR {} merged although the post-feedback-merge gate answered hold (merge_allowed was false)",
+        merged.join(", ")
+    );
+    *error = Some(match error.take() {
+        Some(e) => format!("{e}; {violation}"),
+        None => violation,
+    });
 }
 
 /// The qmd counter (#11): up on a qmd signal, reset by a clean iteration.

@@ -272,13 +272,16 @@ pub(crate) fn budget_gate(
         } else {
             0.0
         };
+        // Shown as it would be after this tick, like iterations and PRs:
+        // the figure that crossed 80% (SPEC-0020's `dollars ($21.00/$25.00)`).
+        let projected = b.dollars_estimate + average;
         check(
             Tripped {
                 dim: Dimension::Dollars,
-                used: b.dollars_estimate,
+                used: projected,
                 max: b.max_dollars,
             },
-            b.dollars_estimate + average,
+            projected,
         );
     }
     if tripped.is_empty() {

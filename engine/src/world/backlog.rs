@@ -13,7 +13,8 @@
 //!
 //! Acceptance criteria are *ambiguous* (the ambiguous-criteria gate) when
 //! the body has no `Acceptance Criteria` heading, or the section under it is
-//! empty or holds a `TBD` / `TODO` marker.
+//! empty or holds a `TBD` / `TODO` marker (`tbd` in any case; `TODO` in
+//! capitals, as "todo" is a word a criterion may use).
 //!
 //! Every reader here is line-ending-agnostic: GitHub returns bodies written
 //! or edited in its web editor with CRLF line endings, and `\r\n` (or a
@@ -57,8 +58,10 @@ static CRITERIA_HEADING: LazyLock<Regex> = LazyLock::new(|| {
 });
 static HEADING: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?m)^(#{1,6})[ \t]+\S").expect("valid regex"));
+/// `TBD` in any case (no word of a criterion is spelled so), `TODO` in
+/// capitals only: "a user can add a todo" is a criterion of a to-do app.
 static MARKER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(TBD|TODO)\b").expect("valid regex"));
+    LazyLock::new(|| Regex::new(r"\b((?i:tbd)|TODO)\b").expect("valid regex"));
 
 /// `text` with every `\r\n` and lone `\r` turned into `\n`: tracker text
 /// read the same whichever line endings the editor that wrote it used.
@@ -458,6 +461,15 @@ mod tests {
             "### Acceptance Criteria\n#### Sub\nTODO"
         ));
         assert!(!criteria_ambiguous("#### acceptance criteria:\n- ok"));
+        // A marker is a marker in lower case too; a to-do app's criteria
+        // are not.
+        assert!(criteria_ambiguous("### Acceptance Criteria\n- tbd\n"));
+        assert!(criteria_ambiguous(
+            "### Acceptance Criteria\n- Tbd: limits\n"
+        ));
+        assert!(!criteria_ambiguous(
+            "### Acceptance Criteria\n- a user can add a todo item\n"
+        ));
     }
 
     fn crlf(text: &str) -> String {

@@ -178,7 +178,7 @@ fn asked_when(gate: GateName) -> &'static str {
             "the same issue or PR failed in the last two ticks with the same root cause"
         }
         GateName::AmbiguousCriteria => {
-            "a selected issue has no `### Acceptance Criteria`, or one holding TBD/TODO"
+            "a selected issue has no `### Acceptance Criteria`, or one holding TBD (any case) or TODO"
         }
         GateName::BudgetEscalation => {
             "a budget would reach 80% this tick (one combined prompt; not asked when a 100% stop fires)"
