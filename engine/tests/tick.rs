@@ -8,11 +8,12 @@ mod support;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::time::Duration;
 
 use jiff::SignedDuration;
 use sdd_loop::config::LockChoice;
 use sdd_loop::rules::gates::NoPrompt;
-use sdd_loop::skill::runner::InterruptKind;
+use sdd_loop::skill::runner::{InterruptKind, RunOutcome};
 use sdd_loop::state::exchange::Exchange;
 use sdd_loop::state::history::{Outcome, PrState};
 use sdd_loop::state::paths::Skill;
@@ -341,6 +342,116 @@ fn repeated_failure_skip_defers_the_target_for_the_run() {
     let r = s.tick(&cfg);
     assert_eq!(r.code, 0, "{}", r.err);
     assert_eq!(s.runner.requests[3].issues[0].number, 2);
+}
+
+/// Regression: a skill that exited non-zero, stalled or wrote no valid
+/// result had its root cause name that iteration's own result file
+/// (`work.exchange/N/result.json`), so no two failures matched and the
+/// repeated-failure gate never came.
+#[test]
+fn the_same_engine_detected_failure_twice_brings_the_repeated_failure_gate() {
+    let stalled = RunOutcome {
+        stalled: true,
+        ..RunOutcome::default()
+    };
+    let crash = Step {
+        result: None,
+        exit: 3,
+        stderr: vec!["fatal: cannot compile".into()],
+        ..Step::ok(result())
+    };
+    let invalid = Step::ok(SkillResult {
+        protocol: 9,
+        ..result()
+    });
+    let stall = Step {
+        result: None,
+        exit: -1,
+        cause: stalled.failure(),
+        ..Step::ok(result())
+    };
+    let cases = [
+        (
+            crash,
+            "skill exited 3: fatal: cannot compile (no result file at SDD_LOOP_RESULT)",
+        ),
+        (
+            invalid,
+            "invalid skill result: result file SDD_LOOP_RESULT speaks protocol 9, the engine speaks 1",
+        ),
+        (
+            stall,
+            "stalled: no output or progress events within the stall timeout (no result file at SDD_LOOP_RESULT)",
+        ),
+    ];
+    for (step, cause) in cases {
+        let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+        let mut cfg = s.cfg(Skill::Work);
+        cfg.ceilings.max_iterations = Some(10);
+        s.runner.steps = vec![step.clone(), step];
+        assert_eq!(s.tick(&cfg).code, 0);
+        assert_eq!(s.last(Skill::Work).error.as_deref(), Some(cause));
+        assert_eq!(s.tick(&cfg).code, 0);
+        answer(&mut cfg, "repeated-failure=stop");
+        let r = s.tick(&cfg);
+        assert_eq!(r.code, 3, "{cause}\n{}{}", r.out, r.err);
+        let line = s.last(Skill::Work);
+        assert_eq!(
+            gates(&line)[0].1,
+            format!(
+                "Issue/PR #1 failed twice with: {cause}. Skip, retry once more, or stop the loop?"
+            )
+        );
+        assert_eq!(fired(&line), ["repeated_failure"]);
+    }
+}
+
+/// Regression: a missing, invalid or stalled result was reported with a
+/// path already removed when the tick exited, and no word on the fix.
+#[test]
+fn a_missing_or_invalid_result_and_a_stall_say_what_to_fix() {
+    let stalled = RunOutcome {
+        stalled: true,
+        ..RunOutcome::default()
+    };
+    let cases = [
+        (
+            Step {
+                result: None,
+                exit: 3,
+                ..Step::ok(result())
+            },
+            "`sdd-loop schema skill-result`",
+        ),
+        (
+            Step::ok(SkillResult {
+                protocol: 9,
+                ..result()
+            }),
+            "`sdd-loop schema skill-result`",
+        ),
+        (
+            Step {
+                result: None,
+                exit: -1,
+                cause: stalled.failure(),
+                ..Step::ok(result())
+            },
+            "(--stall-timeout 7)",
+        ),
+    ];
+    for (step, fix) in cases {
+        let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR)]);
+        let mut cfg = s.cfg(Skill::Work);
+        cfg.stall_timeout = Duration::from_secs(7);
+        s.runner.steps = vec![step];
+        let r = s.tick(&cfg);
+        assert_eq!(r.code, 0);
+        let help: Vec<&str> = r.err.lines().filter(|l| l.starts_with("help: ")).collect();
+        assert_eq!(help.len(), 1, "{}", r.err);
+        assert!(help[0].contains(fix), "{}", help[0]);
+        assert!(!r.out.contains("result.json"), "{}", r.out);
+    }
 }
 
 #[test]

@@ -188,7 +188,9 @@ impl RunOutcome {
             return Some(cause.clone());
         }
         if self.stalled {
-            return Some("stalled: no output or progress events within the stall timeout".into());
+            return Some(format!(
+                "{STALLED} no output or progress events within the stall timeout"
+            ));
         }
         if !self.drain_expired && self.signal.is_some() && self.signal == self.forwarded_signal() {
             return None;
@@ -205,6 +207,11 @@ impl RunOutcome {
         })
     }
 }
+
+/// How the root cause of a run the stall watchdog killed begins (an
+/// agent's runner words it so too): what the tick keys its
+/// `--stall-timeout` hint on.
+pub const STALLED: &str = "stalled:";
 
 /// Runs a wrapped skill.
 pub trait SkillRunner: std::fmt::Debug {
@@ -320,9 +327,32 @@ fn skip_rest_of_line(reader: &mut impl BufRead) -> u64 {
     }
 }
 
+/// Where `bytes` end on a UTF-8 character boundary: before a character
+/// whose last bytes they do not hold.
+fn char_boundary(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    let tail = n.saturating_sub(4);
+    let Some(lead) = bytes[tail..]
+        .iter()
+        .rposition(|b| b & 0xC0 != 0x80)
+        .map(|i| tail + i)
+    else {
+        return n;
+    };
+    let width = match bytes[lead] {
+        b if b >= 0xF0 => 4,
+        b if b >= 0xE0 => 3,
+        b if b >= 0xC0 => 2,
+        _ => 1,
+    };
+    if lead + width > n { lead } else { n }
+}
+
 /// One line of output, at most `max` bytes of it: a longer line is cut at
 /// its last token boundary, so no credential is shown in part where the
-/// redactor could no longer recognise it, and says what it left out.
+/// redactor could no longer recognise it, and says what it left out. A
+/// line with no boundary in its first `max` bytes is cut at `max` (on a
+/// character boundary): what it starts with is still shown.
 fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<usize> {
     buf.clear();
     let n = Read::take(&mut *reader, max as u64).read_until(b'\n', buf)?;
@@ -330,7 +360,7 @@ fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::i
         let keep = buf
             .iter()
             .rposition(|b| ends_token(*b))
-            .map_or(0, |i| i + 1);
+            .map_or_else(|| char_boundary(buf), |i| i + 1);
         let hidden = (n - keep) as u64 + skip_rest_of_line(reader);
         buf.truncate(keep);
         buf.extend_from_slice(format!("[… {hidden} more bytes of this line not shown]").as_bytes());
@@ -793,6 +823,36 @@ mod tests {
         read_line(&mut reader, &mut buf, LINE_MAX).unwrap();
         assert_eq!(buf, b"next line\n");
         assert_eq!(read_line(&mut reader, &mut buf, LINE_MAX).unwrap(), 0);
+    }
+
+    // A 200 KiB line with no token boundary was echoed as nothing but the
+    // note of how much of it was not shown.
+    #[test]
+    fn a_long_line_with_no_token_boundary_is_cut_at_the_limit_on_a_char_boundary() {
+        for fill in ["L", "é", "€", "😀"] {
+            let head = "x".repeat(LINE_MAX - 1);
+            let rest = fill.repeat(2 * LINE_MAX / fill.len());
+            let text = format!("{head}{rest}\nnext line\n");
+            let mut reader = std::io::Cursor::new(text.into_bytes());
+            let mut buf = Vec::new();
+            read_line(&mut reader, &mut buf, LINE_MAX).unwrap();
+            let line = String::from_utf8(buf.clone()).expect("cut on a char boundary");
+            // The fill's first character fits in the last byte only when it
+            // is one byte long.
+            let shown = if fill.len() == 1 {
+                format!("{head}{fill}")
+            } else {
+                head.clone()
+            };
+            let hidden = head.len() + rest.len() - shown.len();
+            assert_eq!(
+                line,
+                format!("{shown}[… {hidden} more bytes of this line not shown]"),
+                "fill {fill:?}"
+            );
+            read_line(&mut reader, &mut buf, LINE_MAX).unwrap();
+            assert_eq!(buf, b"next line\n");
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::exit;
 use crate::os::clock;
 use crate::rules::rates;
 use crate::rules::stop::{self, Fired, StopCause};
-use crate::skill::runner::{InterruptKind, RunOutcome};
+use crate::skill::runner::{InterruptKind, RunOutcome, STALLED};
 use crate::state::budget::{Budget, round_dollars};
 use crate::state::exchange::Exchange;
 use crate::state::files;
@@ -386,11 +386,12 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
         held,
         mut budget,
         result,
-        mut error,
+        error,
         work,
         empty,
         blame,
     } = done;
+    let mut error = explain_error(ctx, journal, error);
     let started = clock::parse(&journal.started_at).unwrap_or(ctx.started);
     let Verified {
         result,
@@ -487,6 +488,42 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
         budget: Some(budget),
         skipped_for_claims: false,
     })
+}
+
+/// The variable that names the result file to the skill: how a root cause
+/// names that file.
+const RESULT_VAR: &str = "SDD_LOOP_RESULT";
+
+/// The iteration's error as recorded, and a `help:` line on stderr for a
+/// failure the engine detected. A missing or invalid result is reported
+/// with this iteration's result path, which differs every iteration and
+/// is gone once the tick ends: it is named [`RESULT_VAR`] instead, so the
+/// same failure twice is the same root cause and the repeated-failure gate
+/// fires (wrapped-skill.md "Exit status and output").
+fn explain_error(
+    ctx: &mut Ctx<'_, '_>,
+    journal: &Journal,
+    error: Option<String>,
+) -> Option<String> {
+    let error = error?;
+    let path = Exchange::for_iteration(&ctx.paths, journal.iteration).result_path();
+    let path = path.display().to_string();
+    let help = if error.starts_with(STALLED) {
+        let secs = ctx.cfg.stall_timeout.as_secs();
+        Some(format!(
+            "the skill printed no line and appended no event for {secs} s (--stall-timeout {secs}): have it print progress or append a `progress` event to SDD_LOOP_EVENTS while it works, or raise --stall-timeout"
+        ))
+    } else if error.contains(&path) {
+        Some(format!(
+            "the skill writes its result to the file {RESULT_VAR} names before it exits (removed when the tick ends); the format is `sdd-loop schema skill-result`"
+        ))
+    } else {
+        None
+    };
+    if let Some(help) = help {
+        let _ = writeln!(ctx.diag, "help: {}", ctx.inputs.redactor.apply(&help));
+    }
+    Some(error.replace(&path, RESULT_VAR))
 }
 
 /// Folds the result into the budget and counts the iteration; returns
