@@ -141,6 +141,47 @@ fn cost_budget_fires_on_exit_with_spend_recorded() {
     assert_eq!(line.dollars_this_iter, Some(0.45));
 }
 
+// Regression: a tick that only re-reported the ended run ("Loop already
+// stopped (cost_budget) in iteration 1") rewrote `stopped.iteration` to its
+// own iteration, so --resume named a later iteration than the stop's.
+#[test]
+fn a_re_reported_stop_keeps_the_iteration_it_fired_in() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.runner.steps = vec![Step::ok(opened(10, 100_000))];
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.ceilings.max_dollars = Some(0.01);
+    assert_eq!(s.tick(&cfg).code, 3);
+    let stopped = |s: &Sandbox| {
+        s.budget(Skill::Work)
+            .stopped
+            .map(|r| (r.cause, r.iteration))
+    };
+    assert_eq!(stopped(&s), Some(("cost_budget".to_owned(), 1)));
+    for _ in 0..2 {
+        let r = s.tick(&cfg);
+        assert_eq!(r.code, 3, "{}{}", r.out, r.err);
+        assert!(
+            r.out
+                .contains("Loop already stopped (cost_budget) in iteration 1"),
+            "{}",
+            r.out
+        );
+        assert_eq!(stopped(&s), Some(("cost_budget".to_owned(), 1)));
+        let snap = s.last(Skill::Work).budget_snapshot.unwrap();
+        assert_eq!(snap.stopped.map(|r| r.iteration), Some(1));
+    }
+    let mut resume = cfg.clone();
+    resume.resume = true;
+    resume.ceilings.max_dollars = Some(25.0);
+    let r = s.tick(&resume);
+    assert!(
+        r.out
+            .contains("Resuming the run stopped by cost_budget in iteration 1"),
+        "{}",
+        r.out
+    );
+}
+
 #[test]
 fn zero_dollar_ceiling_disables_the_cost_stop_but_tracks_spend() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
@@ -1307,6 +1348,34 @@ fn a_killed_ticks_time_counts_toward_the_wall_clock() {
         assert_eq!(elapsed(2), Some(minutes), "resume: {resume}");
         assert_eq!(s.budget(Skill::Work).minutes_elapsed, minutes);
     }
+}
+
+/// Regression: a tick killed while its skill ran had written budget.json at
+/// its commit with the minute since the last tick added — ahead of
+/// history, not behind it — and the next tick said "Reconciled … with
+/// history (history wins): minutes_elapsed restored" before recovering it.
+#[test]
+fn a_killed_tick_s_checkpoint_ahead_of_history_is_not_reported_as_restored() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    s.tick(&s.cfg(Skill::Work));
+    let paths = s.paths(Skill::Work);
+    let mut budget = s.budget(Skill::Work);
+    leave_a_killed_tick(&paths, s.runner.requests[0].clone(), &budget.started_at);
+    // Its commit: the minute between the ticks counted, as its journal says.
+    budget.set_elapsed_seconds(60);
+    budget.save(paths.budget()).unwrap();
+    s.clock.advance(SignedDuration::from_secs(270));
+    let mut cfg = s.cfg(Skill::Work);
+    answer(&mut cfg, "backlog-drift=continue");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains("Recovered interrupted iteration 2"),
+        "{}",
+        r.out
+    );
+    assert!(!r.out.contains("Reconciled"), "{}", r.out);
+    assert_eq!(s.budget(Skill::Work).minutes_elapsed, 5, "counted once");
 }
 
 /// Killed between its skill opening a PR and reporting it: the PR is on

@@ -13,7 +13,9 @@
 //!
 //! It reads the state as the next tick will (DESIGN §4, history wins):
 //! budget.json with the values of history's last line where a tick killed
-//! between the two writes left it behind, and a journal whose iteration
+//! between the two writes left it behind — but as it is while a live
+//! tick runs, which wrote it ahead of history at its commit (the time
+//! since the last tick, nothing behind) — and a journal whose iteration
 //! history already records shown as what it is, a leftover — so every
 //! iteration it names is the one `--resume` names. [`glance`] gives
 //! `doctor` the same sentences.
@@ -261,9 +263,10 @@ fn gather(
         .map_err(|e| (exit::DATA, e.to_string(), e.help()))?;
     let lines: Vec<HistoryLine> = tail.lines.iter().map(|l| l.line.clone()).collect();
     // History wins, as in every tick (DESIGN §4): budget.json may lag it
-    // by a tick after a crash.
+    // by a tick after a crash. A live tick's checkpoint is ahead of it.
+    let live = matches!(&lock, Some(Ok((_, v))) if !v.is_dead());
     let recon = reconcile::reconcile(
-        on_disk,
+        on_disk.clone(),
         lines.iter().rev().find(|l| l.authoritative()),
         false,
     );
@@ -274,7 +277,10 @@ fn gather(
         }),
         _ => None,
     };
-    let budget = recon.budget;
+    let budget = match recon.state {
+        State::Ahead { .. } if live => on_disk,
+        _ => recon.budget,
+    };
     let inflight = Journal::load(&paths.inflight())
         .ok()
         .flatten()
@@ -596,6 +602,50 @@ mod tests {
         assert_eq!(v["lock"]["alive"], true);
         assert_eq!(v["budget"]["iterations"]["remaining"], 3);
         assert_eq!(std::fs::read(paths.budget()).unwrap(), before, "read-only");
+    }
+
+    // Regression: while an ordinary tick ran, status said its budget.json
+    // was "behind history" and showed history's minutes, though the tick
+    // had only added the time since the last tick at its commit.
+    #[test]
+    fn a_live_tick_s_checkpoint_ahead_of_history_is_not_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(tmp.path(), Skill::Work, None);
+        crate::state::files::ensure_private_dir(&paths.dir).unwrap();
+        let mut recorded = Budget::start(
+            "2026-05-09T14:00:00Z",
+            Ceilings::default(),
+            "built-in default",
+        );
+        recorded.iterations_used = 1;
+        recorded.last_tick_ended_at = Some("2026-05-09T14:10:00Z".into());
+        let line = HistoryLine {
+            iteration: Some(1),
+            outcome: Some(history::Outcome::Ok),
+            budget_snapshot: Some(history::BudgetSnapshot::from(&recorded)),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&line).unwrap();
+        std::fs::write(paths.history(), format!("{text}\n")).unwrap();
+        let mut committed = recorded.clone();
+        committed.set_elapsed_seconds(20 * 60);
+        committed.save(paths.budget()).unwrap();
+        let me = std::process::id();
+        std::fs::write(
+            paths.lock(),
+            format!("{{\"pid\":{me},\"iteration\":2,\"started_at\":\"2026-05-09T14:30:00Z\",\"skill\":\"work\"}}"),
+        )
+        .unwrap();
+        let (code, out, _) = status(tmp.path(), false);
+        assert_eq!(code, 0);
+        assert!(!out.contains("Checkpoint:"), "{out}");
+        assert!(
+            out.contains("Used: 1/5 iterations, 0/20 PRs, 20/60 minutes"),
+            "the live tick's checkpoint: {out}"
+        );
+        let (_, json, _) = status(tmp.path(), true);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["checkpoint_restored"], serde_json::Value::Null);
     }
 
     #[test]

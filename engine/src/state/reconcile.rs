@@ -12,7 +12,19 @@
 //! history present is a deleted checkpoint: the contract makes deleting it
 //! the way to start a fresh run, so the counters are rebuilt from history
 //! only when resuming.
+//!
+//! Not every difference is a lag. A tick writes `budget.json` at its
+//! commit too, before its history line, with the time since the last tick
+//! added (and its flags' ceilings, a `--resume` that clears the stop): the
+//! checkpoint is then *ahead* of history — while the tick runs, or after
+//! it was killed. Its values still give way to history's (the killed
+//! tick's time is recounted from its journal, or from the last tick's
+//! end), but nothing is reported as restored: [`State::Ahead`]. A
+//! checkpoint is behind when a counter holds less than history recorded;
+//! fields that carry no order (the stop, a looser ceiling, the rates)
+//! count as the rest of the checkpoint does.
 
+use crate::os::clock;
 use crate::state::budget::{Budget, Ceilings, PrSet, round_dollars};
 use crate::state::history::{HistoryLine, Outcome};
 use crate::state::journal::Journal;
@@ -28,6 +40,13 @@ pub enum State {
     /// The checkpoint lagged or disagreed; these fields were taken from
     /// history line `iteration`.
     Restored {
+        iteration: Option<u64>,
+        fields: Vec<&'static str>,
+    },
+    /// The checkpoint was written after history line `iteration`, by a
+    /// tick's commit (running, or killed since): no lag. History's values
+    /// were taken for these fields all the same.
+    Ahead {
         iteration: Option<u64>,
         fields: Vec<&'static str>,
     },
@@ -84,7 +103,7 @@ impl Reconciliation {
 
     fn state_note(&self, budget_path: &str) -> Option<String> {
         match &self.state {
-            State::Fresh | State::InSync => None,
+            State::Fresh | State::InSync | State::Ahead { .. } => None,
             State::Restored { iteration, fields } => Some(format!(
                 "Reconciled {budget_path} with history (history wins): {} restored from iteration {}",
                 fields.join(", "),
@@ -112,10 +131,53 @@ fn same_run(budget: &Budget, line: &HistoryLine) -> bool {
     }
 }
 
+/// How a field `budget.json` holds otherwise than history's line came to
+/// differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Differs {
+    /// It holds less than the line recorded: written before the line.
+    Behind,
+    /// It holds more: written after the line, by a tick's commit.
+    Ahead,
+    /// The field carries no order (the stop, a looser ceiling, the
+    /// rates): it reads as the rest of the checkpoint.
+    Unordered,
+}
+
+fn unordered<T>(_: &T, _: &T) -> Differs {
+    Differs::Unordered
+}
+
+fn ahead_if(more: bool) -> Differs {
+    if more {
+        Differs::Ahead
+    } else {
+        Differs::Behind
+    }
+}
+
+/// `mine` holds every entry of `theirs`: a checkpoint written since.
+fn superset<'a>(mine: impl IntoIterator<Item = &'a str>, theirs: &[&str]) -> Differs {
+    let mine: Vec<&str> = mine.into_iter().collect();
+    ahead_if(theirs.iter().all(|t| mine.contains(t)))
+}
+
+/// The later of two tick ends; unordered when either cannot be read.
+fn later_end(mine: Option<&str>, theirs: Option<&str>) -> Differs {
+    match (mine.map(clock::parse), theirs.map(clock::parse)) {
+        (Some(Ok(mine)), Some(Ok(theirs))) => ahead_if(mine > theirs),
+        (None, Some(Ok(_))) => Differs::Behind,
+        _ => Differs::Unordered,
+    }
+}
+
 /// Overwrites `budget` with every value the line records, but a ceiling
-/// `budget.json` holds stricter ([`Lowered`]); returns the names of the
-/// fields that changed, and the stricter ceilings kept.
-fn apply_line(budget: &mut Budget, line: &HistoryLine) -> (Vec<&'static str>, Vec<Lowered>) {
+/// `budget.json` holds stricter ([`Lowered`]); returns the fields that
+/// changed, with how each differed, and the stricter ceilings kept.
+fn apply_line(
+    budget: &mut Budget,
+    line: &HistoryLine,
+) -> (Vec<(&'static str, Differs)>, Vec<Lowered>) {
     let mut changed = Vec::new();
     let mut lowered = Vec::new();
     let snap = line.snapshot();
@@ -133,7 +195,7 @@ fn apply_line(budget: &mut Budget, line: &HistoryLine) -> (Vec<&'static str>, Ve
                         });
                     } else {
                         budget.$field = v;
-                        changed.push(stringify!($field));
+                        changed.push((stringify!($field), Differs::Unordered));
                     }
                 }
             }
@@ -146,60 +208,115 @@ fn apply_line(budget: &mut Budget, line: &HistoryLine) -> (Vec<&'static str>, Ve
     ceiling!(max_minutes, snap.max_minutes, fewer);
     ceiling!(max_dollars, snap.max_dollars, cheaper);
     macro_rules! take {
-        ($field:ident, $value:expr) => {
+        ($field:ident, $value:expr, $differs:expr) => {
             if let Some(v) = $value {
                 if budget.$field != v {
+                    let differs = $differs(&budget.$field, &v);
                     budget.$field = v;
-                    changed.push(stringify!($field));
+                    changed.push((stringify!($field), differs));
                 }
             }
         };
     }
+    let more = |mine: &u64, theirs: &u64| ahead_if(mine > theirs);
     // Older shapes carry no snapshot; a non-skipped line still proves its
     // iteration was used.
     let iterations = snap.iterations_used.or(match line.outcome {
         Some(Outcome::SkippedLock) => None,
         _ => line.iteration.filter(|i| *i > budget.iterations_used),
     });
-    take!(iterations_used, iterations);
-    take!(comments_pushed, snap.comments_pushed);
-    take!(merges_attempted, snap.merges_attempted);
-    take!(tokens_in, snap.tokens_in);
-    take!(tokens_out, snap.tokens_out);
-    take!(agents_dispatched, snap.agents_dispatched);
-    take!(dollars_estimate, snap.dollars_estimate.map(round_dollars));
-    take!(qmd_failures_consecutive, snap.qmd_failures_consecutive);
-    take!(tokens_by_model, snap.tokens_by_model.clone());
-    take!(rate_table_source, snap.rate_table_source.clone());
+    take!(iterations_used, iterations, more);
+    take!(comments_pushed, snap.comments_pushed, more);
+    take!(merges_attempted, snap.merges_attempted, more);
+    take!(tokens_in, snap.tokens_in, more);
+    take!(tokens_out, snap.tokens_out, more);
+    take!(agents_dispatched, snap.agents_dispatched, more);
+    // Repricing at a commit can lower dollars; a success resets the qmd
+    // count.
+    take!(
+        dollars_estimate,
+        snap.dollars_estimate.map(round_dollars),
+        unordered
+    );
+    take!(
+        qmd_failures_consecutive,
+        snap.qmd_failures_consecutive,
+        unordered
+    );
+    take!(tokens_by_model, snap.tokens_by_model.clone(), unordered);
+    take!(rate_table_source, snap.rate_table_source.clone(), unordered);
     if let Some(prs) = &snap.prs_touched {
         let set: PrSet = prs.iter().cloned().collect();
         if budget.prs_touched != set {
+            let theirs: Vec<&str> = set.iter().collect();
+            let differs = superset(budget.prs_touched.iter(), &theirs);
             budget.prs_touched = set;
-            changed.push("prs_touched");
+            changed.push(("prs_touched", differs));
         }
     }
     match (snap.seconds_elapsed, snap.minutes_elapsed) {
         (Some(secs), _) if budget.seconds_elapsed != Some(secs) => {
+            let differs = ahead_if(budget.elapsed_seconds() > secs);
             budget.set_elapsed_seconds(secs);
-            changed.push("minutes_elapsed");
+            changed.push(("minutes_elapsed", differs));
         }
         (None, Some(mins)) if budget.minutes_elapsed != mins => {
+            let differs = ahead_if(budget.minutes_elapsed > mins);
             budget.minutes_elapsed = mins;
             budget.seconds_elapsed = Some(mins * 60);
-            changed.push("minutes_elapsed");
+            changed.push(("minutes_elapsed", differs));
         }
         _ => {}
     }
     if budget.stopped != snap.stopped && (snap.stopped.is_some() || snap.run_started_at.is_some()) {
         budget.stopped = snap.stopped.clone();
-        changed.push("stopped");
+        changed.push(("stopped", Differs::Unordered));
     }
     take!(
         last_tick_ended_at,
-        snap.last_tick_ended_at.clone().map(Some)
+        snap.last_tick_ended_at.clone().map(Some),
+        |mine: &Option<String>, theirs: &Option<String>| later_end(
+            mine.as_deref(),
+            theirs.as_deref()
+        )
     );
-    take!(deferred, snap.deferred.clone());
+    take!(
+        deferred,
+        snap.deferred.clone(),
+        |mine: &Vec<String>, theirs: &Vec<String>| superset(
+            mine.iter().map(String::as_str),
+            &theirs.iter().map(String::as_str).collect::<Vec<_>>()
+        )
+    );
     (changed, lowered)
+}
+
+/// The state a checkpoint that differs from history's line in `changed`
+/// is in: ahead when some field holds more and none less; else restored,
+/// naming what lagged (and what carries no order).
+fn judged(iteration: Option<u64>, changed: &[(&'static str, Differs)]) -> State {
+    let with = |keep: &dyn Fn(Differs) -> bool| -> Vec<&'static str> {
+        changed
+            .iter()
+            .filter(|(_, d)| keep(*d))
+            .map(|(f, _)| *f)
+            .collect()
+    };
+    let behind = changed.iter().any(|(_, d)| *d == Differs::Behind);
+    let ahead = changed.iter().any(|(_, d)| *d == Differs::Ahead);
+    if changed.is_empty() {
+        State::InSync
+    } else if ahead && !behind {
+        State::Ahead {
+            iteration,
+            fields: with(&|_| true),
+        }
+    } else {
+        State::Restored {
+            iteration,
+            fields: with(&|d| d != Differs::Ahead),
+        }
+    }
 }
 
 /// Decides the run's budget from the checkpoint and the last history line.
@@ -269,15 +386,8 @@ pub fn reconcile(
                     lowered: Vec::new(),
                 };
             }
-            let (fields, lowered) = apply_line(&mut budget, line);
-            let state = if fields.is_empty() {
-                State::InSync
-            } else {
-                State::Restored {
-                    iteration: line.iteration,
-                    fields,
-                }
-            };
+            let (changed, lowered) = apply_line(&mut budget, line);
+            let state = judged(line.iteration, &changed);
             Reconciliation {
                 budget: Some(budget),
                 state,
@@ -375,6 +485,51 @@ mod tests {
         assert!(fields.contains(&"prs_touched"));
         assert_eq!(r.budget.as_ref().unwrap(), &ahead);
         assert!(r.note("work.budget.json").unwrap().contains("history wins"));
+    }
+
+    // Regression: a tick's commit writes budget.json before its history
+    // line, the time since the last tick added (and a --resume's cleared
+    // stop, its flags' wider ceiling); `status` during every ordinary tick,
+    // and the tick after one killed there, called that checkpoint "behind
+    // history" and named minutes_elapsed restored.
+    #[test]
+    fn a_checkpoint_written_since_the_line_is_ahead_not_behind() {
+        let mut recorded = budget();
+        recorded.stopped = Some(crate::state::budget::RunStop {
+            cause: "cost_budget".into(),
+            iteration: 2,
+            gate: None,
+        });
+        let line = line_for(&recorded, 2);
+        let mut committed = recorded.clone();
+        committed.set_elapsed_seconds(603);
+        committed.stopped = None;
+        committed.max_iterations = 9;
+        let r = reconcile(Some(committed), Some(&line), false);
+        assert_eq!(
+            r.state,
+            State::Ahead {
+                iteration: Some(2),
+                fields: vec!["max_iterations", "minutes_elapsed", "stopped"],
+            }
+        );
+        assert!(r.note("b").is_none(), "{:?}", r.note("b"));
+        assert_eq!(r.budget.unwrap(), recorded, "history's values all the same");
+
+        // Behind in one counter: a lag, naming what lagged and what carries
+        // no order, not what is ahead.
+        let mut mixed = recorded.clone();
+        mixed.set_elapsed_seconds(603);
+        mixed.iterations_used = 1;
+        mixed.stopped = None;
+        let r = reconcile(Some(mixed), Some(&line), false);
+        assert_eq!(
+            r.state,
+            State::Restored {
+                iteration: Some(2),
+                fields: vec!["iterations_used", "stopped"],
+            }
+        );
     }
 
     #[test]

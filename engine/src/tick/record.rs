@@ -135,7 +135,9 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
 }
 
 /// Closes the budget for this tick: elapsed time and, on a stop, the
-/// run's recorded end.
+/// run's recorded end — once: a tick of a run already ended re-reports
+/// its stop and leaves `stopped` (cause and iteration of the run's end)
+/// as it was.
 pub(crate) fn finish_budget(
     ctx: &Ctx<'_, '_>,
     budget: &mut Budget,
@@ -149,7 +151,8 @@ pub(crate) fn finish_budget(
     let secs = budget.elapsed_seconds() + tick_secs;
     budget.set_elapsed_seconds(secs);
     budget.last_tick_ended_at = Some(clock::format(end));
-    if let Some(f) = fired.first()
+    if budget.stopped.is_none()
+        && let Some(f) = fired.first()
         && f.cause != StopCause::LockContention
     {
         let gate = gates
