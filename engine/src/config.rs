@@ -103,6 +103,9 @@ pub struct TickConfig {
     pub json: bool,
     /// `owner/name` on the tracker, when known.
     pub repository: Option<String>,
+    /// The tracker's API base URL, as resolved (`--tracker-url`,
+    /// `SDD_LOOP_TRACKER_URL`, else GitHub's).
+    pub tracker_url: Option<String>,
     /// git remote for `ls-remote`.
     pub remote: String,
     /// Most issues (work) or PRs (review) dispatched in one tick.
@@ -150,6 +153,7 @@ impl TickConfig {
             answers_file: None,
             json: false,
             repository: None,
+            tracker_url: None,
             remote: "origin".into(),
             max_agents: DEFAULT_MAX_AGENTS,
             stall_timeout: Duration::from_secs(DEFAULT_STALL_SECS),

@@ -165,3 +165,32 @@ fn without_gh_the_note_says_it_is_not_installed() {
         "{stderr}"
     );
 }
+
+/// Regression: the skill got the engine's environment unchanged, so a
+/// token lent by `gh` (or `GITHUB_TOKEN`), a repository read from the
+/// clone's origin or the default tracker URL never reached it, and a
+/// skill written to wrapped-skill.md failed on `SDD_LOOP_TRACKER_TOKEN`.
+/// It gets the settings the tick resolved.
+#[test]
+fn the_skill_gets_the_tracker_settings_the_tick_resolved() {
+    let w = World::new(Some(GH_TOKEN));
+    w.gh(&format!("echo {GH_TOKEN}"));
+    std::fs::write(
+        w.root().join("skill.sh"),
+        "#!/bin/sh\nprintf '%s\\n' \"$SDD_LOOP_TRACKER_URL\" \"$SDD_LOOP_REPO\" \"$SDD_LOOP_TRACKER_TOKEN\" > seen.txt\ncat > \"$SDD_LOOP_RESULT\" <<EOF\n{\"protocol\": 1, \"summary\": \"nothing\", \"usage\": []}\nEOF\n",
+    )
+    .unwrap();
+    let out = w.tick();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = std::fs::read_to_string(w.root().join("seen.txt")).unwrap();
+    assert_eq!(
+        seen,
+        format!("{}\nacme/app\n{GH_TOKEN}\n", w.tracker.uri()),
+        "the URL, the repository and the token gh lent"
+    );
+}

@@ -18,6 +18,7 @@ use crate::os::clock::SystemClock;
 use crate::os::liveness::OsProbe;
 use crate::state::paths::Skill;
 use crate::world::git::{Git, GitCli};
+use crate::world::tracker::token::TokenSource;
 use crate::world::tracker::{self, HttpTracker, Tracker, TrackerConfig};
 
 /// The npm command that installs the engine of this version.
@@ -337,10 +338,27 @@ fn tracker_check(inputs: &Inputs<'_>) -> Vec<Check> {
             "tracker",
             Verdict::Fix,
             format!("the token is not accepted by {url}: {e}"),
-            Some("replace it: export GITHUB_TOKEN=… (or SDD_LOOP_TRACKER_TOKEN)".to_owned()),
+            Some(replace_token(found.as_ref().ok().map(|t| &t.source))),
         ));
     }
     checks
+}
+
+/// How to replace a refused token: where it came from, which wins over
+/// the others (`SDD_LOOP_TRACKER_TOKEN`, then `GITHUB_TOKEN`, then `gh`).
+fn replace_token(source: Option<&TokenSource>) -> String {
+    match source {
+        Some(TokenSource::Var(name)) if *name == "SDD_LOOP_TRACKER_TOKEN" => {
+            "replace it: export SDD_LOOP_TRACKER_TOKEN=… (it wins over GITHUB_TOKEN and gh), or unset it to use those".to_owned()
+        }
+        Some(TokenSource::Var(name)) => format!(
+            "replace it: export {name}=… (or set SDD_LOOP_TRACKER_TOKEN, which wins over it)"
+        ),
+        Some(TokenSource::Gh { host }) => format!(
+            "log gh in again (`gh auth login --hostname {host}`), or export SDD_LOOP_TRACKER_TOKEN=…, which wins over gh"
+        ),
+        None => "export SDD_LOOP_TRACKER_TOKEN=… (or GITHUB_TOKEN) with a token the tracker accepts".to_owned(),
+    }
 }
 
 fn state(inputs: &Inputs<'_>) -> Vec<Check> {
@@ -559,6 +577,26 @@ mod tests {
     use super::*;
     use crate::state::budget::{Budget, Ceilings, RunStop};
     use crate::state::paths::StatePaths;
+
+    // Regression: a refused SDD_LOOP_TRACKER_TOKEN was to be replaced by
+    // exporting GITHUB_TOKEN, which it wins over: the fix changed nothing.
+    #[test]
+    fn a_refused_token_is_replaced_where_it_came_from() {
+        let var = replace_token(Some(&TokenSource::Var("SDD_LOOP_TRACKER_TOKEN")));
+        assert!(
+            var.starts_with("replace it: export SDD_LOOP_TRACKER_TOKEN=…"),
+            "{var}"
+        );
+        let github = replace_token(Some(&TokenSource::Var("GITHUB_TOKEN")));
+        assert!(
+            github.starts_with("replace it: export GITHUB_TOKEN=…"),
+            "{github}"
+        );
+        let gh = replace_token(Some(&TokenSource::Gh {
+            host: "github.com".into(),
+        }));
+        assert!(gh.contains("gh auth login --hostname github.com"), "{gh}");
+    }
 
     // Regression: doctor printed the lock and the run's stop as raw JSON
     // (`its lock is held: {"pid":…}`, `the loop has ended ({"cause":…})`).

@@ -247,6 +247,7 @@ pub(super) fn gather(
     cfg.lock_poll = lock_poll;
     cfg.json = request.common.json;
     cfg.repository = repository;
+    cfg.tracker_url = Some(tracker_url);
     cfg.remote = request.common.remote.clone();
     cfg.crash = crash;
     cfg.environment = vars.clone();

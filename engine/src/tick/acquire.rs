@@ -28,6 +28,10 @@ pub(crate) struct Acquired {
     pub concurrency: String,
 }
 
+/// History lines the first guess reads: a run of skipped ticks' lines
+/// longer than this leaves the guess to budget.json alone.
+const GUESS_LINES: usize = 4;
+
 /// The iteration the lock says until the state is loaded
 /// ([`reconcile::next_iteration`]): budget.json alone lags history after a
 /// crash between the two, and a tick killed before its load left a lock
@@ -37,7 +41,9 @@ fn first_guess(ctx: &Ctx<'_, '_>, budget: Option<&Budget>) -> u64 {
     if ctx.cfg.fresh {
         return 1;
     }
-    let lines: Vec<HistoryLine> = history::read_tail_held(&ctx.paths.history(), 1)
+    // The last few lines are enough for a guess (the load reads what it
+    // needs under the lock), and cost a fraction of the load's 64.
+    let lines: Vec<HistoryLine> = history::read_tail(&ctx.paths.history(), GUESS_LINES)
         .map(|t| t.lines.into_iter().map(|l| l.line).collect())
         .unwrap_or_default();
     let last = lines.iter().rev().find(|l| l.authoritative());

@@ -138,7 +138,7 @@ fn went_backwards(
             skill = ctx.paths.skill,
         ),
         format!(
-            "restore the files from a backup,{resume} or start a new loop on purpose with --fresh (the loop prompt `/sdd:{skill} --loop --fresh`, or `sdd-loop {skill} begin --loop --fresh`); earlier history is kept",
+            "restore the files from a backup,{resume} or start a new loop on purpose with --fresh (from a shell or cron `sdd-loop {skill} --loop --fresh`; in Claude Code the loop prompt `/sdd:{skill} --loop --fresh`); earlier history is kept",
             skill = ctx.paths.skill,
         ),
     ))

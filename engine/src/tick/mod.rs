@@ -587,7 +587,7 @@ fn run_spec(ctx: &Ctx<'_, '_>, dollars_left: Option<f64>) -> RunSpec {
     RunSpec {
         command: ctx.cfg.skill_cmd.clone(),
         cwd: ctx.cfg.root.clone(),
-        env: Vec::new(),
+        env: tracker_env(ctx.cfg),
         stall_timeout: ctx.cfg.stall_timeout,
         drain_timeout: ctx.cfg.drain_timeout,
         stop_file: ctx.paths.stop_request(),
@@ -597,6 +597,21 @@ fn run_spec(ctx: &Ctx<'_, '_>, dollars_left: Option<f64>) -> RunSpec {
         dollars_left,
         redactor: ctx.inputs.redactor.clone(),
     }
+}
+
+/// The tracker settings the tick resolved, for the skill: a repository
+/// taken from the clone's origin, a token lent by `gh` or `GITHUB_TOKEN`,
+/// the default URL — what the engine reads the tracker with, the skill
+/// opens its PRs with (wrapped-skill.md).
+fn tracker_env(cfg: &TickConfig) -> Vec<(String, String)> {
+    [
+        ("SDD_LOOP_TRACKER_URL", &cfg.tracker_url),
+        ("SDD_LOOP_REPO", &cfg.repository),
+        ("SDD_LOOP_TRACKER_TOKEN", &cfg.tracker_token),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.clone().map(|v| (k.to_owned(), v)))
+    .collect()
 }
 
 /// Without `--loop`: run the skill once, no loop state.
