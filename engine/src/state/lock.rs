@@ -157,6 +157,24 @@ impl Holder {
         }
     }
 
+    /// Who holds the lock, for a tick that waits for it (`--lock wait`):
+    /// the skip note's facts without its "skipping this tick".
+    pub fn held_by(&self, platform: &str) -> String {
+        match self {
+            Holder::Alive(r) => format!(
+                "previous iteration {} still active, pid {}",
+                r.iteration, r.pid
+            ),
+            Holder::Ambiguous { record, .. } => format!(
+                "pid {}, whose liveness on {platform} is ambiguous, treated as alive",
+                record.pid
+            ),
+            Holder::Unreadable { detail } => {
+                format!("the lockfile is unreadable ({detail}), treated as held")
+            }
+        }
+    }
+
     /// The contract's one-line note for a tick that does not get the lock.
     pub fn skip_note(&self, platform: &str) -> String {
         match self {

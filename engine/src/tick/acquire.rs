@@ -99,7 +99,7 @@ pub(crate) fn acquire(ctx: &mut Ctx<'_, '_>) -> Result<Result<Acquired, Conclude
                 let mut waiting = |holder: &Holder| {
                     ctx.note(format!(
                         "Waiting for the lock ({}) for up to {minutes} minute(s), the wall-clock budget left — Ctrl-C stops the wait",
-                        holder.skip_note(&platform)
+                        holder.held_by(&platform)
                     ));
                 };
                 lock::acquire(

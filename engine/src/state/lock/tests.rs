@@ -103,6 +103,11 @@ fn skip_mode_reports_live_holder_with_contract_note() {
         denied.holder().skip_note("linux"),
         "Previous iteration 2 still active (pid 7) — skipping this tick"
     );
+    // Regression: `--lock wait` said it waited "… — skipping this tick".
+    assert_eq!(
+        denied.holder().held_by("linux"),
+        "previous iteration 2 still active, pid 7"
+    );
     assert_eq!(on_disk(&paths).pid, 7, "the holder's lock is untouched");
 }
 
