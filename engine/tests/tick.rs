@@ -899,9 +899,10 @@ fn review_defers_a_pr_without_new_commits() {
     assert_eq!(s.runner.requests.len(), 2, "new commits: reviewed");
 }
 
-#[test]
-fn post_feedback_merge_gate_decides_merge_allowed() {
-    let mut s = Sandbox::new();
+/// Open PR #9, on which the responder (a login in CLAUDE.md) answered a
+/// human's review comment: the post-feedback-merge gate is asked.
+fn addressed_feedback_on_pr_9() -> Sandbox {
+    let s = Sandbox::new();
     std::fs::write(
         s.root().join("CLAUDE.md"),
         "### SDD Configuration\n#### Agent Logins\n- sdd-responder\n",
@@ -928,6 +929,12 @@ fn post_feedback_merge_gate_decides_merge_allowed() {
             },
         ],
     );
+    s
+}
+
+#[test]
+fn post_feedback_merge_gate_decides_merge_allowed() {
+    let mut s = addressed_feedback_on_pr_9();
     let mut cfg = s.cfg(Skill::Review);
     cfg.pr = Some(9);
     answer(&mut cfg, "post-feedback-merge=hold");
@@ -943,33 +950,7 @@ fn post_feedback_merge_gate_decides_merge_allowed() {
 /// (`post-feedback-merge=hold`) was recorded `ok` with the merge counted.
 #[test]
 fn a_merge_of_a_held_pr_is_a_contract_violation() {
-    let mut s = Sandbox::new();
-    std::fs::write(
-        s.root().join("CLAUDE.md"),
-        "### SDD Configuration\n#### Agent Logins\n- sdd-responder\n",
-    )
-    .unwrap();
-    s.tracker
-        .pulls
-        .borrow_mut()
-        .push(pull(9, PrState::Open, &[], "abc"));
-    s.tracker.comments.borrow_mut().insert(
-        9,
-        vec![
-            ReviewComment {
-                id: 1,
-                author: "alice".into(),
-                body: "rename".into(),
-                in_reply_to: None,
-            },
-            ReviewComment {
-                id: 2,
-                author: "sdd-responder".into(),
-                body: "done".into(),
-                in_reply_to: Some(1),
-            },
-        ],
-    );
+    let mut s = addressed_feedback_on_pr_9();
     s.runner.steps = vec![Step::ok(SkillResult {
         prs: vec![PrReport {
             number: 9,

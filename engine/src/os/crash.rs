@@ -231,26 +231,30 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_paused_engine_says_so_and_waits_for_its_byte() {
-        let dir = tempfile::tempdir().unwrap();
-        for f in ["ready", "release"] {
-            let path = dir.path().join(f);
+    /// A pause directory's two FIFOs, `ready` and `release`, each open for
+    /// reading and writing (so neither open waits for the other side).
+    fn pause_fifos(dir: &std::path::Path) -> (std::fs::File, std::fs::File) {
+        let open = |f: &str| {
+            let path = dir.join(f);
             rustix::fs::mkfifoat(
                 rustix::fs::CWD,
                 &path,
                 rustix::fs::Mode::from_raw_mode(0o600),
             )
             .unwrap();
-        }
-        let rw = |f: &str| {
             std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
-                .open(dir.path().join(f))
+                .open(path)
                 .unwrap()
         };
-        let (mut ready, mut release) = (rw("ready"), rw("release"));
+        (open("ready"), open("release"))
+    }
+
+    #[test]
+    fn a_paused_engine_says_so_and_waits_for_its_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut ready, mut release) = pause_fifos(dir.path());
         let points = CrashPoints::none()
             .pause_at("after-backlog", dir.path().to_path_buf())
             .unwrap();
@@ -277,22 +281,7 @@ mod tests {
         use std::sync::atomic::{AtomicBool, Ordering};
 
         let dir = tempfile::tempdir().unwrap();
-        for f in ["ready", "release"] {
-            rustix::fs::mkfifoat(
-                rustix::fs::CWD,
-                dir.path().join(f),
-                rustix::fs::Mode::from_raw_mode(0o600),
-            )
-            .unwrap();
-        }
-        let rw = |f: &str| {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(dir.path().join(f))
-                .unwrap()
-        };
-        let (mut ready, mut release) = (rw("ready"), rw("release"));
+        let (mut ready, mut release) = pause_fifos(dir.path());
         let points = CrashPoints::none()
             .pause_at("after-backlog", dir.path().to_path_buf())
             .unwrap();
