@@ -37,8 +37,10 @@
 //!
 //! Redacting twice gives the same text as redacting once, provided the
 //! project's patterns do not match their own replacements. Text with
-//! nothing to redact costs one pass of a [`RegexSet`], a look for two
-//! words (`authorization`, `://`) and no allocation,
+//! nothing to redact costs a literal search for the shapes' prefixes and
+//! the exact values, a look for two words (`authorization`, `://`), one
+//! pass of a [`RegexSet`] for the project's patterns if it has any, and no
+//! allocation; a pattern is compiled only when a text first needs it,
 //! so a skill's whole output can go through [`Redactor::redact`] line by
 //! line; [`Redactor::lines`] keeps a private-key block redacted across the
 //! lines it spans. JSON summaries go through [`Redactor::redact_json`].
@@ -48,6 +50,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{LazyLock, OnceLock};
 
+use aho_corasick::AhoCorasick;
 use regex::{Captures, Regex, RegexSet};
 use serde_json::Value;
 
@@ -191,7 +194,7 @@ struct Rule {
 }
 
 impl Rule {
-    /// A built-in rule, compiled when it first applies.
+    /// A rule compiled when it first applies.
     fn new(pattern: &str, replace: Replace) -> Self {
         Self {
             pattern: pattern.into(),
@@ -210,8 +213,9 @@ impl Rule {
     }
 
     fn re(&self) -> &Regex {
-        self.re
-            .get_or_init(|| Regex::new(&self.pattern).expect("built-in redaction patterns compile"))
+        self.re.get_or_init(|| {
+            Regex::new(&self.pattern).expect("built-in patterns and escaped values compile")
+        })
     }
 
     fn apply<'t>(&self, text: &'t str) -> Cow<'t, str> {
@@ -248,19 +252,58 @@ impl Rule {
 }
 
 /// The built-in rules, set up once per process: a tick builds its
-/// redactor once, but tests and tools build many. The set is compiled
-/// here; each rule only when a text first needs it.
+/// redactor once, but tests and tools build many. Nothing is compiled
+/// here: the set when a text first holds one of [`SET_WORDS`], each rule
+/// when a text first needs it.
 #[derive(Debug)]
 struct BuiltIn {
     private_key: Rule,
     /// The shapes, then the two `Authorization` rules and URL credentials
     /// ([`NEEDLED`]).
     rest: Vec<Rule>,
+    /// Whether a text holds a word of [`SET_WORDS`], in one pass.
+    set_words: AhoCorasick,
     /// `private_key` then the shapes: which of them (and so from which
     /// rule on) a text needs any work, in one pass.
-    set: RegexSet,
-    private_key_begin: Regex,
-    private_key_end: Regex,
+    set: OnceLock<RegexSet>,
+    private_key_begin: OnceLock<Regex>,
+    private_key_end: OnceLock<Regex>,
+}
+
+/// A literal every match of a rule in [`BuiltIn::set`] holds (in its
+/// case: none of those rules ignores case): `-----BEGIN` for a private
+/// key, then each shape's prefix. A text holding none matches none of
+/// them, so the set is neither run nor compiled for it — most processes
+/// never compile it (compiling it was a twentieth of a no-op tick's CPU).
+const SET_WORDS: [&str; 16] = [
+    "-----BEGIN",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "AKIA",
+    "ASIA",
+    "xoxa-",
+    "xoxb-",
+    "xoxp-",
+    "xoxr-",
+    "xoxs-",
+    "AIza",
+    "sk-",
+];
+
+/// The private-key block's `BEGIN` or `END` line, compiled when a line
+/// first holds its word.
+fn pem_marker<'a>(
+    cell: &'a OnceLock<Regex>,
+    pattern: &str,
+    word: &str,
+    line: &str,
+) -> Option<&'a Regex> {
+    line.contains(word)
+        .then(|| cell.get_or_init(|| Regex::new(pattern).expect("built-in pattern compiles")))
 }
 
 /// The built-in rules kept out of [`BuiltIn::set`], each with a word every
@@ -297,12 +340,6 @@ static BUILT_IN: LazyLock<BuiltIn> = LazyLock::new(|| {
         .iter()
         .map(|s| Rule::new(s.pattern, Replace::Literal(marker(s.kind))))
         .collect();
-    let set = RegexSet::new(
-        std::iter::once(&private_key)
-            .chain(&rest)
-            .map(|r| &*r.pattern),
-    )
-    .expect("built-in redaction patterns compile together");
     rest.extend(
         NEEDLED
             .into_iter()
@@ -311,11 +348,34 @@ static BUILT_IN: LazyLock<BuiltIn> = LazyLock::new(|| {
     BuiltIn {
         private_key,
         rest,
-        set,
-        private_key_begin: Regex::new(PRIVATE_KEY_BEGIN).expect("built-in pattern compiles"),
-        private_key_end: Regex::new(PRIVATE_KEY_END).expect("built-in pattern compiles"),
+        set_words: AhoCorasick::new(SET_WORDS).expect("built-in words build"),
+        set: OnceLock::new(),
+        private_key_begin: OnceLock::new(),
+        private_key_end: OnceLock::new(),
     }
 });
+
+impl BuiltIn {
+    /// `private_key` then the shapes, in one set (compiled on first use).
+    fn set(&self) -> &RegexSet {
+        self.set.get_or_init(|| {
+            RegexSet::new(
+                std::iter::once(&self.private_key)
+                    .chain(&self.rest[..SHAPES.len()])
+                    .map(|r| &*r.pattern),
+            )
+            .expect("built-in redaction patterns compile together")
+        })
+    }
+
+    /// The first rule of [`BuiltIn::set`] that matches `text`.
+    fn first_in_set(&self, text: &str) -> Option<usize> {
+        if !self.set_words.is_match(text) {
+            return None;
+        }
+        self.set().matches(text).iter().next()
+    }
+}
 
 /// The redaction rules of one tick. They apply in this order: private-key
 /// blocks, exact secret values, credential shapes, `Authorization` values,
@@ -323,8 +383,11 @@ static BUILT_IN: LazyLock<BuiltIn> = LazyLock::new(|| {
 #[derive(Debug, Clone)]
 pub struct Redactor {
     built_in: &'static BuiltIn,
-    /// One alternation of every exact value, longest first.
+    /// One alternation of every exact value, longest first, compiled when
+    /// a text first holds one ([`Redactor::value_words`] finds them).
     values: Option<Rule>,
+    /// The exact values, to find in one pass whether a text holds any.
+    value_words: Option<AhoCorasick>,
     project: Vec<Rule>,
     /// The project's patterns in one pass. `None` if together they exceed
     /// the regex size limit: each is then tried in turn, same result.
@@ -402,6 +465,8 @@ impl RedactorBuilder {
                 values.entry(value).or_insert_with(|| marker(&kind));
             }
         }
+        let value_words = (!values.is_empty())
+            .then(|| AhoCorasick::new(values.keys()).expect("exact values build"));
         let values = (!values.is_empty()).then(|| {
             let mut ordered: Vec<&String> = values.keys().collect();
             // Longest first, so a value containing another goes whole.
@@ -411,12 +476,11 @@ impl RedactorBuilder {
                 .map(|v| regex::escape(v))
                 .collect::<Vec<_>>()
                 .join("|");
-            Rule::compiled(
-                Regex::new(&alternation).expect("escaped literals compile"),
-                Replace::Values(values),
-            )
+            Rule::new(&alternation, Replace::Values(values))
         });
-        let project_set = RegexSet::new(self.patterns.iter().map(|(re, _)| re.as_str())).ok();
+        let project_set = (!self.patterns.is_empty())
+            .then(|| RegexSet::new(self.patterns.iter().map(|(re, _)| re.as_str())).ok())
+            .flatten();
         let project = self
             .patterns
             .into_iter()
@@ -425,6 +489,7 @@ impl RedactorBuilder {
         Redactor {
             built_in: &BUILT_IN,
             values,
+            value_words,
             project,
             project_set,
         }
@@ -529,7 +594,7 @@ impl Redactor {
         let after_values = 1 + usize::from(self.values.is_some());
         let project_start = after_values + self.built_in.rest.len();
         let needled = self.built_in.rest.len() - NEEDLED.len();
-        let built_in = match self.built_in.set.matches(text).iter().next() {
+        let built_in = match self.built_in.first_in_set(text) {
             Some(0) => Some(0),
             Some(i) => Some(after_values + i - 1),
             None => NEEDLED
@@ -539,9 +604,9 @@ impl Redactor {
                 .map(|j| after_values + needled + j),
         };
         let values = self
-            .values
+            .value_words
             .as_ref()
-            .filter(|v| v.re().is_match(text))
+            .filter(|words| words.is_match(text))
             .map(|_| 1);
         let project = match &self.project_set {
             Some(set) => set.matches(text).iter().next().map(|i| project_start + i),
@@ -622,11 +687,18 @@ impl Redactor {
 
     fn private_key_left_open(&self, line: &str) -> bool {
         let built_in = self.built_in;
-        built_in
-            .private_key_begin
-            .find_iter(line)
-            .last()
-            .is_some_and(|begin| !built_in.private_key_end.is_match(&line[begin.end()..]))
+        pem_marker(
+            &built_in.private_key_begin,
+            PRIVATE_KEY_BEGIN,
+            "-----BEGIN",
+            line,
+        )
+        .and_then(|begin| begin.find_iter(line).last())
+        .is_some_and(|begin| {
+            let rest = &line[begin.end()..];
+            !pem_marker(&built_in.private_key_end, PRIVATE_KEY_END, "-----END", rest)
+                .is_some_and(|end| end.is_match(rest))
+        })
     }
 }
 
@@ -673,7 +745,11 @@ impl LineRedactor<'_> {
     /// private-key block becomes `[REDACTED:private-key]`.
     pub fn line<'t>(&mut self, line: &'t str) -> Cow<'t, str> {
         if self.in_private_key {
-            let Some(end) = self.redactor.built_in.private_key_end.find(line) else {
+            let built_in = self.redactor.built_in;
+            let Some(end) =
+                pem_marker(&built_in.private_key_end, PRIVATE_KEY_END, "-----END", line)
+                    .and_then(|end| end.find(line))
+            else {
                 return Cow::Owned(marker("private-key"));
             };
             self.in_private_key = false;

@@ -52,14 +52,10 @@ static CLOSING: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+#(\d+)")
         .expect("valid regex")
 });
-static CRITERIA_HEADING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?im)^(#{2,6})[ \t]+acceptance criteria[ \t]*:?[ \t]*#*[ \t]*$")
-        .expect("valid regex")
-});
-static HEADING: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^(#{1,6})[ \t]+\S").expect("valid regex"));
 /// `TBD` in any case (no word of a criterion is spelled so), `TODO` in
 /// capitals only: "a user can add a todo" is a criterion of a to-do app.
+/// Compiled only for a section holding one of the two words (no other
+/// character folds to `t`, `b` or `d`, so the look is exact).
 static MARKER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b((?i:tbd)|TODO)\b").expect("valid regex"));
 
@@ -137,23 +133,86 @@ pub fn closes(pr_body: &str) -> BTreeSet<u64> {
         .collect()
 }
 
-/// Whether an issue's acceptance criteria are missing or unfinished.
+/// Whether an issue's acceptance criteria are missing or unfinished: no
+/// `## Acceptance Criteria` heading (levels 2 to 6, any case, a colon or
+/// closing `#`s allowed), nothing under it before the next heading of its
+/// level or above, or a `TBD`/`TODO` there.
+///
+/// Read line by line rather than with patterns: every work tick reads
+/// every ready issue, and compiling the heading patterns was a tenth of a
+/// no-op tick's CPU (issue 34). The test module keeps the patterns as the
+/// oracle the scan is checked against.
 pub fn criteria_ambiguous(body: &str) -> bool {
     let body = normalize_newlines(body);
     let body = body.as_ref();
-    let Some(heading) = CRITERIA_HEADING.captures(body) else {
+    let Some((depth, start)) = lines_at(body)
+        .find_map(|(at, line)| criteria_heading(line).map(|depth| (depth, at + line.len())))
+    else {
         return true;
     };
-    let depth = heading[1].len();
-    let start = heading.get(0).map_or(0, |m| m.end());
     let rest = &body[start..];
-    let end = HEADING
-        .captures_iter(rest)
-        .find(|c| c[1].len() <= depth)
-        .and_then(|c| c.get(0))
-        .map_or(rest.len(), |m| m.start());
+    let end = lines_at(rest)
+        .find(|(_, line)| heading_level(line).is_some_and(|level| level <= depth))
+        .map_or(rest.len(), |(at, _)| at);
     let section = &rest[..end];
-    section.trim().is_empty() || MARKER.is_match(section)
+    section.trim().is_empty() || (may_hold_marker(section) && MARKER.is_match(section))
+}
+
+/// Each line of `text` (without its `\n`) and where it starts.
+fn lines_at(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split('\n').scan(0, |at, line| {
+        let start = *at;
+        *at += line.len() + 1;
+        Some((start, line))
+    })
+}
+
+/// The `#`s a line starts with, when followed by a space or a tab.
+fn hashes_then_blank(line: &str) -> Option<(usize, &str)> {
+    let level = line.bytes().take_while(|&b| b == b'#').count();
+    let after = &line[level..];
+    let rest = after.trim_start_matches([' ', '\t']);
+    (rest.len() < after.len()).then_some((level, rest))
+}
+
+/// The level of a Markdown heading line with some text (`## Notes`).
+fn heading_level(line: &str) -> Option<usize> {
+    let (level, rest) = hashes_then_blank(line)?;
+    ((1..=6).contains(&level) && rest.chars().next().is_some_and(|c| !c.is_whitespace()))
+        .then_some(level)
+}
+
+/// The level of an `## Acceptance Criteria` heading line (2 to 6; any
+/// case; `:` and closing `#`s allowed).
+fn criteria_heading(line: &str) -> Option<usize> {
+    const TITLE: &str = "acceptance criteria";
+    let (level, rest) = hashes_then_blank(line)?;
+    if !(2..=6).contains(&level)
+        || !rest
+            .get(..TITLE.len())
+            .is_some_and(|t| t.eq_ignore_ascii_case(TITLE))
+    {
+        return None;
+    }
+    let blank = [' ', '\t'];
+    let tail = rest[TITLE.len()..].trim_start_matches(blank);
+    let tail = tail
+        .strip_prefix(':')
+        .unwrap_or(tail)
+        .trim_start_matches(blank);
+    tail.trim_start_matches('#')
+        .trim_start_matches(blank)
+        .is_empty()
+        .then_some(level)
+}
+
+/// Whether `text` holds `tbd` (any ASCII case) or `TODO`.
+fn may_hold_marker(text: &str) -> bool {
+    text.contains("TODO")
+        || text
+            .as_bytes()
+            .windows(3)
+            .any(|w| w.eq_ignore_ascii_case(b"tbd"))
 }
 
 /// The backlog as this tick sees it.
@@ -470,6 +529,47 @@ mod tests {
         assert!(!criteria_ambiguous(
             "### Acceptance Criteria\n- a user can add a todo item\n"
         ));
+    }
+
+    /// The patterns `criteria_ambiguous` once used, kept as its oracle.
+    fn criteria_ambiguous_by_patterns(body: &str) -> bool {
+        let heading =
+            Regex::new(r"(?im)^(#{2,6})[ \t]+acceptance criteria[ \t]*:?[ \t]*#*[ \t]*$").unwrap();
+        let any_heading = Regex::new(r"(?m)^(#{1,6})[ \t]+\S").unwrap();
+        let body = normalize_newlines(body);
+        let Some(found) = heading.captures(&body) else {
+            return true;
+        };
+        let depth = found[1].len();
+        let rest = &body[found.get(0).unwrap().end()..];
+        let end = any_heading
+            .captures_iter(rest)
+            .find(|c| c[1].len() <= depth)
+            .map_or(rest.len(), |c| c.get(0).unwrap().start());
+        let section = &rest[..end];
+        section.trim().is_empty() || MARKER.is_match(section)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_line_scan_reads_criteria_as_the_patterns_did(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "#", "##", "###", "####", "#######", " ", "\t", "\n", "\r", ":",
+                    "Acceptance Criteria", "acceptance criteria", "ACCEPTANCE CRITERIA",
+                    "acceptance  criteria", "Notes", "- works", "TBD", "tbd", "TODO",
+                    "todo", "xTBD", "\u{a0}", "é", "_", "Tbd.",
+                ]),
+                0..24,
+            )
+        ) {
+            let body: String = parts.concat();
+            proptest::prop_assert_eq!(
+                criteria_ambiguous(&body),
+                criteria_ambiguous_by_patterns(&body),
+                "{:?}", body
+            );
+        }
     }
 
     fn crlf(text: &str) -> String {

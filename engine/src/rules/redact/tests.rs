@@ -488,14 +488,58 @@ fn every_built_in_rule_compiles_and_matches_its_set_entry() {
     let rules: Vec<&Rule> = std::iter::once(&built_in.private_key)
         .chain(&built_in.rest)
         .collect();
+    let set = built_in.set();
     // The needled rules come last, outside the set.
-    assert_eq!(rules.len(), built_in.set.len() + NEEDLED.len());
+    assert_eq!(rules.len(), set.len() + NEEDLED.len());
     for (i, rule) in rules.iter().enumerate() {
         assert_eq!(rule.re().as_str(), &*rule.pattern);
-        match built_in.set.patterns().get(i) {
+        match set.patterns().get(i) {
             Some(entry) => assert_eq!(entry, &*rule.pattern),
-            None => assert_eq!(NEEDLED[i - built_in.set.len()].0, &*rule.pattern),
+            None => assert_eq!(NEEDLED[i - set.len()].0, &*rule.pattern),
         }
+    }
+}
+
+proptest::proptest! {
+    /// The set is skipped for a text holding none of its words: that must
+    /// never skip a match.
+    #[test]
+    fn a_text_the_set_matches_holds_one_of_its_words(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "gh", "p", "o", "u", "s", "r", "_", "github", "pat", "sk", "-", "ant",
+                "proj", "svcacct", "AKIA", "ASIA", "AKI", "xox", "a", "b", "AIza", "AI",
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789abcdefghij", "-----", "BEGIN",
+                "END", " PRIVATE KEY", " BLOCK", "RSA", " ", "\n", ".",
+            ]),
+            0..16,
+        )
+    ) {
+        let text: String = parts.concat();
+        let built_in = &*BUILT_IN;
+        if built_in.set().is_match(&text) {
+            proptest::prop_assert!(built_in.set_words.is_match(&text), "{:?}", text);
+        }
+    }
+}
+
+#[test]
+fn a_text_with_every_shape_is_redacted_whole_though_nothing_compiled_before() {
+    // Each shape's own example, alone and glued to text: found by its word.
+    let r = Redactor::builder().build();
+    for token in [
+        GHP.to_owned(),
+        format!("github_pat_{}", "A".repeat(22)),
+        format!("sk-ant-{}", "a".repeat(20)),
+        "AKIAIOSFODNN7EXAMPLE".to_owned(),
+        format!("xoxb-{}", "1".repeat(10)),
+        format!("AIza{}", "B".repeat(35)),
+        format!("sk-{}", "c".repeat(20)),
+    ] {
+        assert!(
+            !r.apply(&format!("x={token} end")).contains(&token),
+            "{token}"
+        );
     }
 }
 
