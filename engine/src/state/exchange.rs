@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::state::budget::ModelTokens;
-use crate::state::files::{self, FileError};
+use crate::state::files::{self, Durability, FileError};
 use crate::state::paths::StatePaths;
 use crate::state::protocol::{
     Failure, ModelUsage, PROTOCOL_VERSION, PrReport, SkillEvent, SkillRequest, SkillResult,
@@ -43,7 +43,9 @@ impl Exchange {
         self.dir.join("events.jsonl")
     }
 
-    /// A fresh directory (0700) holding only the request.
+    /// A fresh directory (0700) holding only the request. The request is
+    /// not synced to disk: only the skill of this tick reads it, and a
+    /// tick after a power failure prepares the directory afresh.
     pub fn prepare(&self, request: &SkillRequest) -> Result<(), FileError> {
         if let Some(parent) = self.dir.parent() {
             files::ensure_private_dir(parent)?;
@@ -52,7 +54,7 @@ impl Exchange {
         files::ensure_private_dir(&self.dir)?;
         let mut json = serde_json::to_vec_pretty(request).expect("requests serialise");
         json.push(b'\n');
-        files::write_atomic(&self.request_path(), &json)
+        files::write_atomic_with(&self.request_path(), &json, Durability::Transient)
     }
 
     /// Removes the directory and what the skill left in it.

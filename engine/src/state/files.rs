@@ -13,6 +13,15 @@
 //! and the rename survives power loss. Append-only files go through
 //! [`append_line`], one `write` per line followed by `fsync`.
 //!
+//! Waiting for the disk is most of a tick's system time, so a write whose
+//! loss in a power failure leaves a state the next tick already reads
+//! waits less ([`Durability`]; a crash point stands for each such state):
+//! the witness's check after an append (its announcement still names the
+//! line), the journal's note of the skill's pid (meaningless once the
+//! machine is off), the removal of a fully recorded tick's journal
+//! (`after-budget`) and of the lock (`before-release`); the skill's
+//! request, read only while its tick lives, is not synced at all.
+//!
 //! Append-only files are appended by processes that do not hold the loop
 //! lock (a skipped tick writes its history line beside the holder), and a
 //! `write(2)` to a regular file is not atomic against a concurrent
@@ -355,11 +364,37 @@ pub fn sync_dir(dir: &Path) -> Result<(), FileError> {
         .map_err(|e| FileError::io("sync directory", dir, e))
 }
 
+/// How much of a whole-file write must survive a power failure. Every
+/// level replaces the file atomically: a reader, or a process killed
+/// midway, sees the old file or the new one, never a torn one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// The new file, under its name: its contents and the rename are
+    /// synced ([`write_atomic`]).
+    Durable,
+    /// The old file or the whole new one: the contents are synced, the
+    /// rename is not waited for. For a file whose previous version the
+    /// next tick reads correctly.
+    OldOrNew,
+    /// Nothing is synced: a file read only while the process that wrote
+    /// it lives, and replaced before it is read again.
+    Transient,
+}
+
 /// Replaces `path` with `bytes` atomically and durably, mode `0600`.
 ///
 /// A symlink at `path` is refused rather than replaced: its presence means
 /// something other than the engine put it there.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    write_atomic_with(path, bytes, Durability::Durable)
+}
+
+/// [`write_atomic`], waiting for the disk only as far as `durability` asks.
+pub fn write_atomic_with(
+    path: &Path,
+    bytes: &[u8],
+    durability: Durability,
+) -> Result<(), FileError> {
     check_regular_or_missing(path)?;
     let temp = temp_path(path);
     let result = (|| {
@@ -372,10 +407,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
             .map_err(|e| FileError::io("create", &temp, e))?;
         file.write_all(bytes)
             .map_err(|e| FileError::io("write", &temp, e))?;
-        file.sync_all()
-            .map_err(|e| FileError::io("sync", &temp, e))?;
+        if durability != Durability::Transient {
+            file.sync_all()
+                .map_err(|e| FileError::io("sync", &temp, e))?;
+        }
         fs::rename(&temp, path).map_err(|e| FileError::io("rename into place", path, e))?;
-        sync_dir(parent_dir(path))
+        match durability {
+            Durability::Durable => sync_dir(parent_dir(path)),
+            Durability::OldOrNew | Durability::Transient => Ok(()),
+        }
     })();
     if result.is_err() {
         let _ = fs::remove_file(&temp);
@@ -517,12 +557,21 @@ pub fn create_new_durable(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
 }
 
 /// Removes a state file if present (never follows a link: `unlink` removes
-/// the link itself, so a planted one is refused before).
+/// the link itself, so a planted one is refused before), durably.
 pub fn remove_if_present(path: &Path) -> Result<bool, FileError> {
+    remove_if_present_with(path, Durability::Durable)
+}
+
+/// [`remove_if_present`]; with any level but [`Durability::Durable`] the
+/// removal is not waited for, for a file whose return after a power
+/// failure the next tick reads correctly.
+pub fn remove_if_present_with(path: &Path, durability: Durability) -> Result<bool, FileError> {
     check_regular_or_missing(path)?;
     match fs::remove_file(path) {
         Ok(()) => {
-            sync_dir(parent_dir(path))?;
+            if durability == Durability::Durable {
+                sync_dir(parent_dir(path))?;
+            }
             Ok(true)
         }
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),

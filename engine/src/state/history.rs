@@ -1057,7 +1057,9 @@ pub fn append_witnessed(
         }
     }
     w.budget_file = witness::budget_file(paths);
-    w.save(&wpath)?;
+    // The old witness still announces the line, so it stays the engine's
+    // if this rename is lost to a power failure: not waited for.
+    w.save_with(&wpath, files::Durability::OldOrNew)?;
     Ok((done, foreign))
 }
 

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::files::{self, FileError};
+use crate::state::files::{self, Durability, FileError};
 use crate::state::history::{ActiveWorktree, TrackedPr};
 use crate::state::protocol::SkillRequest;
 
@@ -176,11 +176,13 @@ pub enum JournalError {
 
 impl Journal {
     /// Records the running skill's process group in the journal at `path`
-    /// (right after the skill starts).
+    /// (right after the skill starts). Not waited for on disk: the group
+    /// matters to a tick that finds its engine killed, and a power failure
+    /// leaves no group to stop.
     pub fn record_skill_process(path: &Path, process: SkillProcess) -> Result<(), JournalError> {
         if let Some(mut journal) = Self::load(path)? {
             journal.skill_process = Some(process);
-            journal.save(path)?;
+            journal.save_with(path, Durability::OldOrNew)?;
         }
         Ok(())
     }
@@ -223,9 +225,13 @@ impl Journal {
     }
 
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
+        self.save_with(path, Durability::Durable)
+    }
+
+    fn save_with(&self, path: &Path, durability: Durability) -> Result<(), FileError> {
         let mut json = serde_json::to_vec_pretty(self).expect("journals serialise");
         json.push(b'\n');
-        files::write_atomic(path, &json)
+        files::write_atomic_with(path, &json, durability)
     }
 
     pub fn load(path: &Path) -> Result<Option<Self>, JournalError> {
@@ -244,6 +250,14 @@ impl Journal {
 
     pub fn remove(path: &Path) -> Result<bool, FileError> {
         files::remove_if_present(path)
+    }
+
+    /// Removes the journal of an iteration history and budget.json both
+    /// record. Not waited for on disk: a journal back after a power
+    /// failure is the state of crash point `after-budget`, which the next
+    /// tick reads as recorded.
+    pub fn remove_recorded(path: &Path) -> Result<bool, FileError> {
+        files::remove_if_present_with(path, Durability::OldOrNew)
     }
 }
 

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 
 use crate::os::clock::Clock;
 use crate::os::liveness::{self, Liveness, ProcessProbe};
-use crate::state::files::{self, FileError};
+use crate::state::files::{self, Durability, FileError};
 use crate::state::paths::StatePaths;
 
 /// The lockfile's content: the contract's four fields, plus the holder's
@@ -501,7 +501,14 @@ impl HeldLock {
     }
 
     /// Rewrites the lock with the iteration number, once the tick knows it.
+    /// The lock already naming it (the acquiring tick's guess was right,
+    /// as it is unless a crash is being recovered) is left as it is.
+    /// `false`: the lock on disk is no longer this tick's (looked at only
+    /// when it is rewritten).
     pub fn set_iteration(&mut self, iteration: u64) -> Result<bool, LockError> {
+        if self.record.iteration == iteration {
+            return Ok(true);
+        }
         let mut record = self.record.clone();
         record.iteration = iteration;
         let ours = with_guard(&self.guard, || {
@@ -562,7 +569,10 @@ impl HeldLock {
             match &found {
                 Found::Nothing => Ok(Release::AlreadyGone),
                 _ if self.still_ours(&found) => {
-                    files::remove_if_present(&self.path)?;
+                    // Not waited for on disk: a lock back after a power
+                    // failure names a process that is gone, which the
+                    // next tick reaps (crash point `before-release`).
+                    files::remove_if_present_with(&self.path, Durability::OldOrNew)?;
                     Ok(Release::Released)
                 }
                 Found::Record(r) => Ok(Release::TakenOver {

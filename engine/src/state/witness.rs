@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::files::{self, FileError};
+use crate::state::files::{self, Durability, FileError};
 use crate::state::paths::StatePaths;
 
 /// The directory of the witnesses of a project rooted at `root`.
@@ -136,12 +136,17 @@ impl Witness {
     }
 
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
+        self.save_with(path, Durability::Durable)
+    }
+
+    /// [`Witness::save`], waiting for the disk only as `durability` asks.
+    pub fn save_with(&self, path: &Path, durability: Durability) -> Result<(), FileError> {
         if let Some(parent) = path.parent() {
             files::ensure_private_dir(parent)?;
         }
         let mut bytes = serde_json::to_vec_pretty(self).expect("a witness serialises");
         bytes.push(b'\n');
-        files::write_atomic(path, &bytes)
+        files::write_atomic_with(path, &bytes, durability)
     }
 
     /// A new witness for a history `len` bytes long, adopted as it is.

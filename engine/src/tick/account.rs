@@ -762,7 +762,7 @@ fn exit_stops(
 /// The recorded iteration's journal and exchange go.
 fn close_iteration(ctx: &Ctx<'_, '_>, journal: &Journal, empty: bool) -> Result<(), Failure> {
     if !empty {
-        Journal::remove(&ctx.paths.inflight())?;
+        Journal::remove_recorded(&ctx.paths.inflight())?;
         let _ = Exchange::for_iteration(&ctx.paths, journal.iteration).remove();
     }
     ctx.cfg.crash.hit("after-journal-removed");

@@ -376,6 +376,24 @@ fn drop_releases_and_set_iteration_rewrites() {
 }
 
 #[test]
+fn set_iteration_leaves_a_lock_that_already_names_it() {
+    use std::os::unix::fs::MetadataExt;
+    let (_tmp, paths) = setup();
+    let (mut held, _) = take(&paths, &Table::default(), LockMode::Skip).unwrap();
+    let iteration = on_disk(&paths).iteration;
+    let inode = std::fs::metadata(paths.lock()).unwrap().ino();
+    assert!(held.set_iteration(iteration).unwrap());
+    assert_eq!(
+        std::fs::metadata(paths.lock()).unwrap().ino(),
+        inode,
+        "not written again"
+    );
+    assert!(held.set_iteration(iteration + 1).unwrap());
+    assert_ne!(std::fs::metadata(paths.lock()).unwrap().ino(), inode);
+    assert_eq!(on_disk(&paths).iteration, iteration + 1);
+}
+
+#[test]
 fn symlinked_lock_is_refused() {
     let (tmp, paths) = setup();
     files::ensure_private_dir(&paths.dir).unwrap();
