@@ -513,8 +513,8 @@ fn lock_held_by_a_live_pid_skips_without_advancing() {
             .contains("Previous iteration 3 still active (pid 777) — skipping this tick")
     );
     assert!(
-        r.out.contains("## Loop Iteration 3/"),
-        "status block on skipped ticks too"
+        r.out.contains("## Loop Iteration 4/"),
+        "status block on skipped ticks too, headed with the skipped tick's own iteration"
     );
     let line = s.last(Skill::Work);
     assert_eq!(line.outcome, Some(Outcome::SkippedLock));
@@ -1973,6 +1973,43 @@ fn deleted_state_fails_closed_and_fresh_starts_a_new_loop_on_purpose() {
     assert_eq!(r.code, 0, "{}", r.err);
     assert_eq!(s.last(Skill::Work).iteration, Some(1));
     assert_eq!(s.tick(&cfg).code, 0, "the new loop goes on");
+}
+
+/// The witness's update after an append is not waited for on disk: a
+/// power failure may bring back the witness that announced the line
+/// (`pending`) without checking it. The line stays the engine's.
+#[test]
+fn a_witness_that_announced_the_last_line_without_checking_it_keeps_it() {
+    use sdd_loop::state::witness::{self, Witness};
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let cfg = s.cfg(Skill::Work);
+    assert_eq!(s.tick(&cfg).code, 0);
+    let paths = s.paths(Skill::Work);
+    let wpath = witness::path(&paths);
+    let after_one = Witness::load(&wpath).unwrap().unwrap();
+    assert_eq!(s.tick(&cfg).code, 0);
+    let history = std::fs::read_to_string(paths.history()).unwrap();
+    let last = history.lines().last().unwrap();
+    // As the announcement left it: tick 1's witness, tick 2's line pending.
+    Witness {
+        pending: vec![witness::digest(last.as_bytes())],
+        ..after_one
+    }
+    .save(&wpath)
+    .unwrap();
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, 0, "{}\n{}", r.out, r.err);
+    assert!(!r.out.contains("foreign"), "{}", r.out);
+    assert_eq!(s.last(Skill::Work).iteration, Some(3));
+    let sidecars: Vec<_> = std::fs::read_dir(&paths.dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".foreign-"))
+        .collect();
+    assert!(sidecars.is_empty(), "{sidecars:?}");
+    let now = Witness::load(&wpath).unwrap().unwrap();
+    assert!(now.pending.is_empty());
+    assert_eq!(now.iteration, 3);
 }
 
 #[test]

@@ -171,6 +171,13 @@ fn not_acquired(
         Holder::Alive(r) | Holder::Ambiguous { record: r, .. } => r.iteration,
         Holder::Unreadable { .. } => guess,
     };
+    // The block is this tick's, the one after the holder's: "Loop
+    // Iteration N" above "Previous iteration N-1 still active" (telemetry
+    // reference, "Status Block"). The history line keeps the holder's.
+    let header = match &holder {
+        Holder::Alive(r) | Holder::Ambiguous { record: r, .. } => r.iteration.saturating_add(1),
+        Holder::Unreadable { .. } => guess,
+    };
     let mut fired = Vec::new();
     let held_by = match (&holder, holder.pid()) {
         (Holder::Unreadable { .. }, _) | (_, None) => "an unreadable lockfile".to_owned(),
@@ -297,7 +304,7 @@ fn not_acquired(
     ctx.show(
         &shown,
         &super::ctx::Ending {
-            iteration,
+            iteration: header,
             started,
             budget: budget.as_ref(),
             fired: &fired,

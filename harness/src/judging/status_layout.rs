@@ -9,8 +9,9 @@
 //! `max`, and its header says so instead: `## Loop Iteration — halted on
 //! entry: iteration budget {used}/{max} — /sdd:{skill} --loop`.
 //! A tick skipped because a live tick holds the lock carries the skip note
-//! on its `Outcome:` line: `Outcome: Previous iteration {N} still active
-//! (pid {P}) — skipping this tick`; one skipped because other clones hold
+//! on its `Outcome:` line: `Outcome: Previous iteration {N-1} still active
+//! (pid {P}) — skipping this tick`, under a header naming iteration `N`,
+//! the skipped tick's own; one skipped because other clones hold
 //! every claim it could take (issue 32) carries that note instead:
 //! `Outcome: skipped — No issue claimable — other clones hold …` (a
 //! review tick: `No PR claimable`).
@@ -25,12 +26,12 @@ use regex::Regex;
 
 static HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^## Loop Iteration (?:\d+/\d+|— halted on entry: iteration budget \d+/\d+) — /sdd:(work|review) --loop$",
+        r"^## Loop Iteration (?:(?<n>\d+)/\d+|— halted on entry: iteration budget \d+/\d+) — /sdd:(?<skill>work|review) --loop$",
     )
     .expect("a valid regex")
 });
 static SKIP_NOTE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^Outcome: (?:Previous iteration \d+ still active \(pid [^)]+\) — skipping this tick|skipped — No (?:issue|PR) claimable — other clones hold )")
+    Regex::new(r"^Outcome: (?:Previous iteration (?<holder>\d+) still active \(pid [^)]+\) — skipping this tick|skipped — No (?:issue|PR) claimable — other clones hold )")
         .expect("a valid regex")
 });
 
@@ -68,11 +69,12 @@ pub fn problems(block: &[&str], tick: Tick) -> Vec<String> {
     let Some(header) = block.first() else {
         return vec!["the block is empty".to_owned()];
     };
-    let Some(skill) = HEADER.captures(header).map(|c| c[1].to_owned()) else {
+    let Some(found) = HEADER.captures(header) else {
         return vec![format!(
             "the header `{header}` is not `## Loop Iteration {{N}}/{{max}} — /sdd:{{skill}} --loop` (nor, on a tick the iteration budget halts on entry, `## Loop Iteration — halted on entry: iteration budget {{used}}/{{max}} — /sdd:{{skill}} --loop`)"
         )];
     };
+    let skill = &found["skill"];
     let mut required: Vec<&[&str]> = vec![&["Started:"]];
     if skill == "work" {
         required.push(&["Backlog:"]);
@@ -101,11 +103,24 @@ pub fn problems(block: &[&str], tick: Tick) -> Vec<String> {
     }
     if tick.skipped
         && let Some(outcome) = block.iter().find(|l| l.starts_with("Outcome:"))
-        && !SKIP_NOTE.is_match(outcome)
     {
-        out.push(format!(
-            "a skipped tick's `Outcome:` line must carry the skip note `Previous iteration N still active (pid P) — skipping this tick`; it reads `{outcome}`"
-        ));
+        match SKIP_NOTE.captures(outcome) {
+            None => out.push(format!(
+                "a skipped tick's `Outcome:` line must carry the skip note `Previous iteration N still active (pid P) — skipping this tick`; it reads `{outcome}`"
+            )),
+            Some(note) => {
+                let holder = note.name("holder").and_then(|m| m.as_str().parse::<u64>().ok());
+                let own = found.name("n").and_then(|m| m.as_str().parse::<u64>().ok());
+                if let (Some(holder), Some(own)) = (holder, own)
+                    && own != holder.saturating_add(1)
+                {
+                    out.push(format!(
+                        "a skipped tick's header names its own iteration, the one after the holder's: `## Loop Iteration {}/…` above `Previous iteration {holder} still active`; it reads `{header}`",
+                        holder.saturating_add(1)
+                    ));
+                }
+            }
+        }
     }
     out
 }
@@ -194,7 +209,7 @@ Stop cause: …
             single_pr: false,
             skipped: true,
         };
-        let block = "## Loop Iteration 3/5 — /sdd:review --loop\nStarted: x\nBudget remaining: x\nStop conditions evaluated: none\nConcurrency: Previous iteration 3 still active (pid 12) — skipping this tick\nOutcome: skipped — no counter advanced\nNext tick: scheduled by /loop\n";
+        let block = "## Loop Iteration 4/5 — /sdd:review --loop\nStarted: x\nBudget remaining: x\nStop conditions evaluated: none\nConcurrency: Previous iteration 3 still active (pid 12) — skipping this tick\nOutcome: skipped — no counter advanced\nNext tick: scheduled by /loop\n";
         let found = problems(&blocks(block)[0], skipped);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].contains("it reads `Outcome: skipped — no counter advanced`"));
@@ -203,5 +218,12 @@ Stop cause: …
             "Outcome: Previous iteration 3 still active (pid 12) — skipping this tick",
         );
         assert_eq!(problems(&blocks(&fixed)[0], skipped), Vec::<String>::new());
+        // The header is the skipped tick's own iteration, not the holder's.
+        let holders = fixed.replace("## Loop Iteration 4/5", "## Loop Iteration 3/5");
+        let found = problems(&blocks(&holders)[0], skipped);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("`## Loop Iteration 4/…` above `Previous iteration 3 still active`")
+        );
     }
 }
