@@ -3,7 +3,8 @@
 //! 0 continues, 3 ends the loop, 4 asks for an answer, 64+ are errors in
 //! BSD sysexits style. The in-session halves add two: `begin` exits 5 when
 //! there is nothing for the agent to do this tick, and `end` / `event`
-//! exit 66 when no iteration is open. 75 (`EX_TEMPFAIL`) is transient:
+//! exit 66 when no iteration is open (a tick whose lock was taken over
+//! while its skill ran, too). 75 (`EX_TEMPFAIL`) is transient:
 //! GitHub's rate limit ran out, nothing changed, a later tick may pass.
 
 /// The tick finished; the loop continues.
@@ -21,6 +22,9 @@ pub const USAGE: u8 = 64;
 pub const DATA: u8 = 65;
 /// `end` / `event`: no iteration is open — none was begun, it was already
 /// ended, or another tick recovered it; nothing was changed (`EX_NOINPUT`).
+/// Also a wrapper tick whose lock another tick took while its skill ran
+/// (`--lock force`): that tick (or the next, if it stops first) records
+/// the iteration, and a shell loop that exits here leaves the loop to it.
 pub const NOT_OPEN: u8 = 66;
 /// The tracker or git is unavailable (`EX_UNAVAILABLE`).
 pub const UNAVAILABLE: u8 = 69;
@@ -41,7 +45,7 @@ Exit status:
   5   begin: nothing to do this tick (lock held elsewhere, or nothing selected)
   64  usage error
   65  malformed data file (budget.json, history, CLAUDE.md, answers file)
-  66  end/event: no open iteration (never begun, already ended, or recovered)
+  66  end/event: no open iteration; a tick whose lock was forced (--lock force)
   69  tracker or git unavailable
   70  internal error
   73  cannot write loop state

@@ -356,6 +356,7 @@ fn start_blocked_tick(w: &World) -> std::process::Child {
         .args(["work", "--loop"])
         .env("SDD_LOOP_SKILL_CMD", "sh ./block.sh")
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let line = std::fs::read_to_string(w.dir.path().join("ready.fifo")).unwrap();
@@ -378,6 +379,11 @@ fn a_second_tick_skips_while_the_first_runs() {
         )),
         "{out}"
     );
+    // The block is the skipped tick's own: the iteration after the holder's.
+    assert!(
+        out.contains("## Loop Iteration 2/5 — /sdd:work --loop"),
+        "{out}"
+    );
 
     std::fs::write(w.dir.path().join("go.fifo"), "go\n").unwrap();
     let first = first.wait_with_output().unwrap();
@@ -393,6 +399,76 @@ fn a_second_tick_skips_while_the_first_runs() {
         .collect();
     assert_eq!(outcomes, [(1, Outcome::SkippedLock), (1, Outcome::Ok)]);
     assert!(!w.dir.path().join(".sdd/loop/work.lock").exists());
+}
+
+#[test]
+fn a_forced_tick_stops_the_live_tick_s_skill_and_the_live_tick_leaves_it_the_iteration() {
+    let w = world();
+    let first = start_blocked_tick(&w);
+
+    let forced = engine(&w)
+        .args([
+            "work",
+            "--loop",
+            "--lock",
+            "force",
+            "--answer",
+            "force-unlock=yes",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&forced.stdout);
+    assert_eq!(forced.status.code(), Some(0), "{out}");
+    // Its tick was alive, not killed: the note says whose lock was taken.
+    assert!(
+        out.contains(&format!(
+            "still running under its tick (pid {}), whose lock this tick took",
+            first.id()
+        )),
+        "{out}"
+    );
+
+    // The first tick's skill was stopped; its tick finds the lock gone and
+    // leaves the iteration to the tick that recorded it.
+    let first = first.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(66), "{said}");
+    assert!(
+        said.contains("records iteration 1 as interrupted")
+            || said.contains("iteration 1 was recovered as interrupted by another tick"),
+        "{said}"
+    );
+    let outcomes: Vec<_> = lines(w.dir.path())
+        .iter()
+        .map(|l| (l.iteration.unwrap(), l.outcome.unwrap()))
+        .collect();
+    assert_eq!(outcomes, [(1, Outcome::Errored), (2, Outcome::Ok)]);
+}
+
+#[test]
+fn events_lines_that_are_no_event_are_said_not_dropped() {
+    let w = world();
+    std::fs::write(
+        w.dir.path().join("events.sh"),
+        r#"printf '%s\n' '{"event": "usage", "model": "claude-haiku-4-7", "tokens_in": 1000, "tokens_out": 100}' 'tokens: lots' '{"event": "usage", "model": "m", "tokens_in": "x"}' >> "$SDD_LOOP_EVENTS"
+exit 1
+"#,
+    )
+    .unwrap();
+    let tick = engine(&w)
+        .args(["work", "--loop"])
+        .env("SDD_LOOP_SKILL_CMD", "sh ./events.sh")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&tick.stdout);
+    assert_eq!(tick.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("2 line(s) of .sdd/loop/work.exchange/1/events.jsonl are not progress events and were not counted"),
+        "{out}"
+    );
+    let line = lines(w.dir.path()).pop().unwrap();
+    assert_eq!(line.outcome, Some(Outcome::Errored));
+    assert_eq!(line.tokens_in_this_iter, Some(1000), "the good line counts");
 }
 
 #[test]

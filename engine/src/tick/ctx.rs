@@ -26,10 +26,12 @@ use crate::rules::redact::Redactor;
 use crate::rules::stop::Fired;
 use crate::skill::runner::Interrupts;
 use crate::state::budget::Budget;
+use crate::state::exchange::Exchange;
 use crate::state::history::{self, GateRecord};
 use crate::state::journal::Shown;
 use crate::state::lock::{self, HeldLock, Identity};
 use crate::state::paths::{Skill, StatePaths};
+use crate::state::protocol::SkillEvent;
 use crate::tick::report::{self, FinalView, StatusView, TickCost};
 use crate::world::git::Git;
 use crate::world::tracker::Tracker;
@@ -175,6 +177,19 @@ impl<'c, 'w> Ctx<'c, 'w> {
         let line = self.inputs.redactor.apply(&line.into());
         let _ = writeln!(self.report, "{line}");
         self.notes.push(line);
+    }
+
+    /// The progress events of `exchange`, saying how many lines of the
+    /// file were no event (not counted, so said rather than dropped).
+    pub fn read_events(&mut self, exchange: &Exchange) -> Vec<SkillEvent> {
+        let (events, skipped) = exchange.read_events();
+        if skipped > 0 {
+            self.note(format!(
+                "{skipped} line(s) of {} are not progress events and were not counted (the format is `sdd-loop schema skill-event`)",
+                self.rel(&exchange.events_path())
+            ));
+        }
+        events
     }
 
     /// `value` with every string redacted: what is written to disk.

@@ -164,13 +164,27 @@ pub(crate) fn adopt(
     match HeldLock::adopt(&ctx.paths, record)? {
         Ok(held) => Ok((journal, held)),
         Err(found) => {
-            let now = match found {
-                None => "no tick holds the lock".to_owned(),
-                Some(Ok(r)) => format!(
-                    "the lock is now held by pid {} (iteration {})",
-                    r.pid, r.iteration
+            let (now, recovers) = match found {
+                None => (
+                    "no tick holds the lock".to_owned(),
+                    format!("the next `sdd-loop {skill} begin`"),
                 ),
-                Some(Err(detail)) => format!("the lockfile is unreadable ({detail})"),
+                // Taken over (`--lock force`): the tick that took the lock
+                // recovers the iteration from its journal, now or already.
+                Some(Ok(r)) => (
+                    format!(
+                        "the lock is now held by pid {} (iteration {})",
+                        r.pid, r.iteration
+                    ),
+                    format!(
+                        "the tick that took the lock (pid {}), or the next if it stops first,",
+                        r.pid
+                    ),
+                ),
+                Some(Err(detail)) => (
+                    format!("the lockfile is unreadable ({detail})"),
+                    format!("the next `sdd-loop {skill} begin`"),
+                ),
             };
             Err(refuse(
                 format!(
@@ -178,7 +192,7 @@ pub(crate) fn adopt(
                     journal.iteration, journal.pid
                 ),
                 format!(
-                    "nothing was changed; the next `sdd-loop {skill} begin` recovers iteration {} from its journal and events",
+                    "nothing was changed by this tick; {recovers} records iteration {} as interrupted, with the spend and PRs its events report",
                     journal.iteration
                 ),
             ))
@@ -306,7 +320,7 @@ fn not_open(
         && line.error.as_deref() == Some("interrupted")
     {
         format!(
-            "{lead}: iteration {n} was recovered as interrupted by another tick at {ended} (its holder was gone) — its reported spend and PRs were counted"
+            "{lead}: iteration {n} was recovered as interrupted by another tick at {ended} (its holder was gone, or its lock was forced) — its reported spend and PRs were counted"
         )
     } else {
         format!(

@@ -317,12 +317,15 @@ fn recover_interrupted(
         return Ok(());
     };
     let lines: Vec<HistoryLine> = tail.lines.iter().map(|l| l.line.clone()).collect();
-    if let Some(note) = stop_orphan(ctx, &journal) {
-        ctx.note(note);
-    }
     if !journal.unrecorded_in(&lines, &budget.started_at) {
+        // Recorded: its skill had exited before its line was written, so
+        // the group the journal names is gone — or, after a reboot,
+        // somebody else's — and is left alone.
         pending.stale_journal = true;
     } else {
+        if let Some(note) = stop_orphan(ctx, &journal) {
+            ctx.note(note);
+        }
         let (line, exchange, note) = recover(ctx, &journal, budget)?;
         // The recovered iteration is the run's latest: resume and the
         // gates look at it like any recorded line.
@@ -395,6 +398,20 @@ fn stop_orphan(ctx: &Ctx<'_, '_>, journal: &Journal) -> Option<String> {
     if reused || !probe.group_alive(process.pgid) {
         return None;
     }
+    // Its tick alive means this one took the lock from it (`--lock
+    // force`), not that it was killed. Asked before the signal: that tick
+    // ends as soon as its skill does.
+    let why = if matches!(
+        crate::os::liveness::check(probe, journal.pid, journal.process_start),
+        crate::os::liveness::Liveness::Alive
+    ) {
+        format!(
+            "still running under its tick (pid {}), whose lock this tick took",
+            journal.pid
+        )
+    } else {
+        "still running after its tick was killed".to_owned()
+    };
     probe.signal_group(process.pgid, GroupSignal::Term);
     let waited = Instant::now();
     while probe.group_alive(process.pgid) && waited.elapsed() < ctx.cfg.drain_timeout {
@@ -414,7 +431,7 @@ fn stop_orphan(ctx: &Ctx<'_, '_>, journal: &Journal) -> Option<String> {
         "SIGTERM; it finished".to_owned()
     };
     Some(format!(
-        "Stopped the skill of interrupted iteration {} (process group {}), still running after its tick was killed: {how}",
+        "Stopped the skill of interrupted iteration {} (process group {}), {why}: {how}",
         journal.iteration, process.pgid
     ))
 }
@@ -522,7 +539,7 @@ fn recover(
     let (mut result, mut source) = match exchange.read_result() {
         Ok(r) => (r, "its result file".to_owned()),
         Err(_) => {
-            let (events, _) = exchange.read_events();
+            let events = ctx.read_events(&exchange);
             (fold_events(&events), "its progress events".to_owned())
         }
     };

@@ -475,7 +475,7 @@ fn finish_open(
     let (result, error) = match exchange.read_result() {
         Ok(r) => (r, work.failure.clone()),
         Err(why) => {
-            let (events, _) = exchange.read_events();
+            let events = ctx.read_events(&exchange);
             let folded = crate::state::exchange::fold_events(&events);
             let error = match &work.failure {
                 Some(f) => format!("{f} ({why})"),

@@ -206,7 +206,7 @@ fn assemble(
             }
             parsed
         }
-        None => fold_events(&exchange.read_events().0),
+        None => fold_events(&ctx.read_events(exchange)),
     };
     let flags = &input.flags;
     let reported = flags
