@@ -1562,6 +1562,65 @@ fn an_orphaned_skill_is_stopped_before_its_iteration_is_recovered() {
     );
 }
 
+// A recorded iteration's skill exited before its line was written: the
+// group its journal names (a journal back after a power failure undid its
+// removal) may be somebody else's by now, and is never signalled.
+#[test]
+fn a_recorded_iteration_s_process_group_is_left_alone() {
+    use std::os::unix::process::CommandExt;
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    assert_eq!(s.tick(&s.cfg(Skill::Work)).code, 0);
+    let paths = s.paths(Skill::Work);
+    let line = s.last(Skill::Work);
+    let budget = s.budget(Skill::Work);
+    // Somebody else's process group, under the id the journal names.
+    let mut other = std::process::Command::new("sleep")
+        .arg("60")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pgid = other.id();
+    let journal = sdd_loop::state::journal::Journal {
+        iteration: 1,
+        pid: 999,
+        process_start: None,
+        started_at: line.started_at.clone().unwrap(),
+        run_started_at: budget.started_at.clone(),
+        seconds_at_start: 0,
+        request: s.runner.requests[0].clone(),
+        tracked_prs: vec![],
+        backlog_snapshot: Some(vec![1, 2]),
+        gates: vec![],
+        driver: Default::default(),
+        worktrees: vec![],
+        shown: Default::default(),
+        gate_outcomes: vec![],
+        single_pr: None,
+        budget_file: None,
+        claude_md: None,
+        skill_process: Some(sdd_loop::state::journal::SkillProcess { pgid, start: None }),
+        claims: None,
+    };
+    assert!(
+        journal.recorded_by(&line),
+        "the journal is the recorded tick's"
+    );
+    journal.save(&paths.inflight()).unwrap();
+    let r = s.tick(&s.cfg(Skill::Work));
+    let alive = other.try_wait().unwrap().is_none();
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(!r.out.contains("Stopped the skill"), "{}", r.out);
+    assert!(alive, "the group was not signalled");
+    assert!(!paths.inflight().exists(), "the stale journal is removed");
+    assert_eq!(
+        s.last(Skill::Work).iteration,
+        Some(2),
+        "nothing counted twice"
+    );
+}
+
 // A skill reporting counts near u64::MAX on two ticks (or two usage rows
 // in one) overflowed the counters: a panic in a debug build, a silent wrap
 // in a release one. They saturate.

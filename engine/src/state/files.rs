@@ -15,7 +15,8 @@
 //!
 //! Waiting for the disk is most of a tick's system time, so a write whose
 //! loss in a power failure leaves a state the next tick already reads
-//! waits less ([`Durability`]; a crash point stands for each such state):
+//! waits less ([`Durability`]; each is a state a kill at that moment
+//! leaves too):
 //! the witness's check after an append (its announcement still names the
 //! line), the journal's note of the skill's pid (meaningless once the
 //! machine is off), the removal of a fully recorded tick's journal

@@ -317,15 +317,18 @@ fn recover_interrupted(
         return Ok(());
     };
     let lines: Vec<HistoryLine> = tail.lines.iter().map(|l| l.line.clone()).collect();
+    // A recorded iteration's skill had exited before its line was
+    // written: the group its journal names is gone — or, after a reboot,
+    // somebody else's — and is left alone. Any other journal's skill (one
+    // of another run too) is stopped.
+    if !lines.iter().any(|l| journal.recorded_by(l))
+        && let Some(note) = stop_orphan(ctx, &journal)
+    {
+        ctx.note(note);
+    }
     if !journal.unrecorded_in(&lines, &budget.started_at) {
-        // Recorded: its skill had exited before its line was written, so
-        // the group the journal names is gone — or, after a reboot,
-        // somebody else's — and is left alone.
         pending.stale_journal = true;
     } else {
-        if let Some(note) = stop_orphan(ctx, &journal) {
-            ctx.note(note);
-        }
         let (line, exchange, note) = recover(ctx, &journal, budget)?;
         // The recovered iteration is the run's latest: resume and the
         // gates look at it like any recorded line.
