@@ -1218,18 +1218,20 @@ fn resume_reopens_a_stopped_run_and_restores_counters() {
     assert_eq!(s.budget(Skill::Work).iterations_used, 2);
 }
 
-/// What a work tick killed mid-flight as iteration 2 (pid 999) leaves:
-/// its journal, with `request` and the backlog `[1, 2]`, and its lock.
-fn leave_a_killed_tick(
-    paths: &sdd_loop::state::paths::StatePaths,
-    request: sdd_loop::state::protocol::SkillRequest,
+/// The journal a work tick (pid 999) leaves for iteration `iteration`,
+/// begun at `started_at` a minute into run `run_started_at`, with
+/// `request` and the backlog `[1, 2]`.
+fn journal_of(
+    iteration: u64,
+    started_at: &str,
     run_started_at: &str,
-) {
-    let journal = sdd_loop::state::journal::Journal {
-        iteration: 2,
+    request: sdd_loop::state::protocol::SkillRequest,
+) -> sdd_loop::state::journal::Journal {
+    sdd_loop::state::journal::Journal {
+        iteration,
         pid: 999,
         process_start: None,
-        started_at: "2026-05-09T14:01:00Z".into(),
+        started_at: started_at.to_owned(),
         run_started_at: run_started_at.to_owned(),
         seconds_at_start: 60,
         request,
@@ -1245,7 +1247,17 @@ fn leave_a_killed_tick(
         claude_md: None,
         skill_process: None,
         claims: None,
-    };
+    }
+}
+
+/// What a work tick killed mid-flight as iteration 2 (pid 999) leaves:
+/// its journal, with `request` and the backlog `[1, 2]`, and its lock.
+fn leave_a_killed_tick(
+    paths: &sdd_loop::state::paths::StatePaths,
+    request: sdd_loop::state::protocol::SkillRequest,
+    run_started_at: &str,
+) {
+    let journal = journal_of(2, "2026-05-09T14:01:00Z", run_started_at, request);
     journal.save(&paths.inflight()).unwrap();
     std::fs::write(
         paths.lock(),
@@ -1425,25 +1437,13 @@ fn a_crashed_iteration_is_recovered_even_when_a_halted_line_carries_its_number()
     assert_eq!(budget.iterations_used, 1);
     // The resumed run's iteration 2 dies mid-flight.
     let journal = sdd_loop::state::journal::Journal {
-        iteration: 2,
-        pid: 999,
-        process_start: None,
-        started_at: "2026-05-09T14:05:00Z".into(),
-        run_started_at: budget.started_at.clone(),
-        seconds_at_start: 60,
-        request: s.runner.requests[0].clone(),
-        tracked_prs: vec![],
         backlog_snapshot: Some(vec![2]),
-        gates: vec![],
-        driver: Default::default(),
-        worktrees: vec![],
-        shown: Default::default(),
-        gate_outcomes: vec![],
-        single_pr: None,
-        budget_file: None,
-        claude_md: None,
-        skill_process: None,
-        claims: None,
+        ..journal_of(
+            2,
+            "2026-05-09T14:05:00Z",
+            &budget.started_at,
+            s.runner.requests[0].clone(),
+        )
     };
     journal.save(&paths.inflight()).unwrap();
     let ex = Exchange::for_iteration(&paths, 2);
@@ -1512,25 +1512,13 @@ fn an_orphaned_skill_is_stopped_before_its_iteration_is_recovered() {
     let pgid = orphan.id();
     let budget = s.budget(Skill::Work);
     let journal = sdd_loop::state::journal::Journal {
-        iteration: 2,
-        pid: 999,
-        process_start: None,
-        started_at: "2026-05-09T14:01:00Z".into(),
-        run_started_at: budget.started_at.clone(),
-        seconds_at_start: 60,
-        request: s.runner.requests[0].clone(),
-        tracked_prs: vec![],
-        backlog_snapshot: Some(vec![1, 2]),
-        gates: vec![],
-        driver: Default::default(),
-        worktrees: vec![],
-        shown: Default::default(),
-        gate_outcomes: vec![],
-        single_pr: None,
-        budget_file: None,
-        claude_md: None,
         skill_process: Some(sdd_loop::state::journal::SkillProcess { pgid, start: None }),
-        claims: None,
+        ..journal_of(
+            2,
+            "2026-05-09T14:01:00Z",
+            &budget.started_at,
+            s.runner.requests[0].clone(),
+        )
     };
     journal.save(&paths.inflight()).unwrap();
     std::fs::write(
@@ -1581,25 +1569,13 @@ fn a_recorded_iteration_s_process_group_is_left_alone() {
         .unwrap();
     let pgid = other.id();
     let journal = sdd_loop::state::journal::Journal {
-        iteration: 1,
-        pid: 999,
-        process_start: None,
-        started_at: line.started_at.clone().unwrap(),
-        run_started_at: budget.started_at.clone(),
-        seconds_at_start: 0,
-        request: s.runner.requests[0].clone(),
-        tracked_prs: vec![],
-        backlog_snapshot: Some(vec![1, 2]),
-        gates: vec![],
-        driver: Default::default(),
-        worktrees: vec![],
-        shown: Default::default(),
-        gate_outcomes: vec![],
-        single_pr: None,
-        budget_file: None,
-        claude_md: None,
         skill_process: Some(sdd_loop::state::journal::SkillProcess { pgid, start: None }),
-        claims: None,
+        ..journal_of(
+            1,
+            line.started_at.as_deref().unwrap(),
+            &budget.started_at,
+            s.runner.requests[0].clone(),
+        )
     };
     assert!(
         journal.recorded_by(&line),

@@ -294,9 +294,8 @@ const SET_WORDS: [&str; 16] = [
     "sk-",
 ];
 
-/// The private-key block's `BEGIN` or `END` line, compiled when a line
-/// first holds its word.
-fn pem_marker<'a>(
+/// `pattern` from `cell` when `line` holds `word` (compiled on first use).
+fn when_holding<'a>(
     cell: &'a OnceLock<Regex>,
     pattern: &str,
     word: &str,
@@ -366,6 +365,21 @@ impl BuiltIn {
             )
             .expect("built-in redaction patterns compile together")
         })
+    }
+
+    /// A private key's `BEGIN` line pattern, for a line that may hold one.
+    fn pem_begin(&self, line: &str) -> Option<&Regex> {
+        when_holding(
+            &self.private_key_begin,
+            PRIVATE_KEY_BEGIN,
+            "-----BEGIN",
+            line,
+        )
+    }
+
+    /// A private key's `END` line pattern, for a line that may hold one.
+    fn pem_end(&self, line: &str) -> Option<&Regex> {
+        when_holding(&self.private_key_end, PRIVATE_KEY_END, "-----END", line)
     }
 
     /// The first rule of [`BuiltIn::set`] that matches `text`.
@@ -687,18 +701,13 @@ impl Redactor {
 
     fn private_key_left_open(&self, line: &str) -> bool {
         let built_in = self.built_in;
-        pem_marker(
-            &built_in.private_key_begin,
-            PRIVATE_KEY_BEGIN,
-            "-----BEGIN",
-            line,
-        )
-        .and_then(|begin| begin.find_iter(line).last())
-        .is_some_and(|begin| {
-            let rest = &line[begin.end()..];
-            !pem_marker(&built_in.private_key_end, PRIVATE_KEY_END, "-----END", rest)
-                .is_some_and(|end| end.is_match(rest))
-        })
+        built_in
+            .pem_begin(line)
+            .and_then(|begin| begin.find_iter(line).last())
+            .is_some_and(|begin| {
+                let rest = &line[begin.end()..];
+                !built_in.pem_end(rest).is_some_and(|end| end.is_match(rest))
+            })
     }
 }
 
@@ -745,10 +754,11 @@ impl LineRedactor<'_> {
     /// private-key block becomes `[REDACTED:private-key]`.
     pub fn line<'t>(&mut self, line: &'t str) -> Cow<'t, str> {
         if self.in_private_key {
-            let built_in = self.redactor.built_in;
-            let Some(end) =
-                pem_marker(&built_in.private_key_end, PRIVATE_KEY_END, "-----END", line)
-                    .and_then(|end| end.find(line))
+            let Some(end) = self
+                .redactor
+                .built_in
+                .pem_end(line)
+                .and_then(|end| end.find(line))
             else {
                 return Cow::Owned(marker("private-key"));
             };

@@ -175,8 +175,8 @@ fn not_acquired(
     // Iteration N" above "Previous iteration N-1 still active" (telemetry
     // reference, "Status Block"). The history line keeps the holder's.
     let header = match &holder {
-        Holder::Alive(r) | Holder::Ambiguous { record: r, .. } => r.iteration.saturating_add(1),
         Holder::Unreadable { .. } => guess,
+        _ => iteration.saturating_add(1),
     };
     let mut fired = Vec::new();
     let held_by = match (&holder, holder.pid()) {

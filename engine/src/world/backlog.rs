@@ -117,12 +117,16 @@ pub fn dependencies(body: &str) -> Dependencies {
 /// backlog that names no dependency never compiles the pattern (5 million
 /// instructions, issue 34).
 fn may_name_dependencies(body: &str) -> bool {
-    let holds = |needle: &str| {
-        body.as_bytes()
-            .windows(needle.len())
-            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
-    };
-    body.contains(['\u{212A}', '\u{17F}']) || holds("block") || holds("depends on")
+    body.contains(['\u{212A}', '\u{17F}'])
+        || holds_any_case(body, "block")
+        || holds_any_case(body, "depends on")
+}
+
+/// Whether `text` holds `needle`, ASCII case aside.
+fn holds_any_case(text: &str, needle: &str) -> bool {
+    text.as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 /// Issue numbers a PR body says it closes.
@@ -208,11 +212,7 @@ fn criteria_heading(line: &str) -> Option<usize> {
 
 /// Whether `text` holds `tbd` (any ASCII case) or `TODO`.
 fn may_hold_marker(text: &str) -> bool {
-    text.contains("TODO")
-        || text
-            .as_bytes()
-            .windows(3)
-            .any(|w| w.eq_ignore_ascii_case(b"tbd"))
+    text.contains("TODO") || holds_any_case(text, "tbd")
 }
 
 /// The backlog as this tick sees it.

@@ -524,7 +524,7 @@ proptest::proptest! {
 }
 
 #[test]
-fn a_text_with_every_shape_is_redacted_whole_though_nothing_compiled_before() {
+fn every_shape_is_found_by_its_word_and_redacted_whole() {
     // Each shape's own example, alone and glued to text: found by its word.
     let r = Redactor::builder().build();
     for token in [
