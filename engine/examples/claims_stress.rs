@@ -170,6 +170,7 @@ fn setup(root: &Path, o: &Options) -> Vec<Machine> {
                     clone: dir.display().to_string(),
                     pid: 1000 + u32::try_from(i).unwrap_or(0),
                     session: None,
+                    clone_id: None,
                 },
                 remote: Remote {
                     dir,

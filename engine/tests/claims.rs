@@ -94,6 +94,7 @@ impl Origin {
             clone: "/home/ci/repo".into(),
             pid: 9,
             session: None,
+            clone_id: None,
         };
         let lease = Timing::default().lease(Skill::Work, number, &holder, at.parse().unwrap());
         let done = remote
@@ -657,22 +658,26 @@ fn status_lists_the_claims_with_holder_and_expiry_this_clones_marked() {
         clone: s.root().display().to_string(),
         pid: 1,
         session: None,
+        clone_id: None,
     };
-    let claims = sdd_loop::cli::status::Claims::read(&remote, Skill::Work, &me);
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = sdd_loop::cli::status::run(
-        s.root(),
-        Skill::Work,
-        None,
-        false,
-        &s.clock,
-        &s.procs,
-        Some(claims),
-        &mut out,
-        &mut err,
-    );
-    assert_eq!(code, 0);
-    let out = String::from_utf8(out).unwrap();
+    let status = |s: &Sandbox| {
+        let claims = sdd_loop::cli::status::Claims::read(&remote, Skill::Work, &me);
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = sdd_loop::cli::status::run(
+            s.root(),
+            Skill::Work,
+            None,
+            false,
+            &s.clock,
+            &s.procs,
+            Some(claims),
+            &mut out,
+            &mut err,
+        );
+        assert_eq!(code, 0);
+        String::from_utf8(out).unwrap()
+    };
+    let out = status(&s);
     assert!(
         out.contains(
             "Claims on origin:\n  #1 held by m2:/home/ci/repo (pid 9) until 2026-05-09T14:14:00Z\n  #2 held by m1:"
@@ -680,11 +685,30 @@ fn status_lists_the_claims_with_holder_and_expiry_this_clones_marked() {
         "{out}"
     );
     assert!(
-        out.contains("(pid 100) (this clone) until 2026-05-09T14:15:00Z\n"),
+        out.contains(
+            "(pid 100) (this clone: its running tick works it) until 2026-05-09T14:15:00Z\n"
+        ),
         "{out}"
     );
     assert!(
         out.contains("  #7 held by m2:/home/ci/repo (pid 9) until 2026-05-09T13:59:00Z (lapsed)\n"),
+        "{out}"
+    );
+    // The tick ends, its work done: the claim stands, and is no live work.
+    let e = s.end(
+        &claiming(&s, 1),
+        &EndInput {
+            caller: Some(100),
+            ..Default::default()
+        },
+    );
+    assert_eq!(e.code, exit::TICK_DONE, "{}{}", e.out, e.err);
+    s.procs.0 = vec![];
+    let out = status(&s);
+    assert!(
+        out.contains(
+            "(pid 100) (this clone: left standing by a finished tick) until 2026-05-09T14:15:00Z\n"
+        ),
         "{out}"
     );
 }
@@ -712,4 +736,238 @@ fn a_sessions_history_line_names_the_claims_held_elsewhere() {
         claims_line(&s)["held_by_others"],
         serde_json::json!(["#1 by m2:/home/ci/repo (pid 9) until 2026-05-09T14:14:00Z"])
     );
+}
+
+/// From a shell: the skill opened its PR (after the tick read the
+/// backlog), reported nothing and exited 1. The tick asks the tracker
+/// before releasing, finds the PR closing #1, and counts it; #1's claim
+/// stands.
+#[test]
+fn a_skill_that_opened_a_pr_then_failed_leaves_its_issues_claim_standing() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    let mut opened = pull(12, PrState::Open, &[], "a12");
+    opened.body = "Closes #1".into();
+    s.tracker
+        .opened_after_first_listing
+        .borrow_mut()
+        .push(opened);
+    s.runner.steps = vec![Step {
+        result: None,
+        exit: 1,
+        stderr: vec!["error: the tests failed after the PR was opened".into()],
+        ..Step::ok(result())
+    }];
+    let r = s.tick(&claiming(&s, 2));
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert_eq!(s.runner.requests[0].issues.len(), 2);
+    assert_eq!(s.last(Skill::Work).outcome, Some(Outcome::Errored));
+    assert_eq!(origin.claims(Skill::Work), [1], "{}", r.out);
+    let line = claims_line(&s);
+    assert_eq!(line["released"], serde_json::json!([2]));
+    assert_eq!(line["standing"], serde_json::json!([1]));
+    assert_eq!(
+        line["standing_because"],
+        "the tick failed after opening #12, which its skill did not report"
+    );
+    assert!(
+        r.out
+            .contains("Found on the tracker: #12 closing an issue of this tick's request"),
+        "{}",
+        r.out
+    );
+}
+
+/// Two machines with one host name and one clone path (VMs from one
+/// image, CI runners with a fixed workspace) are two clones: the second
+/// does not take the first's claims as its own.
+#[test]
+fn a_clone_at_another_clones_host_and_path_is_another_clone() {
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    let first = s.tick(&claiming(&s, 2));
+    assert_eq!(first.code, exit::TICK_DONE, "{}{}", first.out, first.err);
+    assert_eq!(origin.claims(Skill::Work), [1, 2], "standing after success");
+    // Another machine's clone at the same path, under the same host name:
+    // a git directory of its own.
+    std::fs::remove_dir_all(s.root().join(".git")).unwrap();
+    git(s.root(), &["init", "-q", "-b", "main"]);
+    git(
+        s.root(),
+        &["remote", "add", "origin", origin.path().to_str().unwrap()],
+    );
+    s.procs.0 = vec![];
+    let second = s.tick(&claiming(&s, 2));
+    assert_eq!(second.code, exit::TICK_DONE, "{}{}", second.out, second.err);
+    assert_eq!(
+        s.runner.requests[1]
+            .issues
+            .iter()
+            .map(|i| i.number)
+            .collect::<Vec<_>>(),
+        [3, 4],
+        "{}",
+        second.out
+    );
+}
+
+/// Every process a tick's git started ends with the tick, whatever the
+/// transport: ten ticks against a remote that accepts the connection and
+/// never answers (ssh, git://, http) leave none behind.
+#[test]
+fn ticks_against_a_remote_that_never_answers_leave_no_process_behind() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let origin = Origin::new();
+    let mut s = origin.clone_sandbox();
+    let mark = format!("{}-{port}", std::process::id());
+    for (i, url) in [
+        format!("ssh://git@127.0.0.1:{port}/acme/app.git"),
+        format!("git://127.0.0.1:{port}/acme/app.git"),
+        format!("http://127.0.0.1:{port}/acme/app.git"),
+    ]
+    .iter()
+    .cycle()
+    .take(10)
+    .enumerate()
+    {
+        let mut cfg = claiming(&s, 1);
+        cfg.environment
+            .insert("SDD_TEST_TICK_MARK".into(), mark.clone());
+        // Real ssh, not the user's: no config, no agent, no known hosts.
+        cfg.environment.insert(
+            "GIT_SSH_COMMAND".into(),
+            "ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null".into(),
+        );
+        let mut settings = ClaimSettings::new(url.clone(), "m1");
+        settings.limit = Duration::from_secs(1);
+        cfg.claims = Some(settings);
+        s.procs.0 = vec![];
+        let r = s.tick(&cfg);
+        assert_eq!(r.code, exit::UNAVAILABLE, "tick {i}: {}{}", r.out, r.err);
+        assert!(
+            r.err
+                .contains(&format!("got no answer from `{url}` within 1 s")),
+            "tick {i}: {}",
+            r.err
+        );
+        assert!(
+            !r.err.contains("--porcelain"),
+            "the command is not printed: {}",
+            r.err
+        );
+    }
+    let left = marked_processes(&mark, Duration::from_secs(10));
+    assert!(left.is_empty(), "left running: {left:?}");
+    drop(listener);
+}
+
+/// The processes whose environment holds `SDD_TEST_TICK_MARK=mark`, once
+/// none is left or `within` has passed (a SIGKILL is delivered
+/// asynchronously, and the killed are reaped by whoever adopts them).
+fn marked_processes(mark: &str, within: Duration) -> Vec<String> {
+    let needle = format!("SDD_TEST_TICK_MARK={mark}");
+    let until = std::time::Instant::now() + within;
+    loop {
+        let mut left = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+                continue;
+            };
+            if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                let cmd = std::fs::read_to_string(entry.path().join("cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " ");
+                left.push(format!("{pid}: {cmd}"));
+            }
+        }
+        if left.is_empty() || std::time::Instant::now() > until {
+            return left;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// `sdd-loop doctor --json -C dir` with `vars`: its claims check's
+/// verdict, detail and fix.
+fn doctor_claims(dir: &std::path::Path, vars: &[(&str, &str)]) -> std::process::Child {
+    let home = dir.join(".home");
+    let _ = std::fs::create_dir_all(&home);
+    std::process::Command::new(env!("CARGO_BIN_EXE_sdd-loop"))
+        .args(["doctor", "--json", "-C"])
+        .arg(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .envs(vars.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn claims_verdict(child: std::process::Child) -> (String, String, String) {
+    let out = child.wait_with_output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["part"] == "claims")
+        .unwrap()
+        .clone();
+    let text = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+    (text("verdict"), text("detail"), text("fix"))
+}
+
+/// Two `doctor`s at once probed with the same claim (`work/0`), and one
+/// read the other's as a refusal ("ticks exit 69 until …"). Each now
+/// probes with a claim of its own; and the claims held are listed.
+#[test]
+fn two_doctors_at_once_never_refuse_each_others_probe() {
+    let origin = Origin::new();
+    origin.taken_elsewhere(3, "2026-05-09T13:59:00Z");
+    let s = origin.clone_sandbox();
+    for round in 0..5 {
+        let a = doctor_claims(s.root(), &[("SDD_LOOP_HOST", "m1")]);
+        let b = doctor_claims(s.root(), &[("SDD_LOOP_HOST", "m1")]);
+        for (verdict, detail, fix) in [claims_verdict(a), claims_verdict(b)] {
+            assert_eq!(verdict, "ok", "round {round}: {detail} {fix}");
+            assert!(
+                detail.contains("work claims held now: #3 by m2:/home/ci/repo (pid 9) until 2026-05-09T14:14:00Z"),
+                "{detail}"
+            );
+        }
+    }
+    assert_eq!(origin.claims(Skill::Work), [3], "no probe left behind");
+}
+
+/// A fork's clone (`origin` is the user's fork, the tracker's repository
+/// another, and no remote for it): `doctor` says what a tick would refuse.
+#[test]
+fn doctor_names_a_claims_remote_that_is_not_the_trackers_repository() {
+    let origin = Origin::new();
+    let s = origin.clone_sandbox();
+    git(
+        s.root(),
+        &["remote", "set-url", "origin", "git@github.com:me/app.git"],
+    );
+    let (verdict, detail, fix) =
+        claims_verdict(doctor_claims(s.root(), &[("SDD_LOOP_REPO", "acme/app")]));
+    assert_eq!(verdict, "fix", "{detail}");
+    assert!(
+        detail.contains(
+            "the claims remote `origin` is me/app, not the tracker's repository acme/app"
+        ),
+        "{detail}"
+    );
+    assert!(fix.contains("SDD_LOOP_CLAIM_REMOTE=NAME"), "{fix}");
+    assert!(detail.contains("(ticks exit 64)"), "{detail}");
 }

@@ -41,9 +41,8 @@ fn a_detached_grandchild_does_not_outlive_the_guard() {
 /// claim left, its group is stopped — the skill here would run forever.
 #[test]
 fn the_guard_stops_a_skill_whose_every_claim_was_taken_over() {
-    use sdd_loop::state::journal::{Claims, HeldClaim, Journal};
+    use sdd_loop::state::journal::Journal;
     use sdd_loop::state::paths::Skill;
-    use sdd_loop::state::protocol::{PROTOCOL_VERSION, SkillRequest};
     use sdd_loop::world::claim::{Change, Holder, Outcome, Remote, Timing};
 
     let dir = tempfile::tempdir().unwrap();
@@ -63,6 +62,7 @@ fn the_guard_stops_a_skill_whose_every_claim_was_taken_over() {
         clone: clone.display().to_string(),
         pid: 7,
         session: None,
+        clone_id: None,
     };
     let timing = Timing::default();
     let take = |lease, expected| match &remote.push(&[Change::Take { lease, expected }]).unwrap()[0]
@@ -82,6 +82,41 @@ fn the_guard_stops_a_skill_whose_every_claim_was_taken_over() {
     );
     let journal_path = dir.path().join("work.inflight.json");
     let events = dir.path().join("events.jsonl");
+    journal_holding_1(&journal_path, &clone, "origin", ours, 20);
+    let status = Command::new(env!("CARGO_BIN_EXE_sdd-loop"))
+        .args(["__guard", "--exec", "--", "tail", "-f", "/dev/null"])
+        .env("SDD_LOOP_JOURNAL", &journal_path)
+        .env("SDD_LOOP_EVENTS", &events)
+        .env("SDD_LOOP_NOW", "2026-11-26T10:10:00Z")
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the skill was stopped: {status}");
+    let told = std::fs::read_to_string(&events).unwrap();
+    assert!(
+        told.contains(r#""event":"claim_lost","number":1"#),
+        "{told}"
+    );
+    let journal = Journal::load(&journal_path).unwrap().unwrap();
+    let claims = journal.claims.unwrap();
+    assert!(claims.held.is_empty());
+    assert_eq!(claims.lost[0].number, 1);
+    assert_eq!(claims.lost[0].at, "2026-11-26T10:10:00Z");
+}
+
+/// Writes at `path` the journal of a tick of `clone` holding claim #1
+/// (taken at 10:00, commit `commit`, expiring 10:15) on `remote`.
+fn journal_holding_1(
+    path: &std::path::Path,
+    clone: &std::path::Path,
+    remote: &str,
+    commit: String,
+    limit_secs: u64,
+) {
+    use sdd_loop::state::journal::{Claims, HeldClaim, Journal};
+    use sdd_loop::state::paths::Skill;
+    use sdd_loop::state::protocol::{PROTOCOL_VERSION, SkillRequest};
+    let clone = clone.to_path_buf();
+    let ours = commit;
     Journal {
         iteration: 1,
         pid: 7,
@@ -112,12 +147,13 @@ fn the_guard_stops_a_skill_whose_every_claim_was_taken_over() {
         claude_md: None,
         skill_process: None,
         claims: Some(Claims {
-            remote: "origin".into(),
+            remote: remote.into(),
             clone: clone.clone(),
             host: "m1".into(),
+            clone_id: None,
             lease_secs: 900,
             skew_secs: 300,
-            limit_secs: 20,
+            limit_secs,
             held: vec![HeldClaim {
                 number: 1,
                 commit: ours,
@@ -127,24 +163,60 @@ fn the_guard_stops_a_skill_whose_every_claim_was_taken_over() {
             held_by_others: vec![],
         }),
     }
-    .save(&journal_path)
+    .save(path)
     .unwrap();
+}
+
+/// A renewal's push to a remote that never answers is not waited for past
+/// the lease: the push has only the time left before the stop time (10 s
+/// before the expiry, 10:14:50 here; the tick's clock reads 10:14:45),
+/// though `SDD_LOOP_CLAIM_TIMEOUT` allows 400 s — then the claim is lost
+/// and the skill stopped, whatever the remote does.
+#[test]
+fn the_guard_stops_the_skill_before_the_lease_ends_when_the_remote_hangs() {
+    use sdd_loop::state::journal::Journal;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let clone = dir.path().join("clone");
+    std::fs::create_dir(&clone).unwrap();
+    git(&clone, &["init", "-q"]);
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let helper = bin.join("git-remote-hang");
+    std::fs::write(&helper, "#!/bin/sh\nexec sleep 3600\n").unwrap();
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let journal_path = dir.path().join("work.inflight.json");
+    journal_holding_1(&journal_path, &clone, "hang::nowhere", "0".repeat(40), 400);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let started = std::time::Instant::now();
     let status = Command::new(env!("CARGO_BIN_EXE_sdd-loop"))
         .args(["__guard", "--exec", "--", "tail", "-f", "/dev/null"])
+        .env("PATH", path)
         .env("SDD_LOOP_JOURNAL", &journal_path)
-        .env("SDD_LOOP_EVENTS", &events)
-        .env("SDD_LOOP_NOW", "2026-11-26T10:10:00Z")
+        .env("SDD_LOOP_NOW", "2026-11-26T10:14:45Z")
         .status()
         .unwrap();
+    let took = started.elapsed();
     assert!(!status.success(), "the skill was stopped: {status}");
-    let told = std::fs::read_to_string(&events).unwrap();
     assert!(
-        told.contains(r#""event":"claim_lost","number":1"#),
-        "{told}"
+        took < std::time::Duration::from_secs(60),
+        "the guard waited {took:?} on the remote, past the lease"
     );
-    let journal = Journal::load(&journal_path).unwrap().unwrap();
-    let claims = journal.claims.unwrap();
+    let claims = Journal::load(&journal_path)
+        .unwrap()
+        .unwrap()
+        .claims
+        .unwrap();
     assert!(claims.held.is_empty());
-    assert_eq!(claims.lost[0].number, 1);
-    assert_eq!(claims.lost[0].at, "2026-11-26T10:10:00Z");
+    assert!(
+        claims.lost[0]
+            .reason
+            .contains("got no answer from `hang::nowhere` within 5 s"),
+        "{:?}",
+        claims.lost
+    );
 }

@@ -660,6 +660,7 @@ fn a_pr_for_an_issue_whose_claim_was_lost_is_refused() {
         clone: "/elsewhere".into(),
         pid: 9,
         session: None,
+        clone_id: None,
     };
     let lease = Timing::default().lease(Skill::Work, 1, &holder, jiff::Timestamp::now());
     let done = remote

@@ -58,10 +58,12 @@ Environment:
   SDD_LOOP_POLL_MS         --lock=wait poll interval in milliseconds [default: 5000]
   SDD_LOOP_CLAIM_REMOTE    the remote loop ticks claim their issues and PRs on, so loops in
                            other clones never work the same one [default: --remote, i.e.
-                           origin; none in a checkout with no remote]; `off` turns claims off;
-                           unreachable or refusing: exit 69
+                           origin, when it is the tracker's repository; else the clone's
+                           remote that is (a fork's upstream), else exit 64; none in a
+                           checkout with no remote]; `off` turns claims off; unreachable or
+                           refusing: exit 69
   SDD_LOOP_CLAIM_TIMEOUT   the longest one git fetch or push of claims may take, in seconds
-                           [default: 20]
+                           [default: 20]; a renewal's push never past the lease's stop time
   SDD_LOOP_HOST            the machine's name written into claims [default: the system's host name]
   SDD_LOOP_CRASH_AT        abort at a named crash point (see `sdd-loop crash-points`)
   SDD_LOOP_PAUSE_AT, SDD_LOOP_PAUSE_DIR

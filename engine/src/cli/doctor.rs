@@ -440,26 +440,53 @@ pub fn checks(inputs: &Inputs<'_>) -> Vec<Check> {
     all
 }
 
-/// Whether ticks can claim work on the shared remote: it is reached
-/// without a prompt, and a claim can be created and deleted there.
+/// Whether ticks can claim work on the shared remote: the remote is the
+/// one a tick would pick (the tracker's repository), it is reached
+/// without a prompt, and a claim can be created and deleted there. The
+/// probe is a claim of this run's own, so two `doctor`s at once never
+/// refuse each other's; the claims held now are listed with their
+/// holders.
 fn claims_check(inputs: &Inputs<'_>) -> Check {
-    use crate::world::claim::{Change, Holder, Outcome, Remote, Timing};
+    use crate::world::claim::{Holder, Outcome, RefWrite, Remote, Timing};
     let off = |detail: String| check("claims", Verdict::Ok, detail, None);
     let git = GitCli {
         dir: inputs.project.clone(),
     };
     let remotes = git.remotes();
-    let Some(name) = super::gather::claim_remote(inputs.vars, "origin", &remotes) else {
-        return match inputs.vars.get("SDD_LOOP_CLAIM_REMOTE").map(String::as_str) {
-            Some("off") => off("off (SDD_LOOP_CLAIM_REMOTE=off): safe only while no other clone works this backlog".into()),
-            _ if remotes.is_empty() => off("off: this checkout has no remote, so no other clone to share a backlog with".into()),
-            _ => check(
+    let repository = super::gather::repository_at(inputs.vars, &inputs.project);
+    let picked = super::gather::claim_remote_at(
+        inputs.vars,
+        &inputs.project,
+        "origin",
+        repository.as_deref(),
+    );
+    let name = match picked {
+        Ok(Some(name)) => name,
+        Ok(None) if inputs.vars.get("SDD_LOOP_CLAIM_REMOTE").map(String::as_str) == Some("off") => {
+            return off("off (SDD_LOOP_CLAIM_REMOTE=off): safe only while no other clone works this backlog".into());
+        }
+        Ok(None) => {
+            return off(
+                "off: this checkout has no remote, so no other clone to share a backlog with"
+                    .into(),
+            );
+        }
+        Err((message, help)) => {
+            return check(
                 "claims",
                 Verdict::Fix,
-                format!("no remote named origin to claim work on (remotes: {})", remotes.join(", ")),
-                Some("set SDD_LOOP_CLAIM_REMOTE=NAME (the remote every clone shares), or SDD_LOOP_CLAIM_REMOTE=off".into()),
-            ),
-        };
+                format!("{message} (ticks exit 64)"),
+                Some(help),
+            );
+        }
+    };
+    let chosen = if remotes.iter().any(|r| r == "origin")
+        && name != "origin"
+        && !inputs.vars.contains_key("SDD_LOOP_CLAIM_REMOTE")
+    {
+        " (the tracker's repository; `origin` is another)".to_owned()
+    } else {
+        String::new()
     };
     let remote = Remote {
         dir: inputs.project.clone(),
@@ -478,21 +505,36 @@ fn claims_check(inputs: &Inputs<'_>) -> Check {
             )),
         )
     };
-    let held = match remote.read(Skill::Work) {
-        Ok(seen) => seen.len(),
+    let now = crate::os::clock::Clock::now(&SystemClock);
+    let held: Vec<String> = match remote.read(Skill::Work) {
+        Ok(seen) => seen
+            .iter()
+            .map(|(n, s)| match &s.lease {
+                Some(l) => format!(
+                    "#{n} by {} until {}{}",
+                    l.holder,
+                    crate::os::clock::format(l.expires_at),
+                    if l.expires_at <= now { " (lapsed)" } else { "" }
+                ),
+                None => format!("#{n} by a ref that is not a lease"),
+            })
+            .collect(),
         Err(e) => return fix(format!("cannot read claims on `{name}`: {e}")),
     };
+    let host = super::gather::host(inputs.vars);
     let holder = Holder {
-        host: super::gather::host(inputs.vars),
+        clone_id: crate::world::claim::known_clone_id(&inputs.project, &host),
+        host,
         clone: crate::world::claim::clone_name(&inputs.project),
         pid: std::process::id(),
         session: None,
     };
-    let now = crate::os::clock::Clock::now(&SystemClock);
+    let probe = crate::world::claim::probe_ref(Skill::Work);
     let lease = Timing::default().lease(Skill::Work, 0, &holder, now);
-    let taken = match remote.push(&[Change::Take {
-        lease,
-        expected: None,
+    let taken = match remote.push_refs(&[RefWrite {
+        name: probe.clone(),
+        lease: Some(lease),
+        expected: String::new(),
     }]) {
         Ok(o) => o,
         Err(e) => return fix(format!("cannot push a claim to `{name}`: {e}")),
@@ -501,29 +543,30 @@ fn claims_check(inputs: &Inputs<'_>) -> Check {
         Some(Outcome::Done { commit: Some(c) }) => c,
         Some(Outcome::Refused { reason }) => {
             return fix(format!(
-                "`{name}` refused the probe claim {}: {reason}",
-                crate::world::claim::ref_name(Skill::Work, 0)
+                "`{name}` refused the probe claim {probe}: {reason}"
             ));
         }
         _ => return fix(format!("`{name}` did not answer for the probe claim")),
     };
-    let released = remote.push(&[Change::Release {
-        skill: Skill::Work,
-        number: 0,
+    let released = remote.push_refs(&[RefWrite {
+        name: probe.clone(),
+        lease: None,
         expected: commit,
     }]);
+    let listed = if held.is_empty() {
+        "no work claim held now".to_owned()
+    } else {
+        format!("work claims held now: {}", held.join("; "))
+    };
     match released {
         Ok(o) if matches!(o.first(), Some(Outcome::Done { .. })) => check(
             "claims",
             Verdict::Ok,
-            format!(
-                "on `{name}`: a claim can be created and released ({held} work claim(s) held now)"
-            ),
+            format!("on `{name}`{chosen}: a claim can be created and released ({listed})"),
             None,
         ),
         Ok(_) | Err(_) => fix(format!(
-            "`{name}` let a claim be created but not deleted ({})",
-            crate::world::claim::ref_name(Skill::Work, 0)
+            "`{name}` let a claim be created but not deleted ({probe})"
         )),
     }
 }

@@ -54,6 +54,8 @@ pub(super) trait Lookups {
     fn remotes(&self) -> Vec<String>;
     /// The machine's name.
     fn hostname(&self) -> Option<String>;
+    /// The URL `remote` fetches from, if the clone has it.
+    fn remote_url(&self, remote: &str) -> Option<String>;
 }
 
 /// What the binary asks: git, and `gh`.
@@ -76,6 +78,11 @@ impl Lookups for WorldLookups<'_> {
 
     fn remotes(&self) -> Vec<String> {
         self.git.remotes()
+    }
+
+    fn remote_url(&self, remote: &str) -> Option<String> {
+        use crate::world::git::Git;
+        self.git.remote_url(remote)
     }
 
     fn hostname(&self) -> Option<String> {
@@ -198,7 +205,10 @@ pub(super) fn gather(
             &var,
         ),
     );
-    let claims = keep(&mut problems, claims(request, loop_tick, &var, lookups));
+    let claims = keep(
+        &mut problems,
+        claims(request, loop_tick, repository.as_deref(), &var, lookups),
+    );
     let (
         Some(skill_cmd),
         Some(claims),
@@ -334,25 +344,22 @@ fn skill_command(
     }
 }
 
-/// Claims on the shared remote (issue 32), for a loop tick: on the
-/// remote `SDD_LOOP_CLAIM_REMOTE` names (`off`: none), else on `--remote`
-/// (`origin`) — and off in a checkout with no remote at all, which has no
-/// other clone to share a backlog with. A clone with remotes but not the
-/// one `--remote` names is refused: claiming nowhere would fail open. The
-/// variable's remote (a name or a URL) is used as given.
+/// Claims on the shared remote, for a loop tick: on the remote
+/// [`claim_remote`] picks; off in a checkout with no remote at all, which
+/// has no other clone to share a backlog with.
 fn claims(
     request: &Request<'_>,
     loop_tick: bool,
+    repository: Option<&str>,
     var: &dyn Fn(&str) -> Option<String>,
     lookups: &dyn Lookups,
 ) -> Result<Option<config::ClaimSettings>, Problem> {
     if !loop_tick {
         return Ok(None);
     }
-    let named = var("SDD_LOOP_CLAIM_REMOTE");
-    if named.as_deref() == Some("off") {
+    let Some(remote) = claim_remote(&request.common.remote, repository, var, lookups)? else {
         return Ok(None);
-    }
+    };
     let limit = seconds(
         None,
         ("claim-timeout", "SDD_LOOP_CLAIM_TIMEOUT"),
@@ -362,29 +369,77 @@ fn claims(
     let host = var("SDD_LOOP_HOST")
         .or_else(|| lookups.hostname())
         .unwrap_or_else(|| "localhost".to_owned());
-    let remote = match named {
-        Some(remote) => remote,
-        None => {
-            let remote = request.common.remote.clone();
-            let remotes = lookups.remotes();
-            if remotes.is_empty() {
-                return Ok(None);
-            }
-            if !remotes.contains(&remote) {
-                return Err(Problem::invalid(
-                    format!(
-                        "this clone has no remote named `{remote}` to claim issues on (its remotes: {})",
-                        remotes.join(", ")
-                    ),
-                    "set SDD_LOOP_CLAIM_REMOTE=NAME to claim on the remote every clone shares, or SDD_LOOP_CLAIM_REMOTE=off when no other clone works this backlog",
-                ));
-            }
-            remote
-        }
-    };
     let mut settings = config::ClaimSettings::new(remote, host);
     settings.limit = Duration::from_secs(limit);
     Ok(Some(settings))
+}
+
+/// The remote claims live on (`docs/src/claims.md`, "Which remote"), for
+/// a tick, `status` and `doctor` alike; `None` when claims are off.
+///
+/// - `SDD_LOOP_CLAIM_REMOTE` names it (a name or a URL, used as given),
+///   or is `off`.
+/// - Else `--remote` (`origin`), when it is the tracker's repository —
+///   or when its URL does not say (a local path, `file://`): claims live
+///   where the tracker's repository is, or clones of one backlog would
+///   claim on different remotes and never see each other's claims.
+/// - A `--remote` on the network that is another repository (a fork, a
+///   mirror): the clone's remote that is the tracker's repository, if it
+///   has one; else a refusal naming both and the setting.
+/// - No remote at all: off. Remotes, but not `--remote`: a refusal.
+pub(super) fn claim_remote(
+    default: &str,
+    repository: Option<&str>,
+    var: &dyn Fn(&str) -> Option<String>,
+    lookups: &dyn Lookups,
+) -> Result<Option<String>, Problem> {
+    match var("SDD_LOOP_CLAIM_REMOTE") {
+        Some(off) if off == "off" => return Ok(None),
+        Some(named) => return Ok(Some(named)),
+        None => {}
+    }
+    let remotes = lookups.remotes();
+    if remotes.is_empty() {
+        return Ok(None);
+    }
+    if !remotes.iter().any(|r| r == default) {
+        return Err(Problem::invalid(
+            format!(
+                "this clone has no remote named `{default}` to claim issues on (its remotes: {})",
+                remotes.join(", ")
+            ),
+            "set SDD_LOOP_CLAIM_REMOTE=NAME to claim on the remote every clone shares, or SDD_LOOP_CLAIM_REMOTE=off when no other clone works this backlog",
+        ));
+    }
+    let Some(repository) = repository else {
+        return Ok(Some(default.to_owned()));
+    };
+    let same = |r: &str| r.eq_ignore_ascii_case(repository);
+    let network = |remote: &str| {
+        lookups
+            .remote_url(remote)
+            .and_then(|u| crate::world::tracker::network_repository(&u))
+    };
+    let Some(theirs) = network(default) else {
+        return Ok(Some(default.to_owned()));
+    };
+    if same(&theirs) {
+        return Ok(Some(default.to_owned()));
+    }
+    if let Some(found) = remotes
+        .iter()
+        .find(|r| *r != default && network(r).is_some_and(|n| same(&n)))
+    {
+        return Ok(Some(found.clone()));
+    }
+    Err(Problem::invalid(
+        format!(
+            "the claims remote `{default}` is {theirs}, not the tracker's repository {repository}: its claims would not be seen by loops in clones of {repository}"
+        ),
+        format!(
+            "add the tracker's repository as a remote (`git remote add upstream URL-OF-{repository}`; ticks then claim there), or set SDD_LOOP_CLAIM_REMOTE=NAME to the remote every clone of {repository} shares, or SDD_LOOP_CLAIM_REMOTE=off when no other clone works this backlog"
+        ),
+    ))
 }
 
 /// `begin` exists only in loop mode.
@@ -499,7 +554,6 @@ fn apply_tick_flags(cfg: &mut TickConfig, args: &TickArgs, cwd: &Path) {
 #[cfg(test)]
 mod tests;
 
-/// The machine's name in leases: `SDD_LOOP_HOST`, else the system's.
 /// The longest one git command of claims may take, for `status` and
 /// `doctor` as for a tick: `SDD_LOOP_CLAIM_TIMEOUT` seconds, else the
 /// default (a tick refuses a value that is no positive number; these only
@@ -516,6 +570,39 @@ pub(super) fn claim_timeout(vars: &BTreeMap<String, String>) -> std::time::Durat
     std::time::Duration::from_secs(secs.unwrap_or(default))
 }
 
+/// The remote claims live on in the clone at `root` ([`claim_remote`]),
+/// for `status` and `doctor`: `Err` with the refusal's message and help.
+pub(super) fn claim_remote_at(
+    vars: &BTreeMap<String, String>,
+    root: &Path,
+    default: &str,
+    repository: Option<&str>,
+) -> Result<Option<String>, (String, String)> {
+    let git = crate::world::git::GitCli {
+        dir: root.to_path_buf(),
+    };
+    let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).cloned();
+    claim_remote(default, repository, &var, &WorldLookups { vars, git: &git })
+        .map_err(|p| (p.message, p.help))
+}
+
+/// The tracker's repository for `status` and `doctor`: `SDD_LOOP_REPO`,
+/// else the one `origin` in the clone at `root` points at.
+pub(super) fn repository_at(vars: &BTreeMap<String, String>, root: &Path) -> Option<String> {
+    vars.get("SDD_LOOP_REPO")
+        .filter(|v| !v.is_empty())
+        .cloned()
+        .or_else(|| {
+            use crate::world::git::Git;
+            crate::world::git::GitCli {
+                dir: root.to_path_buf(),
+            }
+            .remote_url("origin")
+            .and_then(|u| crate::world::tracker::repo_from_remote(&u))
+        })
+}
+
+/// The machine's name in leases: `SDD_LOOP_HOST`, else the system's.
 pub(super) fn host(vars: &BTreeMap<String, String>) -> String {
     let git = crate::world::git::GitCli { dir: ".".into() };
     vars.get("SDD_LOOP_HOST")
@@ -523,22 +610,4 @@ pub(super) fn host(vars: &BTreeMap<String, String>) -> String {
         .cloned()
         .or_else(|| WorldLookups { vars, git: &git }.hostname())
         .unwrap_or_else(|| "localhost".to_owned())
-}
-
-/// The remote claims live on, by the same rule as a tick's (without the
-/// refusal): `SDD_LOOP_CLAIM_REMOTE`, else `default` when the clone has
-/// it; `None` when claims are off.
-pub(super) fn claim_remote(
-    vars: &BTreeMap<String, String>,
-    default: &str,
-    remotes: &[String],
-) -> Option<String> {
-    match vars.get("SDD_LOOP_CLAIM_REMOTE").filter(|v| !v.is_empty()) {
-        Some(off) if off == "off" => None,
-        Some(named) => Some(named.clone()),
-        None => remotes
-            .iter()
-            .any(|r| r == default)
-            .then(|| default.to_owned()),
-    }
 }

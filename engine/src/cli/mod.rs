@@ -190,12 +190,20 @@ pub(crate) fn clock_from(env: &Env<'_>) -> Result<Arc<dyn Clock>, (String, &'sta
 /// The claims `status` shows: on the remote ticks claim on (see
 /// [`gather::claim_remote`]); none when claims are off.
 fn status_claims(env: &Env<'_>, root: &std::path::Path, skill: Skill) -> Option<status::Claims> {
-    let git = crate::world::git::GitCli {
-        dir: root.to_path_buf(),
+    let repository = gather::repository_at(&env.vars, root);
+    let remote = match gather::claim_remote_at(&env.vars, root, "origin", repository.as_deref()) {
+        Ok(remote) => remote?,
+        Err((message, _)) => {
+            return Some(status::Claims {
+                remote: "origin".into(),
+                read: Err(message),
+            });
+        }
     };
-    let remote = gather::claim_remote(&env.vars, "origin", &git.remotes())?;
+    let host = gather::host(&env.vars);
     let me = crate::world::claim::Holder {
-        host: gather::host(&env.vars),
+        clone_id: crate::world::claim::known_clone_id(root, &host),
+        host,
         clone: crate::world::claim::clone_name(root),
         pid: std::process::id(),
         session: None,

@@ -55,7 +55,8 @@ pub fn run(
     let paths = StatePaths::new(root, skill, budget_file);
     match gather(&paths, clock, probe) {
         Ok(mut s) => {
-            s.claims = claims.map(|c| c.as_of(clock.now()));
+            let worked = s.worked_now();
+            s.claims = claims.map(|c| c.as_of(clock.now(), &worked));
             let text = if as_json {
                 format!("{}\n", s.json(root, &paths))
             } else {
@@ -113,16 +114,19 @@ pub struct Claims {
     pub read: Result<Vec<ClaimShown>, String>,
 }
 
-/// One claim: its holder, its expiry, whether it is this clone's, and
-/// whether its lease has run out by this clone's clock (a finished
-/// tick's claim stands until then; another clone takes or sweeps it
-/// once the skew margin has passed too).
+/// One claim: its holder, its expiry, whether it is this clone's, whether
+/// this clone's running tick works it, and whether its lease has run out
+/// by this clone's clock (a finished tick's claim stands until then;
+/// another clone takes or sweeps it once the skew margin has passed too).
 #[derive(Debug)]
 pub struct ClaimShown {
     pub number: u64,
     pub holder: String,
     pub expires_at: String,
     pub ours: bool,
+    /// This clone's running tick holds it in its journal: live work, not
+    /// a claim left standing by a finished tick.
+    pub worked: bool,
     pub lapsed: bool,
 }
 
@@ -143,6 +147,7 @@ impl Claims {
                             holder: l.holder.to_string(),
                             expires_at: clock::format(l.expires_at),
                             ours: l.holder.same_clone(me),
+                            worked: false,
                             lapsed: false,
                         },
                         None => ClaimShown {
@@ -150,6 +155,7 @@ impl Claims {
                             holder: format!("a ref that is not a lease ({})", s.commit),
                             expires_at: "never".into(),
                             ours: false,
+                            worked: false,
                             lapsed: false,
                         },
                     })
@@ -162,12 +168,14 @@ impl Claims {
         }
     }
 
-    /// The claims with their leases judged at `now`.
+    /// The claims with their leases judged at `now`, `worked` those this
+    /// clone's running tick holds.
     #[must_use]
-    pub fn as_of(mut self, now: jiff::Timestamp) -> Self {
+    pub fn as_of(mut self, now: jiff::Timestamp, worked: &[u64]) -> Self {
         if let Ok(claims) = &mut self.read {
             for c in claims {
                 c.lapsed = clock::parse(&c.expires_at).is_ok_and(|at| at <= now);
+                c.worked = c.ours && worked.contains(&c.number);
             }
         }
         self
@@ -180,11 +188,15 @@ impl Claims {
             Ok(c) => {
                 let mut s = format!("Claims on {}:\n", self.remote);
                 for claim in c {
+                    let whose = match (claim.ours, claim.worked) {
+                        (true, true) => " (this clone: its running tick works it)",
+                        (true, false) => " (this clone: left standing by a finished tick)",
+                        (false, _) => "",
+                    };
                     s.push_str(&format!(
-                        "  #{} held by {}{} until {}{}\n",
+                        "  #{} held by {}{whose} until {}{}\n",
                         claim.number,
                         claim.holder,
-                        if claim.ours { " (this clone)" } else { "" },
                         claim.expires_at,
                         if claim.lapsed { " (lapsed)" } else { "" }
                     ));
@@ -201,7 +213,8 @@ impl Claims {
                 "remote": self.remote,
                 "held": c.iter().map(|c| json!({
                     "number": c.number, "holder": c.holder,
-                    "expires_at": c.expires_at, "this_clone": c.ours, "lapsed": c.lapsed,
+                    "expires_at": c.expires_at, "this_clone": c.ours,
+                    "worked_now": c.worked, "lapsed": c.lapsed,
                 })).collect::<Vec<_>>(),
             }),
         }
@@ -324,6 +337,21 @@ fn liveness_word(v: &Liveness) -> &'static str {
 }
 
 impl Status {
+    /// The claims a live tick's open iteration holds: the work going on
+    /// now (a standing claim of a finished tick is in no open journal).
+    fn worked_now(&self) -> Vec<u64> {
+        let live = matches!(&self.lock, Some(Ok((_, v))) if !v.is_dead());
+        match &self.inflight {
+            Some(f) if live && !f.recorded => f
+                .journal
+                .claims
+                .iter()
+                .flat_map(|c| c.held.iter().map(|h| h.number))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Who holds the lock, in words: `held by pid 12 (alive), iteration
     /// 3, since …` (`None`: free).
     fn lock_words(&self) -> Option<String> {

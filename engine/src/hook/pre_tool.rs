@@ -527,7 +527,7 @@ fn keep_claims(
         journal.request.skill,
         journal.pid,
         hook.vars,
-        hook.clock.now(),
+        hook.clock,
     );
     claims.limit_secs = before.limit_secs;
     if !tended.renewed.is_empty() || !tended.lost.is_empty() {

@@ -117,6 +117,9 @@ pub struct Claims {
     pub clone: PathBuf,
     /// The machine's name, as the leases say it.
     pub host: String,
+    /// The clone's identity, as the leases say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone_id: Option<String>,
     /// How long a lease lasts from its last renewal, in seconds.
     pub lease_secs: u64,
     /// The clock margin another clone waits past an expiry, in seconds.
@@ -308,6 +311,7 @@ mod tests {
                 remote: "origin".into(),
                 clone: "/work/clone".into(),
                 host: "m1".into(),
+                clone_id: None,
                 lease_secs: 900,
                 skew_secs: 300,
                 limit_secs: 20,

@@ -378,6 +378,55 @@ pub(crate) struct Finishing<'a> {
     pub blame: Blame,
 }
 
+/// A failed work tick that holds claims asks the tracker, before they are
+/// released, for open PRs closing an issue of its request that its skill
+/// never reported (opened, then failed): such a PR is the tick's, counted
+/// as recovery counts one after a kill, and its issue's claim stands — a
+/// clone that read its backlog before the PR existed would otherwise work
+/// the issue a second time. `true` when the tracker could not be asked:
+/// then every claim stands until its lease ends.
+fn failed_but_reached(
+    ctx: &mut Ctx<'_, '_>,
+    journal: &Journal,
+    mut result: SkillResult,
+    failed: bool,
+) -> (SkillResult, bool) {
+    let holds = journal.claims.as_ref().is_some_and(|c| !c.held.is_empty());
+    if !failed || !holds {
+        return (result, false);
+    }
+    let before: Vec<u64> = result.prs.iter().map(|p| p.number).collect();
+    match super::found::opened_unreported(ctx, journal, &mut result) {
+        Ok(None) => (result, false),
+        Ok(Some(_)) => {
+            let found: Vec<u64> = result
+                .prs
+                .iter()
+                .map(|p| p.number)
+                .filter(|n| !before.contains(n))
+                .collect();
+            let found = list(&found);
+            ctx.note(format!(
+                "Found on the tracker: {found} closing an issue of this tick's request, opened but not reported before the tick failed; the claims of the issues it closes stand"
+            ));
+            ctx.claim_log.standing_why = Some(format!(
+                "the tick failed after opening {found}, which its skill did not report"
+            ));
+            (result, false)
+        }
+        Err(e) => {
+            ctx.note(format!(
+                "Claims left standing until their lease ends: the tracker could not be asked whether this failed tick opened a PR ({})",
+                e.message
+            ));
+            ctx.claim_log.standing_why = Some(
+                "the tick failed and the tracker could not be asked whether it opened a PR".into(),
+            );
+            (result, true)
+        }
+    }
+}
+
 /// The `end` half: accounts the result for the iteration the journal
 /// opened, records it, reports it and releases the lock.
 pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concluded, Failure> {
@@ -393,6 +442,7 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
     } = done;
     let mut error = explain_error(ctx, journal, error);
     let started = clock::parse(&journal.started_at).unwrap_or(ctx.started);
+    let (result, tracker_unasked) = failed_but_reached(ctx, journal, result, error.is_some());
     let Verified {
         result,
         unknown,
@@ -415,12 +465,21 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
     }
     let fired = exit_stops(ctx, &budget, work, journal.single_pr.is_some())?;
     // Work that reached the tracker keeps its claim even when the tick
-    // failed: the issues its PRs close, the PRs it touched.
-    let reached: Vec<u64> = closes
-        .iter()
-        .copied()
-        .chain(result.prs.iter().map(|p| p.number))
-        .collect();
+    // failed: the issues its PRs close (reported or found), the PRs it
+    // touched — and every claim when the tracker could not be asked.
+    let reached: Vec<u64> = if tracker_unasked {
+        journal
+            .claims
+            .iter()
+            .flat_map(|c| c.held.iter().map(|h| h.number))
+            .collect()
+    } else {
+        closes
+            .iter()
+            .copied()
+            .chain(result.prs.iter().map(|p| p.number))
+            .collect()
+    };
     super::claims::release_at_end(ctx, journal, error.is_none(), &reached);
     let outcome = if !fired.is_empty() {
         Outcome::Halted

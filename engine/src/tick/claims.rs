@@ -63,6 +63,7 @@ impl Claimer {
     /// The claimer of this tick; `None` when claims are off.
     pub fn of(ctx: &Ctx<'_, '_>) -> Option<Self> {
         let settings = ctx.cfg.claims.as_ref()?;
+        let clone_id = claim::clone_id(&ctx.cfg.root, &settings.host);
         Some(Self {
             remote: Remote {
                 dir: ctx.cfg.root.clone(),
@@ -79,6 +80,7 @@ impl Claimer {
                 clone: claim::clone_name(&ctx.cfg.root),
                 pid: ctx.me.pid,
                 session: None,
+                clone_id,
             },
             skill: ctx.cfg.skill,
         })
@@ -107,6 +109,7 @@ impl Claimer {
             remote: self.remote.remote.clone(),
             clone: self.remote.dir.clone(),
             host: self.holder.host.clone(),
+            clone_id: self.holder.clone_id.clone(),
             lease_secs: self.timing.lease.as_secs(),
             skew_secs: self.timing.skew.as_secs(),
             limit_secs: self.remote.limit.as_secs(),
@@ -438,6 +441,8 @@ pub(crate) struct ClaimLog {
     pub released: Vec<u64>,
     /// Left on the remote until their lease runs out (work that succeeded).
     pub standing: Vec<u64>,
+    /// Why claims of a failed tick stand (it reached the tracker).
+    pub standing_why: Option<String>,
 }
 
 impl ClaimLog {
@@ -457,6 +462,9 @@ impl ClaimLog {
         }
         if !self.standing.is_empty() {
             v["standing"] = json!(self.standing);
+            if let Some(why) = &self.standing_why {
+                v["standing_because"] = json!(why);
+            }
         }
         Some(v)
     }
@@ -558,6 +566,28 @@ pub(crate) fn release_at_end(
     if ctx.claim_log.others.is_empty() {
         ctx.claim_log.others.clone_from(&claims.held_by_others);
     }
+    // A claim whose lease ran out before the tick ended (by this clone's
+    // clock, less the stop margin) was never renewed in time: another
+    // clone may hold it now. It is lost, not left standing.
+    let timing = claim::Timing {
+        lease: std::time::Duration::from_secs(claims.lease_secs),
+        skew: std::time::Duration::from_secs(claims.skew_secs),
+    };
+    let now = ctx.now();
+    let (over, held): (Vec<HeldClaim>, Vec<HeldClaim>) = std::mem::take(&mut claims.held)
+        .into_iter()
+        .partition(|h| clock::parse(&h.expires_at).is_ok_and(|at| now >= timing.stop_at(at)));
+    claims.held = held;
+    claims
+        .lost
+        .extend(over.into_iter().map(|h| crate::state::journal::LostClaim {
+            number: h.number,
+            reason: format!(
+                "its lease ran out at {} before the tick ended",
+                h.expires_at
+            ),
+            at: clock::format(now),
+        }));
     for lost in &claims.lost {
         ctx.note(format!(
             "Claim on #{} was lost while the work ran ({}, at {}): another clone may work it",

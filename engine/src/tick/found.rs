@@ -27,6 +27,8 @@ use super::ctx::Ctx;
 use crate::agent::world::{self, Before};
 use crate::exit;
 use crate::state::exchange::Exchange;
+use crate::state::history::PrState;
+use crate::state::journal::Journal;
 use crate::state::protocol::{SkillRequest, SkillResult};
 use crate::world::git::{Git, GitError, WorktreeState};
 
@@ -144,4 +146,46 @@ pub(crate) fn add(
     result.comments_pushed = result.comments_pushed.max(found.comments);
     result.merges_attempted = result.merges_attempted.max(found.merges);
     Ok(())
+}
+
+/// The PRs a work iteration opened and never reported: one killed
+/// between its skill opening a PR and reporting it (its `pr` event), or
+/// whose skill opened it and then failed, left that PR on the tracker and
+/// nowhere else. An open PR that closes an issue of the iteration's
+/// request is its — the request held only issues no open PR closed, and
+/// their claims kept other clones off them. Such PRs are added to
+/// `result`; what to add to the recovery's note, if any.
+pub(super) fn opened_unreported(
+    ctx: &Ctx<'_, '_>,
+    journal: &Journal,
+    result: &mut crate::state::protocol::SkillResult,
+) -> Result<Option<String>, Failure> {
+    if journal.request.skill != crate::state::paths::Skill::Work
+        || journal.request.issues.is_empty()
+    {
+        return Ok(None);
+    }
+    let asked: std::collections::BTreeSet<u64> =
+        journal.request.issues.iter().map(|i| i.number).collect();
+    let mut found = Vec::new();
+    for pull in ctx.tracker.open_pulls()? {
+        if result.prs.iter().any(|p| p.number == pull.number) || pull.closes().is_disjoint(&asked) {
+            continue;
+        }
+        found.push(format!("#{}", pull.number));
+        result.prs.push(crate::state::protocol::PrReport {
+            number: pull.number,
+            branch: pull.head_ref.clone(),
+            head_sha_at_start: None,
+            head_sha_at_end: Some(pull.head_sha.clone()),
+            state: PrState::Open,
+            opened: true,
+        });
+    }
+    Ok((!found.is_empty()).then(|| {
+        format!(
+            " and the tracker, where {} closing an issue of its request had not been reported",
+            found.join(", ")
+        )
+    }))
 }

@@ -491,48 +491,6 @@ fn new_run_start(now: jiff::Timestamp, lines: &[HistoryLine]) -> jiff::Timestamp
         .unwrap_or(now)
 }
 
-/// Turns a dead tick's journal into its history line and counters.
-/// A work iteration killed between its skill opening a PR and reporting
-/// it (its `pr` event) left that PR on the tracker and nowhere else: an
-/// open PR that closes an issue of the iteration's request is its — the
-/// request held only issues no open PR closed, and their claims kept
-/// other clones off them. Such PRs are added to `result`; what to add to
-/// the recovery's note, if any.
-fn opened_unreported(
-    ctx: &Ctx<'_, '_>,
-    journal: &Journal,
-    result: &mut crate::state::protocol::SkillResult,
-) -> Result<Option<String>, Failure> {
-    if journal.request.skill != crate::state::paths::Skill::Work
-        || journal.request.issues.is_empty()
-    {
-        return Ok(None);
-    }
-    let asked: std::collections::BTreeSet<u64> =
-        journal.request.issues.iter().map(|i| i.number).collect();
-    let mut found = Vec::new();
-    for pull in ctx.tracker.open_pulls()? {
-        if result.prs.iter().any(|p| p.number == pull.number) || pull.closes().is_disjoint(&asked) {
-            continue;
-        }
-        found.push(format!("#{}", pull.number));
-        result.prs.push(crate::state::protocol::PrReport {
-            number: pull.number,
-            branch: pull.head_ref.clone(),
-            head_sha_at_start: None,
-            head_sha_at_end: Some(pull.head_sha.clone()),
-            state: PrState::Open,
-            opened: true,
-        });
-    }
-    Ok((!found.is_empty()).then(|| {
-        format!(
-            " and the tracker, where {} closing an issue of its request had not been reported",
-            found.join(", ")
-        )
-    }))
-}
-
 fn recover(
     ctx: &mut Ctx<'_, '_>,
     journal: &Journal,
@@ -568,7 +526,7 @@ fn recover(
             )),
         }
     }
-    if let Some(found) = opened_unreported(ctx, journal, &mut result)? {
+    if let Some(found) = super::found::opened_unreported(ctx, journal, &mut result)? {
         source.push_str(&found);
     }
     let account::Verified {

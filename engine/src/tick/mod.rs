@@ -160,6 +160,10 @@ pub fn end(cfg: &TickConfig, world: &mut World<'_>, input: &EndInput) -> TickRes
 }
 
 /// What a phase produced, for its summary.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one a tick, moved once: the journal's size costs nothing worth a box"
+)]
 enum Produced {
     Concluded(Concluded),
     Opened(Opened),

@@ -62,6 +62,19 @@ pub fn ref_name(skill: Skill, number: u64) -> String {
     format!("{NAMESPACE}/{skill}/{number}")
 }
 
+/// A ref of `skill`'s claims no issue has, unique to the caller:
+/// `doctor`'s probe (two at once never refuse each other's). A read by a
+/// tick skips it: its last part is no number.
+pub fn probe_ref(skill: Skill) -> String {
+    let unique = identity::random_id().unwrap_or_else(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("{}-{nanos}", std::process::id())
+    });
+    format!("{NAMESPACE}/{skill}/probe-{unique}")
+}
+
 /// Who holds a claim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,6 +88,11 @@ pub struct Holder {
     /// The Claude Code session, for an in-session tick.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// The clone's identity ([`clone_id`]): what tells two clones apart
+    /// when their host and path are the same. Absent in leases written
+    /// before clones had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone_id: Option<String>,
 }
 
 /// How a lease names the clone at `dir`: its canonical path (symlinks and
@@ -89,13 +107,20 @@ pub fn clone_name(dir: &std::path::Path) -> String {
 }
 
 impl Holder {
-    /// Whether `other` is this same holder: the same clone on the same
-    /// host (a new process of the same clone, as after `--resume`, holds
-    /// what its predecessor held).
+    /// Whether `other` is this same holder: the same clone (a new process
+    /// of the same clone, as after `--resume`, holds what its predecessor
+    /// held). Two holders with identities are the same clone only when
+    /// the identities are; a lease written before clones had one is told
+    /// by its host and path.
     pub fn same_clone(&self, other: &Holder) -> bool {
-        self.host == other.host && self.clone == other.clone
+        match (&self.clone_id, &other.clone_id) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.host == other.host && self.clone == other.clone,
+        }
     }
 }
+
+pub use identity::{clone_id, known_clone_id};
 
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -138,6 +163,10 @@ impl Default for Timing {
     }
 }
 
+/// The most a holder gives up of its lease's end to stop its work in
+/// time ([`Timing::stop_margin`]).
+pub const STOP_MARGIN: Duration = Duration::from_secs(10);
+
 fn signed(d: Duration) -> SignedDuration {
     SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)
 }
@@ -168,6 +197,25 @@ impl Timing {
     /// clock): a lease it could not renew ends its work at the expiry.
     pub fn must_stop(&self, lease: &Lease, now: Timestamp) -> bool {
         now >= lease.expires_at
+    }
+
+    /// How long before its lease's expiry a holder that has not renewed
+    /// gives its claim up: the time its guard needs to stop the work (a
+    /// look every second, then the skill's grace before it is killed),
+    /// with room to spare; a tenth of a short lease.
+    pub fn stop_margin(&self) -> Duration {
+        STOP_MARGIN.min(self.lease / 10)
+    }
+
+    /// When the holder of a lease expiring at `expires_at` gives it up
+    /// unless renewed: [`Self::stop_margin`] before the expiry, by its own
+    /// clock. A renewal's push is never waited for past it, so the work
+    /// ends before the lease does whatever the remote does
+    /// (`docs/src/claims.md`, "A lease ends the work before it ends").
+    pub fn stop_at(&self, expires_at: Timestamp) -> Timestamp {
+        expires_at
+            .saturating_sub(signed(self.stop_margin()))
+            .unwrap_or(expires_at)
     }
 
     /// When the holder renews: a third of the way into the lease (two
@@ -238,6 +286,15 @@ pub enum ClaimError {
         args: String,
         detail: String,
     },
+    /// The remote said nothing within the limit; git and its transport
+    /// were killed.
+    #[error("git {verb} got no answer from `{remote}` within {} s", limit.as_secs_f64().ceil())]
+    TimedOut {
+        remote: String,
+        /// `fetch` or `push`.
+        verb: &'static str,
+        limit: Duration,
+    },
     #[error("git {args} failed in {}: {detail}", dir.display())]
     Local {
         dir: PathBuf,
@@ -286,6 +343,13 @@ impl Remote {
         full.extend_from_slice(args);
         let shown = args.join(" ");
         program::run_within(&git, &full, &self.env(), self.limit).map_err(|e| {
+            if let (true, program::NoAnswer::TimedOut(limit)) = (remote, &e) {
+                return ClaimError::TimedOut {
+                    remote: self.remote.clone(),
+                    verb: verb_of(args),
+                    limit: *limit,
+                };
+            }
             let detail = e.to_string();
             if remote {
                 ClaimError::Unreachable {
@@ -384,10 +448,36 @@ impl Remote {
         if changes.is_empty() {
             return Ok(Vec::new());
         }
+        let writes: Vec<RefWrite> = changes
+            .iter()
+            .map(|change| {
+                let (skill, number) = change.target();
+                let (lease, expected) = match change {
+                    Change::Take { lease, expected } => {
+                        (Some(lease), expected.clone().unwrap_or_default())
+                    }
+                    Change::Renew { lease, expected } => (Some(lease), expected.clone()),
+                    Change::Release { expected, .. } => (None, expected.clone()),
+                };
+                RefWrite {
+                    name: ref_name(skill, number),
+                    lease: lease.cloned(),
+                    expected,
+                }
+            })
+            .collect();
+        self.push_refs(&writes)
+    }
+
+    /// Makes `writes` in one push, each ref under its own lease (the ref
+    /// named as it is: `doctor`'s probe is no issue's claim).
+    pub fn push_refs(&self, writes: &[RefWrite]) -> Result<Vec<Outcome>, ClaimError> {
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
         // The empty tree every lease's commit is on, written only when a
         // change writes a commit (a release deletes a ref, nothing more).
-        let writes = changes.iter().any(|c| !matches!(c, Change::Release { .. }));
-        let tree = if writes {
+        let tree = if writes.iter().any(|w| w.lease.is_some()) {
             self.local(&["hash-object", "-t", "tree", "-w", "/dev/null"])?
         } else {
             String::new()
@@ -395,21 +485,20 @@ impl Remote {
         let mut leases = Vec::new();
         let mut specs = Vec::new();
         let mut commits = Vec::new();
-        for change in changes {
-            let (skill, number) = change.target();
-            let name = ref_name(skill, number);
-            let (source, expected) = match change {
-                Change::Take { lease, expected } => {
-                    let c = self.commit(&tree, lease)?;
-                    (Some(c), expected.clone().unwrap_or_default())
-                }
-                Change::Renew { lease, expected } => {
-                    (Some(self.commit(&tree, lease)?), expected.clone())
-                }
-                Change::Release { expected, .. } => (None, expected.clone()),
+        for write in writes {
+            let source = match &write.lease {
+                Some(lease) => Some(self.commit(&tree, lease)?),
+                None => None,
             };
-            leases.push(format!("--force-with-lease={name}:{expected}"));
-            specs.push(format!("{}:{name}", source.clone().unwrap_or_default()));
+            leases.push(format!(
+                "--force-with-lease={}:{}",
+                write.name, write.expected
+            ));
+            specs.push(format!(
+                "{}:{}",
+                source.clone().unwrap_or_default(),
+                write.name
+            ));
             commits.push(source);
         }
         let mut args: Vec<&str> = vec!["push", "--porcelain", "--no-verify"];
@@ -420,9 +509,8 @@ impl Remote {
         let printed = String::from_utf8_lossy(&out.stdout);
         let results = porcelain(&printed);
         let mut outcomes = Vec::new();
-        for (change, commit) in changes.iter().zip(commits) {
-            let (skill, number) = change.target();
-            match results.get(&ref_name(skill, number)) {
+        for (write, commit) in writes.iter().zip(commits) {
+            match results.get(&write.name) {
                 Some((true, _)) => outcomes.push(Outcome::Done { commit }),
                 Some((false, reason)) => outcomes.push(Outcome::Refused {
                     reason: reason.clone(),
@@ -437,6 +525,24 @@ impl Remote {
             }
         }
         Ok(outcomes)
+    }
+}
+
+/// One ref's change, by name: written as `lease`'s commit (deleted when
+/// `None`) if the ref is now `expected` (empty: the ref must not exist).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefWrite {
+    pub name: String,
+    pub lease: Option<Lease>,
+    pub expected: String,
+}
+
+/// The git verb of `args` (after any `-c` settings), for an error.
+fn verb_of(args: &[&str]) -> &'static str {
+    if args.contains(&"push") {
+        "push"
+    } else {
+        "fetch"
     }
 }
 
@@ -456,6 +562,8 @@ fn porcelain(printed: &str) -> BTreeMap<String, (bool, String)> {
         })
         .collect()
 }
+
+mod identity;
 
 #[cfg(test)]
 mod tests;

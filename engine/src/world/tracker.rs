@@ -913,6 +913,30 @@ pub fn repo_from_remote(url: &str) -> Option<String> {
     }
 }
 
+/// `owner/name` from a git remote URL that names a host — `ssh://`,
+/// `git://`, `http(s)://` or scp-like `[user@]host:owner/name` — and
+/// `None` for a local path or `file://` URL, which names no repository on
+/// any tracker.
+pub fn network_repository(url: &str) -> Option<String> {
+    let url = url.trim();
+    // `transport::address`: a remote helper's own address, not a URL.
+    if url.contains("::") {
+        return None;
+    }
+    let networked = match url.split_once("://") {
+        Some((scheme, _)) => !scheme.eq_ignore_ascii_case("file"),
+        // scp-like: a colon before the first slash, and not a Windows
+        // drive letter.
+        None => url
+            .split_once(':')
+            .is_some_and(|(host, _)| !host.is_empty() && !host.contains('/') && host.len() > 1),
+    };
+    if !networked {
+        return None;
+    }
+    repo_from_remote(url)
+}
+
 /// Whether a PR carries human feedback the responder has addressed: a
 /// top-level review comment by a non-agent login with at least one reply
 /// from an agent login.

@@ -37,6 +37,9 @@ pub struct FakeTracker {
     /// Conversation comments by issue or PR.
     pub issue_comments: RefCell<BTreeMap<u64, Vec<ReviewComment>>>,
     pub down: RefCell<bool>,
+    /// PRs that appear once the PRs have been listed once: opened by the
+    /// skill after its tick read the backlog.
+    pub opened_after_first_listing: RefCell<Vec<Pull>>,
 }
 
 impl FakeTracker {
@@ -58,13 +61,16 @@ impl Tracker for FakeTracker {
     }
     fn open_pulls(&self) -> Result<Vec<Pull>, TrackerError> {
         self.check()?;
-        Ok(self
+        let listed = self
             .pulls
             .borrow()
             .iter()
             .filter(|p| p.state == PrState::Open)
             .cloned()
-            .collect())
+            .collect();
+        let later = std::mem::take(&mut *self.opened_after_first_listing.borrow_mut());
+        self.pulls.borrow_mut().extend(later);
+        Ok(listed)
     }
     fn pull(&self, number: u64) -> Result<Pull, TrackerError> {
         self.check()?;

@@ -40,6 +40,8 @@ struct Fake {
     remote_asked: Cell<u32>,
     /// The clone's remotes (none: not a clone, or a clone with no remote).
     remotes: Vec<&'static str>,
+    /// The remotes' URLs, where the case gives them.
+    urls: Vec<(&'static str, &'static str)>,
 }
 
 impl Lookups for Fake {
@@ -66,6 +68,13 @@ impl Lookups for Fake {
 
     fn hostname(&self) -> Option<String> {
         Some("box1".into())
+    }
+
+    fn remote_url(&self, remote: &str) -> Option<String> {
+        self.urls
+            .iter()
+            .find(|(name, _)| *name == remote)
+            .map(|(_, url)| (*url).to_owned())
     }
 }
 
@@ -444,6 +453,64 @@ fn a_clone_without_the_claims_remote_is_refused_with_the_variable_to_set() {
         refusal.problems[0]
             .help
             .contains("SDD_LOOP_CLAIM_REMOTE=NAME")
+    );
+}
+
+/// A fork workflow: `origin` is the user's fork, the tracker's repository
+/// another. Claiming on the fork would put this clone's claims where no
+/// clone of the tracker's repository looks, and both would work #1.
+#[test]
+fn claims_live_on_the_remote_that_is_the_trackers_repository() {
+    let fork = Fake {
+        remotes: vec!["origin", "upstream"],
+        urls: vec![
+            ("origin", "git@github.com:me/r.git"),
+            ("upstream", "https://github.com/O/R"),
+        ],
+        ..Fake::default()
+    };
+    let picked = wrapper(LOOP, &[], &fork).unwrap().cfg.claims.unwrap();
+    assert_eq!(picked.remote, "upstream", "the tracker's o/r, in any case");
+    let alone = Fake {
+        remotes: vec!["origin"],
+        urls: vec![("origin", "git@github.com:me/r.git")],
+        ..Fake::default()
+    };
+    let refusal = wrapper(LOOP, &[], &alone).err().unwrap();
+    assert_eq!(
+        messages(&refusal),
+        [
+            "the claims remote `origin` is me/r, not the tracker's repository o/r: its claims would not be seen by loops in clones of o/r"
+        ]
+    );
+    assert!(
+        refusal.problems[0]
+            .help
+            .contains("SDD_LOOP_CLAIM_REMOTE=NAME")
+    );
+    assert!(
+        refusal.problems[0]
+            .help
+            .contains("SDD_LOOP_CLAIM_REMOTE=off")
+    );
+    // Named on purpose, it is used as named.
+    let named = wrapper(LOOP, &[("SDD_LOOP_CLAIM_REMOTE", "origin")], &alone).unwrap();
+    assert_eq!(named.cfg.claims.unwrap().remote, "origin");
+    // A remote whose URL names no repository on a host (a path, `file://`)
+    // is taken as it is: nothing says it is another repository.
+    let local = Fake {
+        remotes: vec!["origin"],
+        urls: vec![("origin", "file:///srv/git/app.git")],
+        ..Fake::default()
+    };
+    assert_eq!(
+        wrapper(LOOP, &[], &local)
+            .unwrap()
+            .cfg
+            .claims
+            .unwrap()
+            .remote,
+        "origin"
     );
 }
 

@@ -13,6 +13,7 @@ fn holder(clone: &str) -> Holder {
         clone: clone.into(),
         pid: 42,
         session: None,
+        clone_id: None,
     }
 }
 

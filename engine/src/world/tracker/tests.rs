@@ -619,3 +619,21 @@ fn a_secondary_limit_that_outlasts_the_retries_is_named_as_a_rate_limit() {
         err.help()
     );
 }
+
+#[test]
+fn only_a_url_naming_a_host_names_a_repository_on_the_tracker() {
+    for (url, repo) in [
+        ("git@github.com:acme/app.git", Some("acme/app")),
+        ("ssh://git@github.com/acme/app.git", Some("acme/app")),
+        ("https://github.com/acme/app", Some("acme/app")),
+        ("git://example.org/acme/app.git", Some("acme/app")),
+        ("gh-work:acme/app", Some("acme/app")),
+        ("/srv/git/app.git", None),
+        ("file:///srv/git/app.git", None),
+        ("../origin.git", None),
+        ("C:/repos/app", None),
+        ("hang::nowhere", None),
+    ] {
+        assert_eq!(super::network_repository(url).as_deref(), repo, "{url}");
+    }
+}
