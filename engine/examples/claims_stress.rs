@@ -2,9 +2,15 @@
 //! a clone of one real bare origin with a clock of its own, grind one
 //! backlog by the claim protocol of `sdd_loop::world::claim` — take a free
 //! claim (or an expired one, or their own clone's after a restart), renew
-//! it as the work goes on, stop when it lapses by their own clock, release
-//! it with the PR — while machines are SIGKILLed (their claims left
-//! behind) and cut off from the remote and the tracker for a while.
+//! it as the work goes on, stop at its stop time by their own clock, leave
+//! it standing with the PR — while machines are SIGKILLed (their claims
+//! left behind), cut off from the remote and the tracker for a while, meet
+//! a remote that hangs on a renewal's push (the holder stops at its stop
+//! time all the same), and open a PR then fail without reporting it (the
+//! tick finds the PR and leaves the claim standing). `--renewal-before-push`
+//! and `--release-failed-work` play the engine as it was before those two
+//! were fixed: a hung holder works on past its lease, a failed tick's claim
+//! is released under a clone whose backlog predates the PR.
 //!
 //! ```text
 //! cargo run --release -p sdd-loop --example claims_stress -- --machines 8 --ticks 50 --issues 40
@@ -51,6 +57,14 @@ struct Options {
     skew: u64,
     margin: u64,
     seed: u64,
+    /// Judge a renewal by the clock read before its push, and wait on a
+    /// hung push as long as it takes (the engine before its fix): a holder
+    /// works on through a hang past its lease.
+    renewal_before_push: bool,
+    /// Release the claim of work that failed after its PR was opened (the
+    /// engine before its fix): a clone whose backlog predates the PR works
+    /// the issue again.
+    release_failed_work: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -61,6 +75,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         skew: 300,
         margin: 300,
         seed: 1,
+        renewal_before_push: false,
+        release_failed_work: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -76,6 +92,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--skew" => o.skew = value()?,
             "--margin" => o.margin = value()?,
             "--seed" => o.seed = value()?,
+            "--renewal-before-push" => o.renewal_before_push = true,
+            "--release-failed-work" => o.release_failed_work = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -109,6 +127,9 @@ struct Machine {
     ticks: u32,
     /// Cut off from the remote and the tracker until this round.
     cut_until: u64,
+    /// Its remote accepts and never answers until this round: a renewal's
+    /// push hangs.
+    hung_until: u64,
     rng: SplitMix,
 }
 
@@ -182,6 +203,7 @@ fn setup(root: &Path, o: &Options) -> Vec<Machine> {
                 doing: Doing::Idle,
                 ticks: 0,
                 cut_until: 0,
+                hung_until: 0,
                 rng: SplitMix::new(o.seed.wrapping_mul(31).wrapping_add(i as u64)),
             }
         })
@@ -194,7 +216,14 @@ fn clock(start: Timestamp, round: u64, offset: i64) -> Timestamp {
 }
 
 /// One machine's minute.
-fn act(m: &mut Machine, i: usize, round: u64, now: Timestamp, t: &Timing, world: &Mutex<World>) {
+fn act(
+    m: &mut Machine,
+    i: usize,
+    round: u64,
+    now: Timestamp,
+    (t, o): (&Timing, &Options),
+    world: &Mutex<World>,
+) {
     let cut = round < m.cut_until;
     match m.doing.clone() {
         Doing::Dead { until } => {
@@ -208,8 +237,21 @@ fn act(m: &mut Machine, i: usize, round: u64, now: Timestamp, t: &Timing, world:
             lease,
             left,
         } => {
-            if t.must_stop(&lease, now) {
-                world.lock().expect("world").count("stopped_at_expiry");
+            let hung = round < m.hung_until;
+            // A holder stops at its stop time whatever its renewal's push
+            // is doing (the engine's keeper); judged before a push it waits
+            // on, it works on until the push returns.
+            let stop = if o.renewal_before_push {
+                !hung && t.must_stop(&lease, now)
+            } else {
+                now >= t.stop_at(lease.expires_at)
+            };
+            if stop {
+                world.lock().expect("world").count(if hung {
+                    "lost_to_hang"
+                } else {
+                    "stopped_at_expiry"
+                });
                 m.doing = Doing::Idle;
                 return;
             }
@@ -233,13 +275,44 @@ fn act(m: &mut Machine, i: usize, round: u64, now: Timestamp, t: &Timing, world:
             if left == 0 {
                 let mut w = world.lock().expect("world");
                 w.prs.entry(issue).or_default().push((i, round));
+                // The skill opened its PR, then failed without reporting it.
+                let failed = m.rng.below(100) < 5;
+                if failed {
+                    w.count("unreported_prs");
+                }
                 drop(w);
-                let _ = m.remote.push(&[Change::Release {
-                    skill: Skill::Work,
-                    number: issue,
-                    expected: commit,
-                }]);
+                // Finished work leaves its claim standing until the lease
+                // ends (a clone whose backlog predates the PR must not
+                // take it); so does failed work whose PR the tick found.
+                if failed && o.release_failed_work && !hung {
+                    let _ = m.remote.push(&[Change::Release {
+                        skill: Skill::Work,
+                        number: issue,
+                        expected: commit,
+                    }]);
+                }
                 m.doing = Doing::Idle;
+                return;
+            }
+            if hung {
+                m.doing = Doing::Working {
+                    issue,
+                    commit,
+                    lease,
+                    left,
+                };
+                return;
+            }
+            if now >= t.renew_at(&lease) && !cut && m.rng.below(100) < 10 {
+                // The renewal's push meets a remote that never answers.
+                world.lock().expect("world").count("hangs");
+                m.hung_until = round + 10 + m.rng.below(20);
+                m.doing = Doing::Working {
+                    issue,
+                    commit,
+                    lease,
+                    left,
+                };
                 return;
             }
             if now >= t.renew_at(&lease) && !cut {
@@ -271,7 +344,7 @@ fn act(m: &mut Machine, i: usize, round: u64, now: Timestamp, t: &Timing, world:
             };
         }
         Doing::Idle => {
-            if !cut {
+            if !cut && round >= m.hung_until {
                 take_next(m, now, t, world);
             }
         }
@@ -281,10 +354,12 @@ fn act(m: &mut Machine, i: usize, round: u64, now: Timestamp, t: &Timing, world:
 /// An idle machine's tick: the first issue without a PR that is free,
 /// lapsed past the margin, or its own clone's; claimed by one push.
 fn take_next(m: &mut Machine, now: Timestamp, t: &Timing, world: &Mutex<World>) {
+    // The backlog first, then the claims, as a tick reads them: a PR
+    // opened in between is not in this backlog.
+    let done: BTreeSet<u64> = world.lock().expect("world").prs.keys().copied().collect();
     let Ok(claims) = m.remote.read(Skill::Work) else {
         return;
     };
-    let done: BTreeSet<u64> = world.lock().expect("world").prs.keys().copied().collect();
     let issues = world.lock().expect("world").issues;
     for issue in 1..=issues {
         if done.contains(&issue) {
@@ -332,7 +407,7 @@ fn main() {
             }
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: claims_stress [--machines 8] [--ticks 50] [--issues 40] [--skew 300] [--margin 300] [--seed 1]"
+                "usage: claims_stress [--machines 8] [--ticks 50] [--issues 40] [--skew 300] [--margin 300] [--seed 1] [--renewal-before-push] [--release-failed-work]"
             );
             std::process::exit(if e.is_empty() { 0 } else { 64 });
         }
@@ -358,12 +433,12 @@ fn main() {
         }
         std::thread::scope(|s| {
             for (i, m) in machines.iter_mut().enumerate() {
-                let (world, timing) = (&world, &timing);
+                let (world, timing, o) = (&world, &timing, &o);
                 let now = clock(start, round, m.offset);
                 if m.ticks >= o.ticks && matches!(m.doing, Doing::Idle) {
                     continue;
                 }
-                s.spawn(move || act(m, i, round, now, timing, world));
+                s.spawn(move || act(m, i, round, now, (timing, o), world));
             }
         });
         round += 1;
@@ -376,7 +451,7 @@ fn main() {
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
-        "machines={} ticks={} issues={} skew={}s margin={}s seed={} rounds={round} takes={} takeovers={} renewals={} refused={} kills={} cuts={} stopped_at_expiry={} lost_at_renewal={}",
+        "machines={} ticks={} issues={} skew={}s margin={}s seed={} rounds={round} takes={} takeovers={} renewals={} refused={} kills={} cuts={} hangs={} unreported_prs={} stopped_at_expiry={} lost_to_hang={} lost_at_renewal={}",
         o.machines,
         o.ticks,
         o.issues,
@@ -389,7 +464,10 @@ fn main() {
         c("refused"),
         c("kills"),
         c("cuts"),
+        c("hangs"),
+        c("unreported_prs"),
         c("stopped_at_expiry"),
+        c("lost_to_hang"),
         c("lost_at_renewal"),
     );
     let _ = writeln!(

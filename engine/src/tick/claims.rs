@@ -40,7 +40,6 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use serde_json::json;
 
 use super::Failure;
 use super::ctx::Ctx;
@@ -428,45 +427,6 @@ pub(crate) fn release_unused(ctx: &mut Ctx<'_, '_>) {
     if let Some(mut claims) = ctx.claims.take() {
         let pid = ctx.me.pid;
         release(ctx, &mut claims, &[], pid);
-    }
-}
-
-/// What a tick did with claims, for its history line (`claims`).
-#[derive(Debug, Default)]
-pub(crate) struct ClaimLog {
-    pub remote: Option<String>,
-    pub taken: Vec<u64>,
-    pub others: Vec<String>,
-    pub lost: Vec<u64>,
-    pub released: Vec<u64>,
-    /// Left on the remote until their lease runs out (work that succeeded).
-    pub standing: Vec<u64>,
-    /// Why claims of a failed tick stand (it reached the tracker).
-    pub standing_why: Option<String>,
-}
-
-impl ClaimLog {
-    /// The history line's `claims` value; `None` when nothing was claimed.
-    pub fn value(&self) -> Option<serde_json::Value> {
-        let remote = self.remote.as_ref()?;
-        let mut v = json!({
-            "remote": remote,
-            "taken": self.taken,
-            "released": self.released,
-        });
-        if !self.others.is_empty() {
-            v["held_by_others"] = json!(self.others);
-        }
-        if !self.lost.is_empty() {
-            v["lost"] = json!(self.lost);
-        }
-        if !self.standing.is_empty() {
-            v["standing"] = json!(self.standing);
-            if let Some(why) = &self.standing_why {
-                v["standing_because"] = json!(why);
-            }
-        }
-        Some(v)
     }
 }
 

@@ -131,7 +131,7 @@ pub(crate) struct Ctx<'c, 'w> {
     /// handed to the journal (released if the tick stops before the work).
     pub claims: Option<crate::state::journal::Claims>,
     /// What this tick did with claims, for its history line.
-    pub claim_log: super::claims::ClaimLog,
+    pub claim_log: super::claim_log::ClaimLog,
 }
 
 impl<'c, 'w> Ctx<'c, 'w> {

@@ -21,6 +21,10 @@
 //! 5. Gates, in the fixed order of [`crate::rules::gates::GateName`]. Until every
 //!    gate is answered nothing is written: a tick that cannot get an answer
 //!    exits 4 having changed nothing.
+//!    The plan is what was claimed ([`claims`]): the candidates are claimed
+//!    on the shared remote before the request is written, and `end` keeps
+//!    or releases them; what became of them is the history line's
+//!    `claims` ([`claim_log`], a leaf the context holds).
 //! 6. Commit what loading queued, write the journal and the request
 //!    ([`handover`]); the work runs.
 //! 7. Account ([`account`]): counters, deduplicated PRs, dollars from
@@ -38,6 +42,7 @@
 
 mod account;
 mod acquire;
+mod claim_log;
 mod claims;
 mod ctx;
 mod entry;
