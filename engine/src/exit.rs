@@ -1,4 +1,4 @@
-//! Exit codes of `sdd-loop` (DESIGN §3), so a shell loop such as
+//! Exit codes of `sdd-loop`, so a shell loop such as
 //! `while sdd-loop work --loop; do sleep 60; done` is a valid `/loop`:
 //! 0 continues, 3 ends the loop, 4 asks for an answer, 64+ are errors in
 //! BSD sysexits style. The in-session halves add two: `begin` exits 5 when

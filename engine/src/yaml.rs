@@ -5,7 +5,7 @@
 //!
 //! Every format here is `deny_unknown_fields` and uses externally tagged
 //! enums only, because serde-saphyr loses locations through `flatten` and
-//! untagged or internally tagged enums (DESIGN §10). A [`YamlError`]
+//! untagged or internally tagged enums. A [`YamlError`]
 //! displays as `path:line:column: message`; [`YamlError::render`] adds the
 //! source snippet and a `help:` line. Checks that run after parsing (a
 //! duplicate number, an out-of-range exit code) use `Spanned` values so they

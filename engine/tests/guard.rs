@@ -1,4 +1,4 @@
-//! The guard leaves nothing behind (DESIGN §11): an agent may start its
+//! The guard leaves nothing behind: an agent may start its
 //! tools detached — in a session and process group of their own, as the
 //! Gemini CLI runs every shell command — where the guard's signal to its
 //! group never reaches them. Once its child has exited, the guard (a

@@ -1,4 +1,4 @@
-//! `sdd-harness`: the scenario harness (DESIGN §8–§9). A YAML case
+//! `sdd-harness`: the scenario harness (`docs/src/architecture.md`). A YAML case
 //! describes a world, the ticks the real `sdd-loop` engine runs in it and
 //! what must hold afterwards; the harness builds the world in a sandbox,
 //! runs the engine as a subprocess per tick, and grades and snapshots the

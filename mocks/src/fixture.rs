@@ -1,5 +1,5 @@
 //! The fixture backlog: the tracker's starting state, one YAML file per
-//! named world under `fixtures/backlogs/` (DESIGN §8).
+//! named world under `fixtures/backlogs/`.
 //!
 //! [`Backlog`] is what the mock tracker serves and what the git helper
 //! materialises. The format (documented with examples in

@@ -1,4 +1,4 @@
-//! A real git world for the sandbox (DESIGN §8): a bare repository as
+//! A real git world for the sandbox: a bare repository as
 //! `origin` plus a working clone, so PR heads are real refs, `git
 //! ls-remote` answers resume, and worktrees are real `git worktree`s.
 //!

@@ -1,5 +1,5 @@
 //! `sdd-mocks`: the world the scenario harness builds around the engine
-//! (DESIGN §8), each part usable on its own.
+//! (`docs/src/architecture.md`, "The mocks"), each part usable on its own.
 //!
 //! - [`fixture`] — the fixture backlog format (`fixtures/backlogs/*.yaml`);
 //! - [`tracker`] — the mock tracker: a stateful GitHub-REST-shaped server

@@ -1,4 +1,4 @@
-//! Real agents as the work of a wrapper tick (DESIGN §11): `--agent claude`
+//! Real agents as the work of a wrapper tick: `--agent claude`
 //! runs Claude Code headless, `--agent codex` Codex, `--agent gemini` the
 //! Gemini CLI and `--agent opencode` OpenCode, in place of a skill
 //! command. Agents never speak our protocol, so the adapter —

@@ -22,7 +22,7 @@
 //! else `model` in OpenCode's config ([`config_model`]); without either
 //! it is [`UNKNOWN_MODEL`], priced at the table's highest rates. The sum
 //! of the steps' `cost` is recorded beside our estimate, as Claude Code's
-//! `total_cost_usd` is (DESIGN §11): shown, never used by the cost stop.
+//! `total_cost_usd` is: shown, never used by the cost stop.
 //!
 //! The run failed when it exited non-zero, an `error` event arrived, or
 //! no step finished at all.

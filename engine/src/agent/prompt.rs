@@ -1,4 +1,4 @@
-//! The prompt an agent adapter gives the agent (DESIGN §11): the tick's
+//! The prompt an agent adapter gives the agent: the tick's
 //! request in words — for `/sdd:work` the issues to implement with how to
 //! read their criteria, for `/sdd:review` one review-response round per PR
 //! (ADR-0010) with whether it may be merged — and the rule that the agent

@@ -1,4 +1,4 @@
-//! What an agent did to the world, found without a protocol (DESIGN §11):
+//! What an agent did to the world, found without a protocol:
 //! agents never say which PRs they opened, so the adapter looks.
 //!
 //! [`snapshot`] is taken before the agent runs — every branch head on the

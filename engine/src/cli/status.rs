@@ -11,7 +11,7 @@
 //! `refs/sdd-loop/seen/`, as every tick does). It says only what is there: before the first tick there is no
 //! run to be stopped or not, and no state file to point at.
 //!
-//! It reads the state as the next tick will (DESIGN §4, history wins):
+//! It reads the state as the next tick will (history wins):
 //! budget.json with the values of history's last line where a tick killed
 //! between the two writes left it behind — but as it is while a live
 //! tick runs, which wrote it ahead of history at its commit (the time
@@ -275,7 +275,7 @@ fn gather(
     let tail = history::read_tail_held(&paths.history(), 1)
         .map_err(|e| (exit::DATA, e.to_string(), e.help()))?;
     let lines: Vec<HistoryLine> = tail.lines.iter().map(|l| l.line.clone()).collect();
-    // History wins, as in every tick (DESIGN §4): budget.json may lag it
+    // History wins, as in every tick: budget.json may lag it
     // by a tick after a crash. A live tick's checkpoint is ahead of it.
     let live = matches!(&lock, Some(Ok((_, v))) if !v.is_dead());
     let recon = reconcile::reconcile(

@@ -1,7 +1,8 @@
 //! Named crash points: `SDD_LOOP_CRASH_AT=<name>` makes the engine abort
 //! (`std::process::abort`, no unwinding, no cleanup — as close to SIGKILL as
 //! a process can do to itself) at that step of the tick, so the crash-sweep
-//! tests can prove recovery exact from every step (DESIGN §5).
+//! tests can prove recovery exact from every step
+//! (`docs/src/architecture.md`, "Recovery of a killed tick").
 //! `sdd-loop crash-points` prints the list.
 //!
 //! Pause points hold the engine still instead of killing it, so a test

@@ -1,4 +1,4 @@
-//! The user-prompt gates (ADR-0028 "User-prompt gates"; DESIGN §6): their
+//! The user-prompt gates (ADR-0028 "User-prompt gates"): their
 //! exact questions and options, and where answers come from.
 //!
 //! Seven gates, a closed set ([`GateName`]), each with the contract's

@@ -1,4 +1,4 @@
-//! The twelve stop conditions of ADR-0028 and their names (DESIGN §4).
+//! The twelve stop conditions of ADR-0028 and their names.
 //!
 //! A tick evaluates them on entry and on exit; any match halts the loop and
 //! prints the final report. The causes are a closed set ([`StopCause`]) whose

@@ -1,6 +1,6 @@
 //! The skill's guard: the process that runs a wrapped skill on behalf of
-//! the engine, so the skill never outlives its tick unobserved (DESIGN
-//! §11; issue "no orphaned skill").
+//! the engine, so the skill never outlives its tick unobserved (issue
+//! "no orphaned skill").
 //!
 //! A killed engine cannot stop its child, and the skill runs in a process
 //! group of its own (so Ctrl-C reaches the engine only, which forwards it),

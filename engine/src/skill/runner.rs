@@ -1,4 +1,4 @@
-//! Running the wrapped skill (DESIGN §5, §7) behind the [`SkillRunner`]
+//! Running the wrapped skill behind the [`SkillRunner`]
 //! seam.
 //!
 //! [`ProcessRunner`] starts the skill command with `sh -c` in its own

@@ -1,5 +1,5 @@
 //! The budget checkpoint `.sdd/loop/{skill}.budget.json` (ADR-0028, "Budget
-//! controls"; DESIGN §4).
+//! controls").
 //!
 //! Four ceilings (iterations, distinct PRs, wall-clock minutes, dollars) and
 //! the run's cumulative counters. Every write carries the full field list

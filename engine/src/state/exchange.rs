@@ -1,4 +1,4 @@
-//! The files a tick shares with its wrapped skill (DESIGN §7), one directory
+//! The files a tick shares with its wrapped skill, one directory
 //! per iteration under `.sdd/loop/{skill}.exchange/`: `request.json`
 //! (written by the engine), `result.json` (written by the skill) and
 //! `events.jsonl` (appended by the skill as work happens).

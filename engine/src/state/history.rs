@@ -1,5 +1,5 @@
 //! The telemetry log `.sdd/loop/{skill}.history.jsonl` (ADR-0028,
-//! "Telemetry and observability"; DESIGN §4): append-only, one JSON line per
+//! "Telemetry and observability"): append-only, one JSON line per
 //! tick, the source of truth for `--resume`.
 //!
 //! History is the write-ahead log and `budget.json` a checkpoint, so the

@@ -1,4 +1,5 @@
-//! Who holds an in-session tick's lock (DESIGN §11).
+//! Who holds an in-session tick's lock (`docs/src/in-session.md`, "The
+//! lock belongs to the session").
 //!
 //! `sdd-loop work begin` is a short-lived process; the lock must outlive
 //! it for as long as the session doing the work is alive, and die with

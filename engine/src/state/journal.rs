@@ -1,5 +1,6 @@
 //! The interrupted-iteration journal `.sdd/loop/{skill}.inflight.json`
-//! (DESIGN §5, §11): the hand-over between the two halves of a tick.
+//! (`docs/src/architecture.md`, "The data through a tick"): the hand-over
+//! between the two halves of a tick.
 //!
 //! `begin` writes it after every gate is answered and before the work
 //! starts; `end` reads it — in the same process (the wrapper tick) or in a

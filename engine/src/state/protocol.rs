@@ -1,5 +1,5 @@
-//! The wrapped-skill protocol (DESIGN §7): what the engine hands the skill it
-//! runs each tick, and what the skill hands back.
+//! The wrapped-skill protocol (`docs/src/wrapped-skill.md`): what the engine
+//! hands the skill it runs each tick, and what the skill hands back.
 //!
 //! The engine runs the skill command with three environment variables:
 //! - `SDD_LOOP_REQUEST` — path of a JSON [`SkillRequest`] (what to work on

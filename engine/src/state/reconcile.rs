@@ -1,5 +1,6 @@
 //! Reconciliation of the budget checkpoint against the history log
-//! (DESIGN §4: history is the write-ahead log, `budget.json` a checkpoint).
+//! (history is the write-ahead log, `budget.json` a checkpoint:
+//! `docs/src/architecture.md`, "History wins").
 //!
 //! A tick appends its history line, then rewrites `budget.json`; a crash
 //! between the two leaves the checkpoint one tick behind. [`reconcile`] is the

@@ -1,4 +1,4 @@
-//! The plan is what was claimed (issue 32, DESIGN §14): before a tick
+//! The plan is what was claimed (issue 32, `docs/src/claims.md`): before a tick
 //! works an issue (a review tick a PR) it claims it on the shared remote
 //! ([`crate::world::claim`]), so a loop in another clone — or on another
 //! machine — never works the same one.

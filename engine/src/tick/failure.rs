@@ -1,7 +1,8 @@
 //! The one error type of a tick: [`Failure`], an exit code with the
 //! `error:` message and the `help:` line that says what to do. Every
 //! lower-level error (files, lock, budget, history, journal, tracker, git)
-//! converts into it with the exit status DESIGN §3 names for its kind.
+//! converts into it with the exit status of its kind
+//! (`docs/src/exit-codes-and-variables.md`).
 
 use crate::exit;
 use crate::rules::gates::Question;

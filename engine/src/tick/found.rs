@@ -1,5 +1,5 @@
 //! What an in-session tick did to the world, found the way the agent
-//! adapters find it (DESIGN §11, issue "the contract enforced
+//! adapters find it (issue "the contract enforced
 //! in-session"): a session's reports are not trusted to be complete.
 //! Measured before this existed: a PR the model opened with `curl` and
 //! never named to `end` was not counted, so `--max-prs 1` did not stop the

@@ -1,4 +1,4 @@
-//! The seam between the two halves of a tick (DESIGN §11): `begin` ends by
+//! The seam between the two halves of a tick: `begin` ends by
 //! writing the journal and the exchange directory and leaving the lock held
 //! for whoever does the work; `end` starts by adopting that lock from disk
 //! and reading the journal back. Nothing else passes between them, so the

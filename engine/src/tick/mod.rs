@@ -1,5 +1,6 @@
 //! One tick of `sdd-loop work|review --loop`: the whole ADR-0028 contract,
-//! cut at the work into two halves (DESIGN §3, §11).
+//! cut at the work into two halves (`docs/src/architecture.md`, "The
+//! tick's phases").
 //!
 //! ```text
 //! begin: lock → state → resume → entry stops → gates → journal + request

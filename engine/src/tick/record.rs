@@ -1,6 +1,7 @@
 //! Step 8 of the tick: the history line (the write-ahead log, appended and
-//! fsynced first) and the budget checkpoint after it (DESIGN §4: history
-//! wins; budget.json may lag it by one tick after a crash).
+//! fsynced first) and the budget checkpoint after it (history
+//! wins; budget.json may lag it by one tick after a crash:
+//! `docs/src/architecture.md`, "History wins").
 
 use jiff::Timestamp;
 

@@ -1,4 +1,4 @@
-//! What a tick prints (ADR-0028 "Telemetry and observability"; DESIGN §6):
+//! What a tick prints (ADR-0028 "Telemetry and observability"):
 //! the one-screen status block on every tick — skipped ones too — and the
 //! final report on any stop, in the seeds' layouts.
 

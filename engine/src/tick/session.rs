@@ -1,4 +1,4 @@
-//! What the in-session halves take from the agent (DESIGN §11): `end`
+//! What the in-session halves take from the agent: `end`
 //! assembles the iteration's result from `--result FILE|-` (the
 //! SkillResult schema, every field optional), the progress events the
 //! session appended during the work (`sdd-loop work event JSON`), and

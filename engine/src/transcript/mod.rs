@@ -1,4 +1,4 @@
-//! What a Claude Code session spent, read from its transcript (DESIGN §11,
+//! What a Claude Code session spent, read from its transcript (for
 //! the in-session driver: `begin`, work, `end --transcript`).
 //!
 //! An agent working inside a Claude Code session cannot see its own token

@@ -1,5 +1,5 @@
 //! The issue tracker, as far as the loop needs it: a GitHub-REST-shaped
-//! subset (DESIGN §8) behind the [`Tracker`] seam.
+//! subset behind the [`Tracker`] seam.
 //!
 //! [`HttpTracker`] speaks that subset over HTTP: open issues with labels and
 //! bodies (paginated by `Link` headers), pull requests (state, merged,
@@ -23,7 +23,7 @@
 //! them in real time. The errors name the URL, the limit
 //! that ran out, and the flag that raises it.
 //!
-//! GitHub's rate limits (DESIGN §10): a *secondary* limit (403 or 429 with
+//! GitHub's rate limits: a *secondary* limit (403 or 429 with
 //! `retry-after`, or a message naming the secondary rate limit) is waited
 //! out like any `Retry-After`; the *primary* limit (403 or 429 with
 //! `x-ratelimit-remaining: 0`) ends the call at once with

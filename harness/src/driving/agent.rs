@@ -1,5 +1,5 @@
 //! `driver: claude` and `driver: codex`: the engine drives a real agent's
-//! test double as the tick's work (DESIGN §11) — `sdd-loop <skill> --loop
+//! test double as the tick's work — `sdd-loop <skill> --loop
 //! --agent claude|codex`, with `fake-claude` / `fake-codex` installed as
 //! `claude` / `codex` on the sandbox PATH.
 //!

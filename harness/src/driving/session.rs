@@ -1,5 +1,5 @@
 //! `driver: session`: the harness plays the agent of an in-session tick
-//! (DESIGN §11) — the way `/loop /sdd:work --loop` runs in a Claude Code
+//! — the way `/loop /sdd:work --loop` runs in a Claude Code
 //! session, with no skill command for the engine to run.
 //!
 //! Each tick: `sdd-loop <skill> begin --loop --json --holder-pid H`, with

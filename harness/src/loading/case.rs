@@ -1,9 +1,9 @@
 //! The case format, v1: one YAML file is one scenario — the world the
 //! engine starts in, the ticks it runs (what the fake skill, the world and
-//! the scripted user do on each), and what must hold afterwards (DESIGN §9).
+//! the scripted user do on each), and what must hold afterwards.
 //!
 //! Every struct is `deny_unknown_fields` and every enum externally tagged,
-//! so serde-saphyr keeps exact locations (DESIGN §10). Values that name
+//! so serde-saphyr keeps exact locations. Values that name
 //! something outside the file — a fixture, a gate, a stop cause, a crash
 //! point — are kept as `Spanned<String>` and checked once, when the case
 //! loads ([`super::load`], [`super::validate`]), so every error points at
@@ -131,7 +131,7 @@ pub struct Case {
     pub file: PathBuf,
 }
 
-/// Who does the work between the two halves of a tick (DESIGN §11).
+/// Who does the work between the two halves of a tick.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Driver {

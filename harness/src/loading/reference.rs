@@ -166,7 +166,7 @@ fn field_rows(doc: Doc) -> Vec<(String, Vec<String>)> {
     rows
 }
 
-/// When each gate is asked (DESIGN §6), beside the engine's own question.
+/// When each gate is asked, beside the engine's own question.
 fn asked_when(gate: GateName) -> &'static str {
     match gate {
         GateName::ForceUnlock => "`--lock force` and a lock is present (every time)",

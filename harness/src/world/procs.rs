@@ -1,4 +1,4 @@
-//! Kill-on-drop for every process a case starts (DESIGN §10): nextest
+//! Kill-on-drop for every process a case starts: nextest
 //! kills a timed-out test's process group, but the engine puts the wrapped
 //! skill in a group of its own, which would survive — so the harness kills
 //! its own children.

@@ -1,4 +1,4 @@
-//! The world a case runs in (DESIGN §8), built fresh in an
+//! The world a case runs in, built fresh in an
 //! `assert_fs::TempDir` per case:
 //!
 //! ```text

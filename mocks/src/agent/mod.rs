@@ -1,4 +1,4 @@
-//! The fake agents (DESIGN §8, §11): `fake-claude` and `fake-codex`, the
+//! The fake agents: `fake-claude` and `fake-codex`, the
 //! test doubles of Claude Code and Codex run headless. Per invocation they
 //! follow a YAML script ([`script`]) — acting on the world exactly as the
 //! fake skill does ([`crate::skill::act`]: push branches, open PRs through

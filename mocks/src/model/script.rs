@@ -1,5 +1,5 @@
 //! The mock model's script: the ordered turns one conversation gets, in
-//! YAML, typed and `deny_unknown_fields` (DESIGN §10), errors at
+//! YAML, typed and `deny_unknown_fields`, errors at
 //! `file:line:column`.
 //!
 //! ```yaml

@@ -4,7 +4,7 @@
 //!
 //! Started like the mock tracker — `MockServer::builder()` on a listener
 //! bound here, never the pooled `MockServer::start()` whose recycled ports
-//! let a late request reach another test's server (DESIGN §10); it serves
+//! let a late request reach another test's server; it serves
 //! from wiremock's own thread and stops when the handle is dropped.
 //! [`BlockingMockModel`] owns a runtime for callers that are not async.
 //!

@@ -1,4 +1,4 @@
-//! `mock-qmd` (DESIGN §8): installed as `qmd` on the sandbox PATH, it
+//! `mock-qmd`: installed as `qmd` on the sandbox PATH, it
 //! answers the verbs the skills use from fixture collections, and behaves
 //! up, down or slow per tick as a state file says.
 

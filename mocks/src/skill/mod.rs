@@ -1,4 +1,4 @@
-//! The fake skill (DESIGN §8): the wrapped skill for tests. Per invocation
+//! The fake skill: the wrapped skill for tests. Per invocation
 //! it follows a YAML script — call qmd, open/push/comment/merge through the
 //! mock tracker and real git, report usage and failures, print stderr,
 //! exit with a code, or block on a barrier so a test can SIGKILL the

@@ -1,4 +1,4 @@
-//! Injected tracker faults (DESIGN §8: 5xx, 429 + Retry-After, slow,
+//! Injected tracker faults (5xx, 429 + Retry-After, slow,
 //! malformed, an error page of any body), matched per route and
 //! programmable while the server runs.
 //!

@@ -1,4 +1,4 @@
-//! The mock tracker (DESIGN §8): a GitHub-REST-shaped subset served by
+//! The mock tracker: a GitHub-REST-shaped subset served by
 //! wiremock on loopback — stateful, paginated, authenticated, with faults
 //! injectable per route and every request recorded.
 //!

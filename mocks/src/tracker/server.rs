@@ -3,8 +3,8 @@
 //!
 //! Built with [`MockTracker::builder`] and started with
 //! `MockServer::builder().start()` — never the pooled `MockServer::start()`,
-//! whose recycled ports let a late request hit another test's mocks
-//! (DESIGN §10). wiremock serves from its own thread, so a test may block on
+//! whose recycled ports let a late request hit another test's mocks.
+//! wiremock serves from its own thread, so a test may block on
 //! a child process while the tracker answers it; the server stops when the
 //! handle is dropped. [`BlockingMockTracker`] owns a tokio runtime for
 //! callers that are not async.
