@@ -399,3 +399,151 @@ fn a_system_prompt_neither_answers_nor_forgets_a_pending_gate() {
         answered.json
     );
 }
+
+/// The lock another session holds, for a loop prompt's tick to skip.
+fn held_by_another(w: &World) -> OtherSession {
+    let other = OtherSession::start();
+    let held = w.hook_as(
+        "user-prompt-submit",
+        &w.prompt(WORK_PROMPT, "other-1"),
+        other.pid(),
+    );
+    assert!(held.context().is_some(), "{:?}", held.json);
+    other
+}
+
+// Issue 45: a self-paced `/loop` (no interval) fires again only when the
+// model arms its next wakeup in the turn. A skipped fire was blocked, so
+// the model was not called, armed nothing, and the loop ended silently
+// while there was still work for it.
+#[test]
+fn a_skipped_fire_of_a_self_paced_loop_goes_on_only_to_re_arm_its_wakeup() {
+    for (prompt, source) in [
+        (
+            "/loop /sdd-loop:work --loop --max-prs 1",
+            Some("loop_wakeup"),
+        ),
+        ("/sdd-loop:work --loop --max-prs 1", Some("loop_wakeup")),
+        ("/loop /sdd-loop:work --loop --max-prs 1", Some("user")),
+        ("/loop /sdd-loop:work --loop --max-prs 1", None),
+    ] {
+        let w = World::new(TWO_STORIES);
+        let _other = held_by_another(&w);
+        let before = w.history("work").len();
+        let a = w.hook("user-prompt-submit", &w.prompt_from(prompt, "p-1", source));
+        let context = a
+            .context()
+            .unwrap_or_else(|| panic!("{prompt} {source:?}: {:?}", a.json));
+        for says in [
+            "Nothing to do this tick of the work loop — another tick holds the lock",
+            "re-arm it now as /loop says (ScheduleWakeup with the same prompt), then end the turn",
+            "no iteration is open",
+        ] {
+            assert!(context.contains(says), "{prompt} {source:?}: {context}");
+        }
+        assert!(
+            !context.contains("#1 Add login page") && !context.contains("iteration 1 of"),
+            "no work is given: {context}"
+        );
+        let history = w.history("work");
+        assert_eq!(history.len(), before + 1, "the skip is recorded once");
+        assert_eq!(history[before]["outcome"], "skipped_lock");
+        let log = w.log("work");
+        assert_eq!(log.last().unwrap()["decision"], "context");
+
+        // In that turn the model may re-arm the wakeup and nothing else.
+        let pr = w.hook(
+            "pre-tool-use",
+            &w.bash("gh pr create --title x --body 'Closes #1'", "p-1"),
+        );
+        assert!(pr.denied(), "{prompt} {source:?}: {:?}", pr.json);
+        assert!(
+            pr.text().contains("tick of the work loop was skipped"),
+            "{}",
+            pr.text()
+        );
+        let skill = w.hook(
+            "pre-tool-use",
+            &w.tool(
+                "Skill",
+                serde_json::json!({"skill": "sdd-loop:work", "args": "--loop --max-prs 1"}),
+                "p-1",
+            ),
+        );
+        assert!(skill.denied(), "{prompt} {source:?}: {:?}", skill.json);
+        let wakeup = w.hook(
+            "pre-tool-use",
+            &w.tool(
+                "ScheduleWakeup",
+                serde_json::json!({"delaySeconds": 60, "prompt": prompt}),
+                "p-1",
+            ),
+        );
+        assert!(wakeup.passed(), "{:?}", wakeup.json);
+        // Its Stop has no iteration to end.
+        let stop = w.hook("stop", &w.stop(false, "Re-armed.", "p-1"));
+        assert!(stop.passed(), "{:?}", stop.json);
+        assert_eq!(w.history("work").len(), before + 1);
+        // A later prompt of the session is not held to the skip.
+        let later = w.hook(
+            "pre-tool-use",
+            &w.bash("gh pr create --title x --body 'Closes #1'", "p-2"),
+        );
+        assert!(later.passed(), "{:?}", later.json);
+    }
+}
+
+/// A cron `/loop` (an interval) fires again by itself: its skipped fire
+/// stays blocked and reaches the model zero times, and so does a skip
+/// sent by `claude -p` or the Agent SDK.
+#[test]
+fn a_skipped_fire_of_a_cron_loop_is_still_blocked() {
+    for (prompt, source) in [
+        ("/sdd-loop:work --loop --max-prs 1", Some("schedule_wakeup")),
+        ("/loop 5m /sdd-loop:work --loop --max-prs 1", Some("user")),
+        ("/loop /sdd-loop:work --loop --max-prs 1 every 20m", None),
+        ("/sdd-loop:work --loop --max-prs 1", Some("user")),
+        ("/loop /sdd-loop:work --loop --max-prs 1", Some("sdk")),
+        ("/sdd-loop:work --loop --max-prs 1", None),
+    ] {
+        let w = World::new(TWO_STORIES);
+        let _other = held_by_another(&w);
+        let a = w.hook("user-prompt-submit", &w.prompt_from(prompt, "p-1", source));
+        assert!(a.blocked(), "{prompt} {source:?}: {:?}", a.json);
+        assert!(
+            a.text().contains("another tick holds the lock")
+                && a.text().contains("the model was not called"),
+            "{}",
+            a.text()
+        );
+        assert_eq!(w.history("work").last().unwrap()["outcome"], "skipped_lock");
+    }
+}
+
+/// A stop ends a self-paced `/loop` as it ends any other: the wakeup's
+/// prompt is blocked with the final report, so nothing re-arms it.
+#[test]
+fn a_stop_still_ends_a_self_paced_loop() {
+    let w = World::new(EMPTY);
+    let prompt = "/loop /sdd-loop:work --loop --max-prs 1";
+    let a = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from(prompt, "p-1", Some("loop_wakeup")),
+    );
+    assert!(a.blocked(), "{:?}", a.json);
+    assert!(
+        a.text().contains("the work loop has ended (backlog_empty)")
+            && a.text().contains("the model was not called"),
+        "{}",
+        a.text()
+    );
+    let again = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from(prompt, "p-2", Some("loop_wakeup")),
+    );
+    assert!(
+        again.blocked() && again.text().contains("this fire records nothing"),
+        "{:?}",
+        again.json
+    );
+}
