@@ -520,6 +520,25 @@ impl Checker<'_> {
             .try_for_each(|f| self.relative(f, "the project"))
     }
 
+    /// `release_lock: true`, in a case whose world has a live lock holder.
+    fn release_lock(&self, release: &Spanned<bool>) -> Checked {
+        if !release.value {
+            return Err(self.at(
+                release.referenced,
+                "`release_lock: false` releases nothing".to_owned(),
+                format!("write `release_lock: true` to end the world's live lock holder, or leave the event out ({FORMAT_HELP})"),
+            ));
+        }
+        if !self.live_lock {
+            return Err(self.at(
+                release.referenced,
+                "`release_lock` needs a live lock holder to release".to_owned(),
+                format!("add `lock: {{ pid: live }}` to the case's `world:` ({FORMAT_HELP})"),
+            ));
+        }
+        Ok(())
+    }
+
     fn tick(&self, tick: &TickSpec) -> Checked {
         for event in &tick.before {
             match event {
@@ -528,6 +547,7 @@ impl Checker<'_> {
                     self.relative(path, "the project")?;
                 }
                 Event::Edit(edit) => self.edit(edit)?,
+                Event::ReleaseLock(release) => self.release_lock(release)?,
                 Event::Truncate(t) => {
                     self.edited_file(&t.file)?;
                     if let Some(n) = &t.drop
