@@ -33,6 +33,7 @@ use crate::loading::{duration, requirements};
 
 mod edits;
 mod hooks;
+mod lock;
 mod machines;
 
 struct Checker<'a> {
@@ -520,25 +521,6 @@ impl Checker<'_> {
             .try_for_each(|f| self.relative(f, "the project"))
     }
 
-    /// `release_lock: true`, in a case whose world has a live lock holder.
-    fn release_lock(&self, release: &Spanned<bool>) -> Checked {
-        if !release.value {
-            return Err(self.at(
-                release.referenced,
-                "`release_lock: false` releases nothing".to_owned(),
-                format!("write `release_lock: true` to end the world's live lock holder, or leave the event out ({FORMAT_HELP})"),
-            ));
-        }
-        if !self.live_lock {
-            return Err(self.at(
-                release.referenced,
-                "`release_lock` needs a live lock holder to release".to_owned(),
-                format!("add `lock: {{ pid: live }}` to the case's `world:` ({FORMAT_HELP})"),
-            ));
-        }
-        Ok(())
-    }
-
     fn tick(&self, tick: &TickSpec) -> Checked {
         for event in &tick.before {
             match event {
@@ -547,7 +529,6 @@ impl Checker<'_> {
                     self.relative(path, "the project")?;
                 }
                 Event::Edit(edit) => self.edit(edit)?,
-                Event::ReleaseLock(release) => self.release_lock(release)?,
                 Event::Truncate(t) => {
                     self.edited_file(&t.file)?;
                     if let Some(n) = &t.drop
@@ -671,15 +652,7 @@ impl Checker<'_> {
             }
             _ => {}
         }
-        if let Some(text) = &tick.release_lock_when
-            && !self.live_lock
-        {
-            return Err(self.at(
-                text.referenced,
-                "`release_lock_when` needs a live lock holder to release".to_owned(),
-                format!("add `lock: {{ pid: live }}` to the case's `world:` ({FORMAT_HELP})"),
-            ));
-        }
+        self.lock_holder(tick)?;
         self.agent(tick)?;
         self.real(tick)?;
         if let Some(gates) = &tick.expect.gates {
