@@ -8,6 +8,7 @@
 mod hooks;
 
 use hooks::*;
+use sdd_mocks::git::{Git, GitIdentity};
 
 const WORK_PROMPT: &str = "/sdd:work --loop --max-prs 1";
 
@@ -545,5 +546,65 @@ fn a_stop_still_ends_a_self_paced_loop() {
         again.blocked() && again.text().contains("this fire records nothing"),
         "{:?}",
         again.json
+    );
+}
+
+/// Issue 45 as it was seen: two clones of one origin, and the fire of
+/// the self-paced `/loop` in one finds every issue claimed by the other's
+/// open tick. That skip goes on to re-arm the wakeup; a cron fire on the
+/// same skip is still blocked.
+#[test]
+fn a_self_paced_wakeup_skipped_on_another_clones_claims_goes_on_to_re_arm() {
+    let w = World::with_git(TWO_STORIES);
+    let origin = &w.git.as_ref().unwrap().origin;
+    let elsewhere = w.dir.path().join("elsewhere");
+    let git = Git::new(GitIdentity::default());
+    git.run(
+        w.dir.path(),
+        ["clone", "-q", origin.to_str().unwrap(), "elsewhere"],
+    )
+    .unwrap();
+    let other = OtherSession::start();
+    let claimed = std::process::Command::new(env!("CARGO_BIN_EXE_sdd-loop"))
+        .args(["work", "begin", "--loop", "--max-agents", "2", "--json"])
+        .args(["--holder-pid", &other.pid().to_string()])
+        .current_dir(&elsewhere)
+        .env_clear()
+        .envs(w.env())
+        .output()
+        .unwrap();
+    assert_eq!(
+        claimed.status.code(),
+        Some(0),
+        "the other clone's tick claims #1 and #2: {}",
+        String::from_utf8_lossy(&claimed.stderr)
+    );
+    let prompt = "/loop /sdd-loop:work --loop --max-agents 2";
+    let a = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from(prompt, "p-1", Some("loop_wakeup")),
+    );
+    let context = a.context().unwrap_or_else(|| panic!("{:?}", a.json));
+    assert!(
+        context.contains("other clones hold the claims on the work")
+            && context.contains("re-arm it now as /loop says"),
+        "{context}"
+    );
+    assert!(!w.is_open("work"), "no iteration is open here");
+    let cron = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from(
+            "/sdd-loop:work --loop --max-agents 2",
+            "p-2",
+            Some("schedule_wakeup"),
+        ),
+    );
+    assert!(
+        cron.blocked()
+            && cron
+                .text()
+                .contains("other clones hold the claims on the work"),
+        "{:?}",
+        cron.json
     );
 }
