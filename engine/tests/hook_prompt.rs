@@ -8,6 +8,7 @@
 mod hooks;
 
 use hooks::*;
+use sdd_mocks::git::{Git, GitIdentity};
 
 const WORK_PROMPT: &str = "/sdd:work --loop --max-prs 1";
 
@@ -397,5 +398,213 @@ fn a_system_prompt_neither_answers_nor_forgets_a_pending_gate() {
         answered.context().is_some_and(|c| c.contains("#20")),
         "the user's answer still answers: {:?}",
         answered.json
+    );
+}
+
+/// The lock another session holds, for a loop prompt's tick to skip.
+fn held_by_another(w: &World) -> OtherSession {
+    let other = OtherSession::start();
+    let held = w.hook_as(
+        "user-prompt-submit",
+        &w.prompt(WORK_PROMPT, "other-1"),
+        other.pid(),
+    );
+    assert!(held.context().is_some(), "{:?}", held.json);
+    other
+}
+
+// Issue 45: a self-paced `/loop` (no interval) fires again only when the
+// model arms its next wakeup in the turn. A skipped fire was blocked, so
+// the model was not called, armed nothing, and the loop ended silently
+// while there was still work for it.
+#[test]
+fn a_skipped_fire_of_a_self_paced_loop_goes_on_only_to_re_arm_its_wakeup() {
+    for (prompt, source) in [
+        (
+            "/loop /sdd-loop:work --loop --max-prs 1",
+            Some("loop_wakeup"),
+        ),
+        ("/sdd-loop:work --loop --max-prs 1", Some("loop_wakeup")),
+        ("/loop /sdd-loop:work --loop --max-prs 1", Some("user")),
+        ("/loop /sdd-loop:work --loop --max-prs 1", None),
+    ] {
+        let w = World::new(TWO_STORIES);
+        let _other = held_by_another(&w);
+        let before = w.history("work").len();
+        let a = w.hook("user-prompt-submit", &w.prompt_from(prompt, "p-1", source));
+        let context = a
+            .context()
+            .unwrap_or_else(|| panic!("{prompt} {source:?}: {:?}", a.json));
+        for says in [
+            "Nothing to do this tick of the work loop — another tick holds the lock",
+            "re-arm it now as /loop says (ScheduleWakeup with the same prompt), then end the turn",
+            "no iteration is open",
+        ] {
+            assert!(context.contains(says), "{prompt} {source:?}: {context}");
+        }
+        assert!(
+            !context.contains("#1 Add login page") && !context.contains("iteration 1 of"),
+            "no work is given: {context}"
+        );
+        let history = w.history("work");
+        assert_eq!(history.len(), before + 1, "the skip is recorded once");
+        assert_eq!(history[before]["outcome"], "skipped_lock");
+        let log = w.log("work");
+        assert_eq!(log.last().unwrap()["decision"], "context");
+
+        // In that turn the model may re-arm the wakeup and nothing else.
+        let pr = w.hook(
+            "pre-tool-use",
+            &w.bash("gh pr create --title x --body 'Closes #1'", "p-1"),
+        );
+        assert!(pr.denied(), "{prompt} {source:?}: {:?}", pr.json);
+        assert!(
+            pr.text().contains("tick of the work loop was skipped"),
+            "{}",
+            pr.text()
+        );
+        let skill = w.hook(
+            "pre-tool-use",
+            &w.tool(
+                "Skill",
+                serde_json::json!({"skill": "sdd-loop:work", "args": "--loop --max-prs 1"}),
+                "p-1",
+            ),
+        );
+        assert!(skill.denied(), "{prompt} {source:?}: {:?}", skill.json);
+        let wakeup = w.hook(
+            "pre-tool-use",
+            &w.tool(
+                "ScheduleWakeup",
+                serde_json::json!({"delaySeconds": 60, "prompt": prompt}),
+                "p-1",
+            ),
+        );
+        assert!(wakeup.passed(), "{:?}", wakeup.json);
+        // Its Stop has no iteration to end.
+        let stop = w.hook("stop", &w.stop(false, "Re-armed.", "p-1"));
+        assert!(stop.passed(), "{:?}", stop.json);
+        assert_eq!(w.history("work").len(), before + 1);
+        // A later prompt of the session is not held to the skip.
+        let later = w.hook(
+            "pre-tool-use",
+            &w.bash("gh pr create --title x --body 'Closes #1'", "p-2"),
+        );
+        assert!(later.passed(), "{:?}", later.json);
+    }
+}
+
+/// A cron `/loop` (an interval) fires again by itself: its skipped fire
+/// stays blocked and reaches the model zero times, and so does a skip
+/// sent by `claude -p` or the Agent SDK.
+#[test]
+fn a_skipped_fire_of_a_cron_loop_is_still_blocked() {
+    for (prompt, source) in [
+        ("/sdd-loop:work --loop --max-prs 1", Some("schedule_wakeup")),
+        ("/loop 5m /sdd-loop:work --loop --max-prs 1", Some("user")),
+        ("/loop /sdd-loop:work --loop --max-prs 1 every 20m", None),
+        ("/sdd-loop:work --loop --max-prs 1", Some("user")),
+        ("/loop /sdd-loop:work --loop --max-prs 1", Some("sdk")),
+        ("/sdd-loop:work --loop --max-prs 1", None),
+    ] {
+        let w = World::new(TWO_STORIES);
+        let _other = held_by_another(&w);
+        let a = w.hook("user-prompt-submit", &w.prompt_from(prompt, "p-1", source));
+        assert!(a.blocked(), "{prompt} {source:?}: {:?}", a.json);
+        assert!(
+            a.text().contains("another tick holds the lock")
+                && a.text().contains("the model was not called"),
+            "{}",
+            a.text()
+        );
+        assert_eq!(w.history("work").last().unwrap()["outcome"], "skipped_lock");
+    }
+}
+
+/// A stop ends a self-paced `/loop` as it ends any other: the wakeup's
+/// prompt is blocked with the final report, so nothing re-arms it.
+#[test]
+fn a_stop_still_ends_a_self_paced_loop() {
+    let w = World::new(EMPTY);
+    let prompt = "/loop /sdd-loop:work --loop --max-prs 1";
+    let a = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from(prompt, "p-1", Some("loop_wakeup")),
+    );
+    assert!(a.blocked(), "{:?}", a.json);
+    assert!(
+        a.text().contains("the work loop has ended (backlog_empty)")
+            && a.text().contains("the model was not called"),
+        "{}",
+        a.text()
+    );
+    let again = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from(prompt, "p-2", Some("loop_wakeup")),
+    );
+    assert!(
+        again.blocked() && again.text().contains("this fire records nothing"),
+        "{:?}",
+        again.json
+    );
+}
+
+/// Issue 45 as it was seen: two clones of one origin, and the fire of
+/// the self-paced `/loop` in one finds every issue claimed by the other's
+/// open tick. That skip goes on to re-arm the wakeup; a cron fire on the
+/// same skip is still blocked.
+#[test]
+fn a_self_paced_wakeup_skipped_on_another_clones_claims_goes_on_to_re_arm() {
+    let w = World::with_git(TWO_STORIES);
+    let origin = &w.git.as_ref().unwrap().origin;
+    let elsewhere = w.dir.path().join("elsewhere");
+    let git = Git::new(GitIdentity::default());
+    git.run(
+        w.dir.path(),
+        ["clone", "-q", origin.to_str().unwrap(), "elsewhere"],
+    )
+    .unwrap();
+    let other = OtherSession::start();
+    let claimed = std::process::Command::new(env!("CARGO_BIN_EXE_sdd-loop"))
+        .args(["work", "begin", "--loop", "--max-agents", "2", "--json"])
+        .args(["--holder-pid", &other.pid().to_string()])
+        .current_dir(&elsewhere)
+        .env_clear()
+        .envs(w.env())
+        .output()
+        .unwrap();
+    assert_eq!(
+        claimed.status.code(),
+        Some(0),
+        "the other clone's tick claims #1 and #2: {}",
+        String::from_utf8_lossy(&claimed.stderr)
+    );
+    let prompt = "/loop /sdd-loop:work --loop --max-agents 2";
+    let a = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from(prompt, "p-1", Some("loop_wakeup")),
+    );
+    let context = a.context().unwrap_or_else(|| panic!("{:?}", a.json));
+    assert!(
+        context.contains("other clones hold the claims on the work")
+            && context.contains("re-arm it now as /loop says"),
+        "{context}"
+    );
+    assert!(!w.is_open("work"), "no iteration is open here");
+    let cron = w.hook(
+        "user-prompt-submit",
+        &w.prompt_from(
+            "/sdd-loop:work --loop --max-agents 2",
+            "p-2",
+            Some("schedule_wakeup"),
+        ),
+    );
+    assert!(
+        cron.blocked()
+            && cron
+                .text()
+                .contains("other clones hold the claims on the work"),
+        "{:?}",
+        cron.json
     );
 }

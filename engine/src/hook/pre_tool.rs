@@ -16,8 +16,9 @@
 //! - it runs `begin` while the iteration is open (the hook began it);
 //! - it runs the other loop's skill with `--loop` (the `Skill` tool);
 //! - no iteration is open but the session holds the loop's lock, or the
-//!   prompt's own iteration has ended: then every PR, merge, review and
-//!   push is refused.
+//!   prompt's own iteration has ended, or the prompt's tick was skipped
+//!   and the prompt went on only to re-arm a self-paced `/loop`'s wakeup:
+//!   then every PR, merge, review and push is refused.
 //!
 //! A loop skill run with `--loop` through the `Skill` tool is allowed only
 //! inside this session's open iteration of that loop; anywhere else —
@@ -307,6 +308,20 @@ fn decide(
         }
     }
     for paths in both(project) {
+        if let Ok(Some(session)) = Session::load(&paths, &input.common.session_id)
+            && session.prompt_id.is_some()
+            && session.prompt_id == input.common.prompt_id
+            && session.skipped
+        {
+            let skill = paths.skill;
+            return Ok(Decided {
+                answer: refused(format!(
+                    "this prompt's tick of the {skill} loop was skipped (nothing to do this tick), and the prompt went on only so that its self-paced /loop re-arms its wakeup: {what} now is outside any tick and would be counted by none. Re-arm the wakeup and end the turn; the next fire tries the tick again."
+                )),
+                skill: Some(skill),
+                iteration: None,
+            });
+        }
         if let Ok(Some(session)) = Session::load(&paths, &input.common.session_id)
             && session.prompt_id.is_some()
             && session.prompt_id == input.common.prompt_id

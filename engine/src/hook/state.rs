@@ -91,6 +91,11 @@ pub struct Session {
     /// records nothing more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<Ended>,
+    /// The prompt's tick was skipped, and the prompt went on to the model
+    /// only to re-arm a self-paced `/loop`'s wakeup: in its turn every PR,
+    /// merge, review and push is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
 }
 
 /// An ended run, as a session was told of it.

@@ -7,7 +7,13 @@
 //!   to do, the limits left, and that `end` runs by itself at the stop;
 //! - **skip**, **stop**: the prompt is blocked with the reason (on a stop,
 //!   the final report and how to end `/loop`); no request reaches the
-//!   model, so a skipped or ended loop spends nothing. A session told its
+//!   model, so a skipped or ended loop spends nothing — except a skip of
+//!   a self-paced `/loop` (no interval: a `loop_wakeup` fire, or `/loop
+//!   PROMPT` typed), which goes on to the model with only "nothing to do:
+//!   re-arm the wakeup and end the turn" as context, since that loop
+//!   fires again only when the model arms its next wakeup: blocked, it
+//!   would end (`docs/src/claude-code.md`, "Self-paced `/loop`"). In that
+//!   turn every PR, merge, review and push is refused. A session told its
 //!   run has ended is refused the same way on every later fire (a `/loop`
 //!   cron job fires until deleted) without `begin`, so the history gains
 //!   no line per fire; `--resume` or `--fresh` runs `begin` again;
@@ -231,6 +237,7 @@ fn decide(
         stopped: false,
         cut_short: None,
         ended: None,
+        skipped: false,
     };
     match ran.code {
         exit::TICK_DONE => {
@@ -245,9 +252,18 @@ fn decide(
             }
         }
         exit::NOTHING_TO_DO => {
-            let _ = record(None, None).save(paths, redactor);
             let reason = summary["reason"].as_str().unwrap_or("nothing to do");
             let notes = notes(&summary);
+            if self_paced(input, tick) {
+                saw.push("a self-paced /loop: the skip goes on to re-arm its wakeup".into());
+                let _ = Session {
+                    skipped: true,
+                    ..record(None, None)
+                }
+                .save(paths, redactor);
+                return Answer::Context(rearm_only(tick, reason, &notes));
+            }
+            let _ = record(None, None).save(paths, redactor);
             Answer::BlockPrompt(format!(
                 "sdd-loop: nothing to do this tick of the {skill} loop — {reason}. The tick is recorded; the model was not called.{notes}"
             ))
@@ -275,6 +291,31 @@ fn decide(
             ran.error_text()
         )),
     }
+}
+
+/// Whether `input` is a fire of a self-paced `/loop` (no interval): a
+/// wakeup (`source: "loop_wakeup"`), or `/loop PROMPT` with no interval
+/// as the user typed it (or as a release that sends no `source`
+/// re-submits it). Such a loop fires again only when the model arms its
+/// next wakeup in the turn, so a blocked prompt would end it; a cron
+/// `/loop` (an interval: `source: "schedule_wakeup"`) fires again by
+/// itself.
+fn self_paced(input: &PromptInput, tick: &LoopPrompt) -> bool {
+    match input.source.as_deref() {
+        Some("loop_wakeup") => true,
+        None | Some("user") => tick.via_loop == Some(None),
+        Some(_) => false,
+    }
+}
+
+/// What the model is told when a self-paced `/loop`'s tick is skipped:
+/// the skip, and only to re-arm the wakeup and end the turn.
+fn rearm_only(tick: &LoopPrompt, reason: &str, notes: &str) -> String {
+    let skill = tick.skill;
+    format!(
+        "[sdd-loop] Nothing to do this tick of the {skill} loop — {reason}. The tick is recorded as skipped and no iteration is open: there is no work in this turn. This /loop is self-paced, so it fires again only if you arm its next wakeup: re-arm it now as /loop says (ScheduleWakeup with the same prompt), then end the turn. Do nothing else: do not run {} (no iteration is open for it), and open, merge or review no PR and push nothing — the hooks refuse those in this turn. The next fire tries the tick again.{notes}",
+        tick.name
+    )
 }
 
 /// How `/loop` ends once the engine has ended the run it drives.

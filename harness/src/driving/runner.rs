@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use jiff::{SignedDuration, Timestamp};
+use sdd_loop::os::liveness::{self, OsProbe};
 use sdd_mocks::git;
 use serde_json::Value;
 
@@ -338,6 +339,22 @@ fn apply_events(
                     std::fs::write(&path, "").map_err(|e| fail(e.to_string()))?;
                 } else {
                     let _ = std::fs::remove_file(&path);
+                }
+            }
+            Event::ReleaseLock(_) => {
+                if let Some(holder) = sandbox.live_lock.take() {
+                    Reaper::kill(holder);
+                    // A signal is delivered after kill(2) returns: the
+                    // tick starts once the holder is seen gone.
+                    let until = Instant::now() + Duration::from_secs(10);
+                    while !liveness::check(&OsProbe, holder, None).is_dead() {
+                        if Instant::now() >= until {
+                            return Err(fail(format!(
+                                "the live lock holder (pid {holder}) did not end within 10 s of SIGKILL"
+                            )));
+                        }
+                        std::thread::park_timeout(Duration::from_millis(5));
+                    }
                 }
             }
             Event::File { path, content } => Sandbox::write_file_in(&project, &path.value, content)

@@ -519,6 +519,9 @@ pub enum Event {
     Fault(#[schemars(schema_with = "schema_parts::fault")] Fault),
     /// Create (`true`) or remove (`false`) `.sdd/loop/{skill}.stop`.
     StopFile(bool),
+    /// End `world.lock`'s live holder (`true`): the tick it stands for is
+    /// gone, and the next tick finds its lock stale.
+    ReleaseLock(#[schemars(with = "bool")] Spanned<bool>),
     /// Write a file in the project.
     File {
         #[schemars(with = "String")]

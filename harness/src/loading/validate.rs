@@ -33,6 +33,7 @@ use crate::loading::{duration, requirements};
 
 mod edits;
 mod hooks;
+mod lock;
 mod machines;
 
 struct Checker<'a> {
@@ -651,15 +652,7 @@ impl Checker<'_> {
             }
             _ => {}
         }
-        if let Some(text) = &tick.release_lock_when
-            && !self.live_lock
-        {
-            return Err(self.at(
-                text.referenced,
-                "`release_lock_when` needs a live lock holder to release".to_owned(),
-                format!("add `lock: {{ pid: live }}` to the case's `world:` ({FORMAT_HELP})"),
-            ));
-        }
+        self.lock_holder(tick)?;
         self.agent(tick)?;
         self.real(tick)?;
         if let Some(gates) = &tick.expect.gates {
