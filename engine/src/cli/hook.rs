@@ -21,7 +21,8 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use super::args::HookArgs;
-use super::{Env, main_with};
+use super::env::Env;
+use super::main_with;
 use crate::exit;
 use crate::hook::in_time::{self, Waiting};
 use crate::hook::{self, Engine, Hook, Ran};
@@ -68,7 +69,7 @@ impl Engine for InProcess {
 /// must answer whatever they hold, so a clock they do not describe is the
 /// system's (the tick the hook starts refuses them with the reason).
 fn clock(vars: &BTreeMap<String, String>) -> Arc<dyn Clock> {
-    super::clock_from_vars(vars).unwrap_or_else(|_| Arc::new(SystemClock))
+    super::env::clock_from_vars(vars).unwrap_or_else(|_| Arc::new(SystemClock))
 }
 
 pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
