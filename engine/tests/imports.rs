@@ -287,6 +287,24 @@ mod synthetic {
     }
 
     #[test]
+    fn a_child_named_in_code_and_a_module_from_elsewhere_are_edges() {
+        let sources = [
+            source("", "pub mod room;"),
+            source(
+                "room",
+                "mod a;\n#[path = \"../x.rs\"]\nmod far;\npub use far::Thing;\nfn go() { a::run(); crate::other::a::no(); }",
+            ),
+            source("room::a", "use super::Thing;\npub fn run() {}"),
+        ];
+        let level = Graph::from_sources(&sources).level(&vec!["room".to_owned()]);
+        assert_eq!(
+            level,
+            edges(&[("a", "far"), ("mod.rs", "a"), ("mod.rs", "far")]),
+            "`a::run()` in room is an arrow to room::a; `far` is a module though its file is elsewhere"
+        );
+    }
+
+    #[test]
     fn the_rooms_are_read_from_lib_rs_in_order() {
         let rooms = rooms();
         let at = |r: &str| rooms.iter().position(|x| x == r);

@@ -22,7 +22,6 @@ use std::time::Duration;
 
 use super::args::HookArgs;
 use super::env::Env;
-use super::main_with;
 use crate::exit;
 use crate::hook::in_time::{self, Waiting};
 use crate::hook::{self, Engine, Hook, Ran};
@@ -31,11 +30,17 @@ use crate::os::liveness::OsProbe;
 use crate::state::holder;
 use crate::world::git::GitCli;
 
+/// The command line's own entry ([`super::main_with`]), handed down by
+/// the command line so that a hook runs its commands without reaching
+/// back up to it.
+pub(super) type Main = fn(Vec<OsString>, &mut Env<'_>) -> u8;
+
 /// The engine a hook runs: `sdd-loop ARGS` in-process, with the hook's
 /// environment, its output captured.
 #[derive(Debug)]
 struct InProcess {
     vars: BTreeMap<String, String>,
+    main: Main,
 }
 
 impl Engine for InProcess {
@@ -54,7 +59,7 @@ impl Engine for InProcess {
             let argv = std::iter::once(OsString::from("sdd-loop"))
                 .chain(args.iter().map(OsString::from))
                 .collect::<Vec<_>>();
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| main_with(argv, &mut env)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.main)(argv, &mut env)))
                 .unwrap_or(exit::INTERNAL)
         };
         Ran {
@@ -72,7 +77,7 @@ fn clock(vars: &BTreeMap<String, String>) -> Arc<dyn Clock> {
     super::env::clock_from_vars(vars).unwrap_or_else(|_| Arc::new(SystemClock))
 }
 
-pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
+pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>, main: Main) -> u8 {
     let Some(event) = args.event.filter(|_| !args.protocol) else {
         return match writeln!(env.stdout, "{}", hook::handshake()) {
             Ok(()) => exit::TICK_DONE,
@@ -106,7 +111,10 @@ pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
     let (tx, rx) = mpsc::channel();
     let input = bytes.clone();
     std::thread::spawn(move || {
-        let mut engine = InProcess { vars: vars.clone() };
+        let mut engine = InProcess {
+            vars: vars.clone(),
+            main,
+        };
         let clock = clock(&vars);
         let git = GitCli { dir: git_dir };
         let mut hook = Hook {

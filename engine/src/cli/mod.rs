@@ -76,7 +76,7 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
             let checks = crate::cli::doctor::checks(&inputs);
             crate::cli::doctor::report(&checks, &project, args.json, env.stdout)
         }
-        Command::Hook(args) => hook::hook_command(args, env),
+        Command::Hook(args) => hook::hook_command(args, env, main_with),
         Command::Guard {
             parent,
             exec,

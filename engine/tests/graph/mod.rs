@@ -5,8 +5,10 @@
 //!
 //! The graph is read from the source text, not from the compiler: every
 //! `crate::…`, `super::…` and `self::…` path in code (not in comments),
-//! grouped `use` trees included, resolved to the longest module it names,
-//! through a module's `pub use` re-exports. A circle means a type lives in
+//! and every `child::…` path in a module with that child, grouped `use`
+//! trees included, resolved to the longest module it names, through a
+//! module's `pub use` re-exports; a module whose file lives elsewhere
+//! (`#[path]`) is a leaf. A circle means a type lives in
 //! the wrong file: move it down to the module that owns it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -197,6 +199,12 @@ fn paths_in(source: &Source, children: &BTreeSet<String>) -> Vec<Module> {
             children
                 .contains(&first)
                 .then(|| (source.module.clone(), r))
+        } else if !code[..i].ends_with("::") {
+            // 2018 paths in code: `child::item(…)` in a module with that
+            // child, without a `use`.
+            let first: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            (children.contains(&first) && rest[first.len()..].starts_with("::"))
+                .then(|| (source.module.clone(), rest))
         } else {
             None
         };
@@ -235,7 +243,26 @@ impl Graph {
     }
 
     pub fn from_sources(sources: &[Source]) -> Self {
-        let modules: BTreeSet<Module> = sources.iter().map(|s| s.module.clone()).collect();
+        let mut modules: BTreeSet<Module> = sources.iter().map(|s| s.module.clone()).collect();
+        // A module whose file lives elsewhere (`#[path = "…"] mod name;`)
+        // is a leaf of the graph: paths into it end there.
+        for s in sources {
+            for line in s.code.lines() {
+                let t = line.trim();
+                let t = ["pub ", "pub(crate) ", "pub(super) "]
+                    .iter()
+                    .find_map(|p| t.strip_prefix(p))
+                    .unwrap_or(t);
+                if let Some(name) = t.strip_prefix("mod ").and_then(|r| r.strip_suffix(';'))
+                    && !name.is_empty()
+                    && name.chars().all(is_ident)
+                {
+                    let mut m = s.module.clone();
+                    m.push(name.to_owned());
+                    modules.insert(m);
+                }
+            }
+        }
         let children = |m: &Module| -> BTreeSet<String> {
             modules
                 .iter()
