@@ -3,8 +3,11 @@
 //! every tick whatever the wrapped skill does.
 //!
 //! The rooms, each importing only the ones listed before it
-//! (`engine/tests/imports.rs` holds that):
+//! (`engine/tests/imports.rs` reads this list and holds the code to it,
+//! with no import circle anywhere in the crate):
 //!
+//! - [`exit`] — exit statuses, a leaf every room may use.
+//! - [`yaml`] — the one YAML reader, a leaf every room may use.
 //! - [`os`] — the seams to the operating system: clock, liveness, crash
 //!   points.
 //! - [`state`] — every file under `.sdd/loop/`: lock and holder, budget,
@@ -12,6 +15,8 @@
 //!   schemas.
 //! - [`rules`] — the contract's decisions: stop conditions, gates, cost
 //!   rates, redaction, `CLAUDE.md`.
+//! - [`config`] — a tick's settings, gathered by the command line and
+//!   passed down; it names the rules' flags and ceilings.
 //! - [`world`] — the tracker, git, the backlog, other programs.
 //! - [`skill`] — the wrapped skill and its guard.
 //! - [`transcript`] — what an in-session agent spent, from its transcript.
@@ -20,10 +25,6 @@
 //! - [`hook`] — the contract enforced inside a Claude Code session by its
 //!   hooks.
 //! - [`cli`] — the command line, `doctor` and `status`.
-//!
-//! Three crate-wide leaves sit beside them: [`exit`] (exit statuses),
-//! [`yaml`] (the one YAML reader) and [`config`] (a tick's settings,
-//! gathered by the command line and passed down).
 
 pub mod agent;
 pub mod cli;

@@ -18,6 +18,8 @@
 //!    the SKILL.md documents: a record becomes grades and snapshots.
 //! 5. [`reporting`] — what a reviewer reads: the report, the HTML viewer,
 //!    the benchmark and its history.
+//! 6. [`scorecard`] — the loop-safety scorecard, a feature of its own: its
+//!    cases and adapters, a cell's run and verdict, the matrix.
 //!
 //! [`cli`] sits on top and only calls down.
 
@@ -26,4 +28,5 @@ pub mod driving;
 pub mod judging;
 pub mod loading;
 pub mod reporting;
+pub mod scorecard;
 pub mod world;

@@ -35,7 +35,7 @@ use std::ffi::OsString;
 
 use serde_json::Value;
 
-use super::{
+use super::stream::{
     LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended, noise_note,
 };
 use crate::skill::runner::RunOutcome;
@@ -419,7 +419,7 @@ impl StreamReader for ClaudeStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::exited_ok;
+    use crate::agent::stream::exited_ok;
 
     fn feed(lines: &[&str]) -> (ClaudeStream, Vec<SkillEvent>) {
         let mut s = ClaudeStream::default();

@@ -35,7 +35,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{
+use super::stream::{
     LineRead, StreamReader, Verdict, event_failure, event_or_noise, first_line, noise_note,
 };
 use crate::skill::runner::RunOutcome;
@@ -310,7 +310,7 @@ impl StreamReader for CodexStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::exited_ok;
+    use crate::agent::stream::exited_ok;
 
     fn usage(tokens_in: u64, tokens_out: u64, cache_read_tokens: u64) -> SkillEvent {
         SkillEvent::Usage {

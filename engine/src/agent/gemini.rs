@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{
+use super::stream::{
     LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended, noise_note,
 };
 use crate::skill::runner::RunOutcome;
@@ -443,7 +443,7 @@ pub fn dirs(gemini_cli_home: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::exited_ok;
+    use crate::agent::stream::exited_ok;
     use std::io::Write;
 
     const INIT: &str = r#"{"type":"init","timestamp":"t","session_id":"9ebfd330-f31e-4eee-af07-b7878ba693cd","model":"gemini-2.5-flash"}"#;

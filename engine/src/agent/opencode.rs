@@ -32,7 +32,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{
+use super::stream::{
     LineRead, StreamReader, Verdict, event_failure, event_or_noise, first_line, noise_note,
 };
 use crate::skill::runner::RunOutcome;
@@ -253,7 +253,7 @@ impl StreamReader for OpencodeStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::exited_ok;
+    use crate::agent::stream::exited_ok;
 
     // As OpenCode 1.18.33 printed them against the scripted Anthropic API.
     const STEP_1: &str = r#"{"type":"step_finish","timestamp":1,"sessionID":"ses_1","part":{"type":"step-finish","reason":"tool-calls","tokens":{"total":1650,"input":1000,"output":50,"reasoning":0,"cache":{"write":200,"read":400}},"cost":0.00462}}"#;

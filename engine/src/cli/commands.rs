@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::args::{CommonArgs, EndArgs, EventArgs, HolderArgs, TickArgs};
+use super::env::{Env, env_redactor, usage};
 use super::gather::{Mode, Refusal, Request, WorldLookups, gather};
-use super::{Env, usage};
 use crate::agent::prompt::Template;
 use crate::agent::{AgentKind, AgentRunner, AgentSettings};
 use crate::config::TickConfig;
@@ -227,7 +227,7 @@ fn setup(
 
 /// Prints every problem, then what follows them; the usage exit code.
 fn refuse(refusal: &Refusal, env: &mut Env<'_>) -> u8 {
-    let redactor = super::env_redactor(&env.vars);
+    let redactor = env_redactor(&env.vars);
     for problem in &refusal.problems {
         // A value given wrong is quoted, so redacted; a missing setting's
         // lines quote nothing.
@@ -506,7 +506,7 @@ fn end_input(args: &EndArgs, env: &mut Env<'_>) -> Result<EndInput, u8> {
 pub(super) fn event_command(skill: Skill, args: EventArgs, env: &mut Env<'_>) -> u8 {
     let root: PathBuf = env.cwd.join(&args.project).components().collect();
     let paths = StatePaths::new(&root, skill, None);
-    let redactor = super::env_redactor(&env.vars);
+    let redactor = env_redactor(&env.vars);
     match tick::append_event(&paths, &args.event, &redactor) {
         Ok(iteration) => {
             let _ = writeln!(env.stdout, "event recorded for iteration {iteration}");

@@ -458,7 +458,7 @@ fn begin_is_looped(request: &Request<'_>) -> Result<(), Problem> {
 
 /// The clock `SDD_LOOP_NOW` and `SDD_LOOP_CLOCK` ask for.
 fn clock(vars: &BTreeMap<String, String>) -> Result<Arc<dyn Clock>, Problem> {
-    super::clock_from_vars(vars).map_err(|(msg, help)| Problem::invalid(msg, help))
+    super::env::clock_from_vars(vars).map_err(|(msg, help)| Problem::invalid(msg, help))
 }
 
 /// The crash point `SDD_LOOP_CRASH_AT` arms, if any.

@@ -21,7 +21,7 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use super::args::HookArgs;
-use super::{Env, main_with};
+use super::env::Env;
 use crate::exit;
 use crate::hook::in_time::{self, Waiting};
 use crate::hook::{self, Engine, Hook, Ran};
@@ -30,11 +30,17 @@ use crate::os::liveness::OsProbe;
 use crate::state::holder;
 use crate::world::git::GitCli;
 
+/// The command line's own entry ([`super::main_with`]), handed down by
+/// the command line so that a hook runs its commands without reaching
+/// back up to it.
+pub(super) type Main = fn(Vec<OsString>, &mut Env<'_>) -> u8;
+
 /// The engine a hook runs: `sdd-loop ARGS` in-process, with the hook's
 /// environment, its output captured.
 #[derive(Debug)]
 struct InProcess {
     vars: BTreeMap<String, String>,
+    main: Main,
 }
 
 impl Engine for InProcess {
@@ -53,7 +59,7 @@ impl Engine for InProcess {
             let argv = std::iter::once(OsString::from("sdd-loop"))
                 .chain(args.iter().map(OsString::from))
                 .collect::<Vec<_>>();
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| main_with(argv, &mut env)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.main)(argv, &mut env)))
                 .unwrap_or(exit::INTERNAL)
         };
         Ran {
@@ -68,10 +74,10 @@ impl Engine for InProcess {
 /// must answer whatever they hold, so a clock they do not describe is the
 /// system's (the tick the hook starts refuses them with the reason).
 fn clock(vars: &BTreeMap<String, String>) -> Arc<dyn Clock> {
-    super::clock_from_vars(vars).unwrap_or_else(|_| Arc::new(SystemClock))
+    super::env::clock_from_vars(vars).unwrap_or_else(|_| Arc::new(SystemClock))
 }
 
-pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
+pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>, main: Main) -> u8 {
     let Some(event) = args.event.filter(|_| !args.protocol) else {
         return match writeln!(env.stdout, "{}", hook::handshake()) {
             Ok(()) => exit::TICK_DONE,
@@ -105,7 +111,10 @@ pub(super) fn hook_command(args: HookArgs, env: &mut Env<'_>) -> u8 {
     let (tx, rx) = mpsc::channel();
     let input = bytes.clone();
     std::thread::spawn(move || {
-        let mut engine = InProcess { vars: vars.clone() };
+        let mut engine = InProcess {
+            vars: vars.clone(),
+            main,
+        };
         let clock = clock(&vars);
         let git = GitCli { dir: git_dir };
         let mut hook = Hook {

@@ -29,96 +29,8 @@ use serde_json::Value;
 
 use super::words;
 use crate::state::paths::Skill;
-
-/// Where a new PR's body is, as far as the command says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Body {
-    /// Given inline.
-    Text(String),
-    /// In a file (`--body-file F`, `-F body=@F`), relative to the cwd.
-    File(String),
-    /// In a JSON file's `body` field (`--input F`, `curl -d @F`).
-    JsonFile(String),
-    /// Not in the command (`--fill`, an editor, a GraphQL query): why.
-    Unknown(String),
-}
-
-/// One thing a tool call does that the loop contract governs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Opens a pull request.
-    OpenPr { via: String, body: Body },
-    /// Merges a pull request (`None`: not named by number).
-    Merge { via: String, pr: Option<u64> },
-    /// Submits a review on a pull request.
-    Review { via: String, pr: Option<u64> },
-    /// `git push`: the remote and the branches pushed (`HEAD` for the
-    /// current one; `None`: which ones cannot be told, e.g. `--all`).
-    Push {
-        dir: Option<String>,
-        remote: Option<String>,
-        branches: Option<Vec<String>>,
-    },
-    /// `sdd-loop SKILL begin`.
-    Begin { skill: Skill },
-    /// The `Skill` tool running a loop skill with `--loop` (`name` as
-    /// called, `args` its arguments).
-    LoopSkill {
-        skill: Skill,
-        name: String,
-        args: String,
-    },
-    /// Writes, moves, truncates or deletes `path` (as written: relative
-    /// to the call's working directory, after any `cd` of the same
-    /// command line): a redirection, a file command ([`touch`]) or one of
-    /// Claude Code's file tools. `deletes`: the path may go away (and with
-    /// it whatever is under it).
-    Touch {
-        via: String,
-        path: String,
-        deletes: bool,
-    },
-    /// A command line nested past what is read (wrappers in wrappers,
-    /// substitutions in substitutions): it may do any of the above, so it
-    /// fails closed as a PR would.
-    Unreadable { why: String },
-}
-
-impl Action {
-    /// A PR, a merge, a review, a push or a loop skill: what fails closed.
-    pub fn changes_prs(&self) -> bool {
-        !matches!(self, Action::Begin { .. } | Action::Touch { .. })
-    }
-
-    /// One line for the decision log and the refusals.
-    pub fn describe(&self) -> String {
-        match self {
-            Action::OpenPr { via, .. } => format!("open a PR ({via})"),
-            Action::Merge { via, pr } => match pr {
-                Some(n) => format!("merge PR #{n} ({via})"),
-                None => format!("merge a PR ({via})"),
-            },
-            Action::Review { via, pr } => match pr {
-                Some(n) => format!("review PR #{n} ({via})"),
-                None => format!("review a PR ({via})"),
-            },
-            Action::Push { branches, .. } => match branches {
-                Some(b) if !b.is_empty() => format!("push {} (git push)", b.join(", ")),
-                Some(_) => "push the current branch (git push)".to_owned(),
-                None => "push branches (git push)".to_owned(),
-            },
-            Action::Begin { skill } => format!("begin a {skill} tick (sdd-loop {skill} begin)"),
-            Action::LoopSkill { name, args, .. } => {
-                format!("run the loop skill {name} {args} (Skill)")
-            }
-            Action::Touch { via, path, deletes } => {
-                let what = if *deletes { "delete or move" } else { "write" };
-                format!("{what} {path} ({via})")
-            }
-            Action::Unreadable { why } => format!("run a command line it cannot read ({why})"),
-        }
-    }
-}
+pub use action::{Action, Body};
+use parsed::{Parsed, program};
 
 /// Claude Code's tools that write a file, and the input field naming it.
 pub const FILE_TOOLS: [(&str, &str); 4] = [
@@ -294,11 +206,6 @@ fn in_mcp(full: &str, tool: &str, input: &Value) -> Vec<Action> {
     }
 }
 
-/// The program's name: its path's last part.
-fn program(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
-}
-
 fn is_assignment(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| {
         !name.is_empty()
@@ -404,84 +311,6 @@ fn simple(words: &[String], out: &mut Vec<Action>, depth: usize) {
         }
         "eval" => line(&args.join(" "), out, depth + 1),
         _ => touch::simple(words, out),
-    }
-}
-
-/// Flags, values and positionals of a command's arguments: flags listed
-/// in `valued` take the next word (or `=VALUE`, or a short flag's attached
-/// rest).
-struct Parsed {
-    flags: Vec<(String, Option<String>)>,
-    positionals: Vec<String>,
-}
-
-impl Parsed {
-    fn new(args: &[String], valued: &[&str]) -> Self {
-        let mut flags = Vec::new();
-        let mut positionals = Vec::new();
-        let mut i = 0;
-        while i < args.len() {
-            let a = &args[i];
-            i += 1;
-            if a == "--" {
-                positionals.extend(args[i..].iter().cloned());
-                break;
-            }
-            if let Some(long) = a.strip_prefix("--") {
-                let (name, inline) = match long.split_once('=') {
-                    Some((n, v)) => (format!("--{n}"), Some(v.to_owned())),
-                    None => (a.clone(), None),
-                };
-                let value = if inline.is_some() {
-                    inline
-                } else if valued.contains(&name.as_str()) {
-                    i += 1;
-                    args.get(i - 1).cloned()
-                } else {
-                    None
-                };
-                flags.push((name, value));
-            } else if a.len() > 1 && a.starts_with('-') {
-                let mut chars = a[1..].chars();
-                let short = format!("-{}", chars.next().unwrap_or('-'));
-                let attached = chars.as_str();
-                if valued.contains(&short.as_str()) {
-                    let value = if attached.is_empty() {
-                        i += 1;
-                        args.get(i - 1).cloned()
-                    } else {
-                        Some(attached.to_owned())
-                    };
-                    flags.push((short, value));
-                } else {
-                    for c in a[1..].chars() {
-                        flags.push((format!("-{c}"), None));
-                    }
-                }
-            } else {
-                positionals.push(a.clone());
-            }
-        }
-        Self { flags, positionals }
-    }
-
-    fn has(&self, names: &[&str]) -> bool {
-        self.flags.iter().any(|(n, _)| names.contains(&n.as_str()))
-    }
-
-    fn value(&self, names: &[&str]) -> Option<&str> {
-        self.flags
-            .iter()
-            .rev()
-            .find(|(n, _)| names.contains(&n.as_str()))
-            .and_then(|(_, v)| v.as_deref())
-    }
-
-    fn values<'a>(&'a self, names: &'a [&'a str]) -> impl Iterator<Item = &'a str> + 'a {
-        self.flags
-            .iter()
-            .filter(move |(n, _)| names.contains(&n.as_str()))
-            .filter_map(|(_, v)| v.as_deref())
     }
 }
 
@@ -909,6 +738,8 @@ fn git(args: &[String], out: &mut Vec<Action>) {
     });
 }
 
+mod action;
+mod parsed;
 mod touch;
 
 #[cfg(test)]

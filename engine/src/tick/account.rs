@@ -502,27 +502,25 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
     });
     let mut shown = journal.shown.clone();
     shown.outcome = outcome_line(&result, &journal.gate_outcomes, error.as_deref(), empty);
-    record::append(
+    let mut line = Record::new(
         ctx,
-        Record {
-            iteration: journal.iteration,
-            started,
-            outcome,
-            gates: &journal.gates,
-            fired: &fired,
-            snapshot: BudgetSnapshot::from(&budget),
-            delta,
-            tracked,
-            worktrees,
-            failures,
-            backlog: journal.backlog_snapshot.clone(),
-            dispatched: journal.request.issues.iter().map(|i| i.number).collect(),
-            chain,
-            error,
-            turn_ended_by: work.turn_ended_by.clone(),
-            lock_held: true,
-        },
-    )?;
+        journal.iteration,
+        outcome,
+        BudgetSnapshot::from(&budget),
+    );
+    line.started_at = clock::format(started);
+    line.gates = &journal.gates;
+    line.fired = &fired;
+    line.delta = delta;
+    line.tracked = tracked;
+    line.worktrees = worktrees;
+    line.failures = failures;
+    line.backlog = journal.backlog_snapshot.clone();
+    line.dispatched = journal.request.issues.iter().map(|i| i.number).collect();
+    line.chain = chain;
+    line.error = error;
+    line.turn_ended_by = work.turn_ended_by.clone();
+    record::append(ctx, line)?;
     record::save_budget(ctx, &budget)?;
     close_iteration(ctx, journal, empty)?;
     ctx.show(

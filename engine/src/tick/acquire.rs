@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::ctx::Ctx;
-use super::record::{self, Delta, Record};
+use super::record::{self, Record};
 use super::{Concluded, Failure};
 use crate::config::LockChoice;
 use crate::exit;
@@ -178,90 +178,38 @@ fn not_acquired(
         Holder::Unreadable { .. } => guess,
         _ => iteration.saturating_add(1),
     };
-    let mut fired = Vec::new();
     let held_by = match (&holder, holder.pid()) {
         (Holder::Unreadable { .. }, _) | (_, None) => "an unreadable lockfile".to_owned(),
         (_, Some(pid)) => format!("pid {pid} (iteration {iteration})"),
     };
+    let Refusal { cause, says, how } = refusal(ctx, &denied);
     // The skip note is the `Outcome:` line of the block (telemetry
     // reference, "Status Block"); a halt without the lock states its cause.
-    let (outcome, outcome_line, concurrency) = match (&denied, &holder) {
-        (Denied::ForceStopped(_), _) => {
-            let line = "Force-unlock gate answered stop";
-            fired.push(Fired::new(StopCause::PriorGateStop, line));
-            (
-                Outcome::Halted,
-                format!("halted — {line}; no counter advanced"),
-                format!("lock held by {held_by} — force-unlock declined with stop"),
-            )
-        }
-        (Denied::Held(Holder::Alive(r)), _) if ctx.cfg.resume => {
-            let line = format!(
-                "Resume aborted: lockfile recorded pid {} is still alive. Either wait for the previous run to exit, or pass --lock=force to override.",
-                r.pid
-            );
-            ctx.note(line.clone());
-            fired.push(Fired::new(StopCause::LockContention, line.clone()));
-            (
-                Outcome::Halted,
-                line,
-                format!("lock held by {held_by} — resume aborted"),
-            )
-        }
-        (Denied::WaitInterrupted(h), _) => {
-            let line = format!(
-                "Interrupted while waiting for the lock ({}) — stopping",
-                h.skip_note(&ctx.platform)
-            );
-            ctx.note(line.clone());
-            fired.push(Fired::new(StopCause::UserInterrupt, line.clone()));
-            (
-                Outcome::Halted,
-                line,
-                format!("lock held by {held_by} — waited, interrupted"),
-            )
-        }
-        (Denied::WaitExpired(h), _) => {
-            // SPEC-0020 #9: a wait that outlasts the wall-clock budget fires
-            // the wall-clock budget stop.
-            let line = format!(
-                "Wall-clock budget reached while waiting for the lock: {}",
-                h.skip_note(&ctx.platform)
-            );
-            ctx.note(line.clone());
-            fired.push(Fired::new(StopCause::WallClockBudget, line.clone()));
-            (
-                Outcome::Halted,
-                line,
-                format!("lock held by {held_by} — waited until the wall-clock budget ran out"),
-            )
-        }
-        (Denied::ForceDeclined(_), _) => {
-            let line = holder.skip_note(&ctx.platform);
-            ctx.note(line.clone());
-            (
-                Outcome::SkippedLock,
-                line,
-                format!("lock held by {held_by} — force-unlock declined"),
-            )
-        }
-        _ => {
-            let line = holder.skip_note(&ctx.platform);
-            ctx.note(line.clone());
-            if holder.pid() == Some(ctx.me.pid) {
-                let skill = ctx.cfg.skill;
-                ctx.note(format!(
-                    "Iteration {iteration} is still open in this session (pid {}): finish its work and run `sdd-loop {skill} end` before the next `begin`",
-                    ctx.me.pid
-                ));
-            }
-            (
-                Outcome::SkippedLock,
-                line,
-                format!("lock held by {held_by} — not acquired, no counter advanced"),
-            )
-        }
+    // A force-unlock answered `stop` has had its gate: the block says the
+    // halt instead of repeating the answer as a note.
+    let outcome_line = if let Denied::ForceStopped(_) = denied {
+        format!("halted — {says}; no counter advanced")
+    } else {
+        ctx.note(says.clone());
+        says.clone()
     };
+    if let Denied::Held(_) = denied
+        && cause.is_none()
+        && holder.pid() == Some(ctx.me.pid)
+    {
+        let skill = ctx.cfg.skill;
+        ctx.note(format!(
+            "Iteration {iteration} is still open in this session (pid {}): finish its work and run `sdd-loop {skill} end` before the next `begin`",
+            ctx.me.pid
+        ));
+    }
+    let outcome = if cause.is_some() {
+        Outcome::Halted
+    } else {
+        Outcome::SkippedLock
+    };
+    let fired: Vec<Fired> = cause.map(|c| Fired::new(c, says)).into_iter().collect();
+    let concurrency = format!("lock held by {held_by} — {how}");
     let not_examined = "not examined — another tick holds the lock";
     let shown = Shown {
         context: match (ctx.cfg.skill, ctx.cfg.pr.filter(|_| ctx.cfg.single_pr())) {
@@ -278,29 +226,12 @@ fn not_acquired(
         .map(BudgetSnapshot::from)
         .unwrap_or_default();
     let gates = ctx.gates.clone();
-    let chain = record::no_chain(ctx);
     let started = ctx.started;
-    record::append(
-        ctx,
-        Record {
-            iteration,
-            started,
-            outcome,
-            gates: &gates,
-            fired: &fired,
-            snapshot,
-            delta: Delta::default(),
-            tracked: Vec::new(),
-            worktrees: Vec::new(),
-            failures: Vec::new(),
-            backlog: None,
-            dispatched: Vec::new(),
-            chain,
-            error: None,
-            turn_ended_by: None,
-            lock_held: false,
-        },
-    )?;
+    let mut line = Record::new(ctx, iteration, outcome, snapshot);
+    line.gates = &gates;
+    line.fired = &fired;
+    line.lock_held = false;
+    record::append(ctx, line)?;
     ctx.show(
         &shown,
         &super::ctx::Ending {
@@ -323,4 +254,55 @@ fn not_acquired(
         budget,
         skipped_for_claims: false,
     })
+}
+
+/// Why a tick went without the lock, as its line and block say it.
+struct Refusal {
+    /// The stop it fires; none for a skip.
+    cause: Option<StopCause>,
+    /// The cause on the `Outcome:` line, and the stop's message.
+    says: String,
+    /// The end of the `Concurrency:` line, after "lock held by …".
+    how: &'static str,
+}
+
+/// One row per way the lock is refused.
+fn refusal(ctx: &Ctx<'_, '_>, denied: &Denied) -> Refusal {
+    let row = |cause, says: String, how| Refusal { cause, says, how };
+    let skip = || denied.holder().skip_note(&ctx.platform);
+    match denied {
+        Denied::ForceStopped(_) => row(
+            Some(StopCause::PriorGateStop),
+            "Force-unlock gate answered stop".into(),
+            "force-unlock declined with stop",
+        ),
+        Denied::Held(Holder::Alive(r)) if ctx.cfg.resume => row(
+            Some(StopCause::LockContention),
+            format!(
+                "Resume aborted: lockfile recorded pid {} is still alive. Either wait for the previous run to exit, or pass --lock=force to override.",
+                r.pid
+            ),
+            "resume aborted",
+        ),
+        Denied::WaitInterrupted(h) => row(
+            Some(StopCause::UserInterrupt),
+            format!(
+                "Interrupted while waiting for the lock ({}) — stopping",
+                h.skip_note(&ctx.platform)
+            ),
+            "waited, interrupted",
+        ),
+        // SPEC-0020 #9: a wait that outlasts the wall-clock budget fires
+        // the wall-clock budget stop.
+        Denied::WaitExpired(h) => row(
+            Some(StopCause::WallClockBudget),
+            format!(
+                "Wall-clock budget reached while waiting for the lock: {}",
+                h.skip_note(&ctx.platform)
+            ),
+            "waited until the wall-clock budget ran out",
+        ),
+        Denied::ForceDeclined(_) => row(None, skip(), "force-unlock declined"),
+        Denied::Held(_) => row(None, skip(), "not acquired, no counter advanced"),
+    }
 }

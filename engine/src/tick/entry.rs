@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::ctx::{Ctx, Ending};
 use super::load::{self, Loaded};
-use super::record::{self, Delta, Record};
+use super::record::{self, Record};
 use super::resume;
 use super::{Concluded, Failure};
 use crate::exit;
@@ -372,28 +372,18 @@ pub(crate) fn halt(
             run.fired.first().map_or("", |f| f.message.as_str())
         ),
     };
-    let chain = record::no_chain(ctx);
-    record::append(
+    let mut line = Record::new(
         ctx,
-        Record {
-            iteration: run.iteration,
-            started,
-            outcome: Outcome::Halted,
-            gates: &gates,
-            fired: &run.fired,
-            snapshot: BudgetSnapshot::from(&run.budget),
-            delta: Delta::default(),
-            tracked: run.carried.clone(),
-            worktrees: run.carried_worktrees.clone(),
-            failures: Vec::new(),
-            backlog: halt.backlog,
-            dispatched: Vec::new(),
-            chain,
-            error: None,
-            turn_ended_by: None,
-            lock_held: true,
-        },
-    )?;
+        run.iteration,
+        Outcome::Halted,
+        BudgetSnapshot::from(&run.budget),
+    );
+    line.gates = &gates;
+    line.fired = &run.fired;
+    line.tracked = run.carried.clone();
+    line.worktrees = run.carried_worktrees.clone();
+    line.backlog = halt.backlog;
+    record::append(ctx, line)?;
     record::save_budget(ctx, &run.budget)?;
     ctx.show(
         &shown,
@@ -438,28 +428,17 @@ fn skip(
         concurrency: run.concurrency.clone(),
         outcome: format!("skipped — {note}; no counter advanced"),
     };
-    let chain = record::no_chain(ctx);
-    record::append(
+    let mut line = Record::new(
         ctx,
-        Record {
-            iteration: run.iteration,
-            started,
-            outcome: Outcome::SkippedLock,
-            gates: &gates,
-            fired: &[],
-            snapshot: BudgetSnapshot::from(&run.budget),
-            delta: Delta::default(),
-            tracked: run.carried.clone(),
-            worktrees: run.carried_worktrees.clone(),
-            failures: Vec::new(),
-            backlog: halt.backlog,
-            dispatched: Vec::new(),
-            chain,
-            error: None,
-            lock_held: true,
-            turn_ended_by: None,
-        },
-    )?;
+        run.iteration,
+        Outcome::SkippedLock,
+        BudgetSnapshot::from(&run.budget),
+    );
+    line.gates = &gates;
+    line.tracked = run.carried.clone();
+    line.worktrees = run.carried_worktrees.clone();
+    line.backlog = halt.backlog;
+    record::append(ctx, line)?;
     record::save_budget(ctx, &run.budget)?;
     ctx.show(
         &shown,

@@ -16,6 +16,7 @@ use super::Failure;
 use super::account;
 use super::acquire::Acquired;
 use super::ctx::Ctx;
+use super::record::Record;
 use crate::os::clock;
 use crate::os::liveness::{GroupSignal, SignalZero};
 use crate::rules::rates;
@@ -24,8 +25,8 @@ use crate::state::budget::{Budget, RunStop};
 use crate::state::exchange::{Exchange, fold_events};
 use crate::state::files;
 use crate::state::history::{
-    self, ActiveWorktree, BudgetSnapshot, FailureRecord, HistoryLine, Outcome, PrState, TickRecord,
-    TornTail, TrackedPr,
+    self, ActiveWorktree, BudgetSnapshot, FailureRecord, HistoryLine, Outcome, PrState, TornTail,
+    TrackedPr,
 };
 use crate::state::journal::Journal;
 use crate::state::lock::HeldLock;
@@ -564,36 +565,6 @@ fn recover(
     count_killed_time(ctx, journal, budget);
     let ended = clock::format(ctx.now());
     budget.last_tick_ended_at = Some(ended.clone());
-    let record = TickRecord {
-        iteration: journal.iteration,
-        skill: ctx.cfg.skill.as_str().to_owned(),
-        started_at: journal.started_at.clone(),
-        ended_at: ended,
-        outcome: Outcome::Errored,
-        prs_touched_this_iter: delta.prs.clone(),
-        agents_dispatched_this_iter: delta.agents,
-        tokens_in_this_iter: delta.tokens_in,
-        tokens_out_this_iter: delta.tokens_out,
-        dollars_this_iter: delta.dollars,
-        agent_cost_usd_this_iter: delta.agent_cost,
-        comments_pushed_this_iter: delta.comments,
-        merges_attempted_this_iter: delta.merges,
-        budget_snapshot: BudgetSnapshot::from(&*budget),
-        tracked_prs: tracked,
-        active_worktrees: worktrees,
-        gates: journal.gates.clone(),
-        stop_conditions_fired: Vec::new(),
-        failures_this_iter: failures,
-        backlog_snapshot: journal.backlog_snapshot.clone(),
-        issues_dispatched_this_iter: journal
-            .backlog_snapshot
-            .as_ref()
-            .map(|_| journal.request.issues.iter().map(|i| i.number).collect()),
-        chain: super::record::no_chain(ctx),
-        lock_held: true,
-        error: Some("interrupted".into()),
-        turn_ended_by: None,
-    };
     let note = format!(
         "Recovered interrupted iteration {} (pid {}) from {source}: {} tokens in, {} tokens out, PRs [{}] — recorded as errored (interrupted)",
         journal.iteration,
@@ -602,6 +573,22 @@ fn recover(
         delta.tokens_out,
         delta.prs.join(", ")
     );
+    let mut line = Record::new(
+        ctx,
+        journal.iteration,
+        Outcome::Errored,
+        BudgetSnapshot::from(&*budget),
+    );
+    line.started_at = journal.started_at.clone();
+    line.gates = &journal.gates;
+    line.delta = delta;
+    line.tracked = tracked;
+    line.worktrees = worktrees;
+    line.failures = failures;
+    line.backlog = journal.backlog_snapshot.clone();
+    line.dispatched = journal.request.issues.iter().map(|i| i.number).collect();
+    line.error = Some("interrupted".into());
+    let record = line.line(ctx.cfg.skill, ended);
     Ok((record.into(), exchange, note))
 }
 

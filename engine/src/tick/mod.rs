@@ -45,6 +45,7 @@ mod account;
 mod acquire;
 mod claim_log;
 mod claims;
+mod concluded;
 mod ctx;
 mod entry;
 mod failure;
@@ -67,13 +68,12 @@ use crate::exit;
 use crate::os::clock::Clock;
 use crate::os::liveness::ProcessProbe;
 use crate::rules::gates::{Answerer, Prompt, Script};
-use crate::rules::stop::Fired;
 use crate::skill::runner::{Interrupts, RunSpec, SkillRunner};
 use crate::state::budget::Budget;
 use crate::state::exchange::Exchange;
 use crate::state::files;
 use crate::state::history::{GateRecord, Outcome};
-use crate::state::journal::{Driver, Journal};
+use crate::state::journal::Driver;
 use crate::state::lock::Identity;
 use crate::state::paths::Skill;
 use crate::state::protocol::{PROTOCOL_VERSION, PrAssignment, SkillRequest};
@@ -81,6 +81,7 @@ use crate::world::git::Git;
 use crate::world::tracker::Tracker;
 
 pub use account::{SESSION_END, WorkReport};
+pub use concluded::Concluded;
 use ctx::{Ctx, Inputs, Seams};
 pub use failure::Failure;
 pub use handover::{Begun, Opened};
@@ -122,19 +123,6 @@ impl std::fmt::Debug for World<'_> {
 pub struct TickResult {
     pub code: u8,
     pub summary: serde_json::Value,
-}
-
-/// A tick that is recorded: how it ended.
-#[derive(Debug)]
-pub struct Concluded {
-    pub code: u8,
-    pub iteration: u64,
-    /// The history line's outcome.
-    pub outcome: Outcome,
-    pub fired: Vec<Fired>,
-    pub budget: Option<Budget>,
-    /// Skipped because other clones hold the claims on every candidate.
-    pub skipped_for_claims: bool,
 }
 
 /// Which command of a tick is running.
@@ -458,57 +446,6 @@ fn begin_tick(ctx: &mut Ctx<'_, '_>, driver: Driver) -> Result<Begun, Failure> {
     }
 }
 
-/// `end` from what is on disk: the journal, the lock, the exchange.
-fn finish_open(
-    ctx: &mut Ctx<'_, '_>,
-    iteration: Option<u64>,
-    work: &WorkReport,
-    blame: account::Blame,
-) -> Result<Concluded, Failure> {
-    let journal = Journal::load(&ctx.paths.inflight())?;
-    let (journal, held) = handover::adopt(ctx, journal, iteration, None)?;
-    let Some(held) = handover::unless_recorded(ctx, &journal, held)? else {
-        return handover::complete_recorded(ctx, &journal);
-    };
-    let budget = Budget::load(ctx.paths.budget())?.ok_or_else(|| {
-        Failure::new(
-            exit::DATA,
-            format!(
-                "budget file {} is missing while iteration {} is open",
-                ctx.rel(ctx.paths.budget()),
-                journal.iteration
-            ),
-            "restore it to end the iteration; until then the next begin fails closed (it names the fix: restore, --resume from history, or --fresh for a new loop on purpose)",
-        )
-    })?;
-    let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
-    let (result, error) = match exchange.read_result() {
-        Ok(r) => (r, work.failure.clone()),
-        Err(why) => {
-            let events = ctx.read_events(&exchange);
-            let folded = crate::state::exchange::fold_events(&events);
-            let error = match &work.failure {
-                Some(f) => format!("{f} ({why})"),
-                None => format!("invalid skill result: {why}"),
-            };
-            (folded, Some(error))
-        }
-    };
-    account::finish(
-        ctx,
-        account::Finishing {
-            journal: &journal,
-            held,
-            budget,
-            result,
-            error,
-            work,
-            empty: false,
-            blame,
-        },
-    )
-}
-
 /// The wrapper tick: begin, the skill, end.
 fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concluded, Failure> {
     if !ctx.cfg.loop_mode {
@@ -530,7 +467,7 @@ fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Conclu
                 runner.run(&spec, &opened.exchange, &mut echo)
             };
             ctx.cfg.crash.hit("after-skill");
-            finish_open(
+            session::finish_open(
                 ctx,
                 Some(opened.journal.iteration),
                 &WorkReport::from(&outcome),

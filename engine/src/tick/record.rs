@@ -14,6 +14,7 @@ use crate::state::history::{
     self, ActiveWorktree, BudgetSnapshot, Chain, FailureRecord, GateRecord, HistoryLine, Outcome,
     TickRecord, TrackedPr,
 };
+use crate::state::paths::Skill;
 
 /// Per-iteration deltas recorded on the line.
 #[derive(Debug, Default, Clone)]
@@ -29,11 +30,13 @@ pub(crate) struct Delta {
     pub merges: u64,
 }
 
-/// One history line's worth of a tick.
+/// One history line's worth of a tick, before its skill and end time.
+/// [`Record::new`] holds the defaults; each caller sets what its tick did
+/// besides.
 #[derive(Debug)]
 pub(crate) struct Record<'a> {
     pub iteration: u64,
-    pub started: Timestamp,
+    pub started_at: String,
     pub outcome: Outcome,
     pub gates: &'a [GateRecord],
     pub fired: &'a [Fired],
@@ -54,45 +57,85 @@ pub(crate) struct Record<'a> {
     pub lock_held: bool,
 }
 
+impl<'a> Record<'a> {
+    /// The line of a tick begun when this one began, under the lock, that
+    /// asked no gate, fired no stop, spent nothing, carried no PR or
+    /// worktree, saw no backlog, failed nothing and ran no chain.
+    pub(crate) fn new(
+        ctx: &Ctx<'_, '_>,
+        iteration: u64,
+        outcome: Outcome,
+        snapshot: BudgetSnapshot,
+    ) -> Self {
+        Record {
+            iteration,
+            started_at: clock::format(ctx.started),
+            outcome,
+            gates: &[],
+            fired: &[],
+            snapshot,
+            delta: Delta::default(),
+            tracked: Vec::new(),
+            worktrees: Vec::new(),
+            failures: Vec::new(),
+            backlog: None,
+            dispatched: Vec::new(),
+            chain: no_chain(ctx),
+            error: None,
+            turn_ended_by: None,
+            lock_held: true,
+        }
+    }
+
+    /// The line as written, for `skill`, ended at `ended_at`. The issues
+    /// dispatched are recorded only beside a backlog snapshot.
+    pub(crate) fn line(self, skill: Skill, ended_at: String) -> TickRecord {
+        TickRecord {
+            iteration: self.iteration,
+            skill: skill.as_str().to_owned(),
+            started_at: self.started_at,
+            ended_at,
+            outcome: self.outcome,
+            prs_touched_this_iter: self.delta.prs,
+            agents_dispatched_this_iter: self.delta.agents,
+            tokens_in_this_iter: self.delta.tokens_in,
+            tokens_out_this_iter: self.delta.tokens_out,
+            dollars_this_iter: self.delta.dollars,
+            agent_cost_usd_this_iter: self.delta.agent_cost,
+            comments_pushed_this_iter: self.delta.comments,
+            merges_attempted_this_iter: self.delta.merges,
+            budget_snapshot: self.snapshot,
+            tracked_prs: self.tracked,
+            active_worktrees: self.worktrees,
+            gates: self.gates.to_vec(),
+            stop_conditions_fired: self
+                .fired
+                .iter()
+                .map(|f| f.cause.name().to_owned())
+                .collect(),
+            failures_this_iter: self.failures,
+            issues_dispatched_this_iter: self.backlog.as_ref().map(|_| self.dispatched),
+            backlog_snapshot: self.backlog,
+            chain: self.chain,
+            lock_held: self.lock_held,
+            error: self.error,
+            turn_ended_by: self.turn_ended_by,
+        }
+    }
+}
+
 /// The chain fields' shape for a line that ran no chain.
 pub(crate) fn no_chain(ctx: &Ctx<'_, '_>) -> Chain {
     match ctx.cfg.skill {
-        crate::state::paths::Skill::Work => Chain::NotInvoked,
-        crate::state::paths::Skill::Review => Chain::NotApplicable,
+        Skill::Work => Chain::NotInvoked,
+        Skill::Review => Chain::NotApplicable,
     }
 }
 
 /// Appends the tick's history line.
 pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure> {
-    let line: HistoryLine = TickRecord {
-        iteration: r.iteration,
-        skill: ctx.cfg.skill.as_str().to_owned(),
-        started_at: clock::format(r.started),
-        ended_at: clock::format(ctx.now()),
-        outcome: r.outcome,
-        prs_touched_this_iter: r.delta.prs,
-        agents_dispatched_this_iter: r.delta.agents,
-        tokens_in_this_iter: r.delta.tokens_in,
-        tokens_out_this_iter: r.delta.tokens_out,
-        dollars_this_iter: r.delta.dollars,
-        agent_cost_usd_this_iter: r.delta.agent_cost,
-        comments_pushed_this_iter: r.delta.comments,
-        merges_attempted_this_iter: r.delta.merges,
-        budget_snapshot: r.snapshot,
-        tracked_prs: r.tracked,
-        active_worktrees: r.worktrees,
-        gates: r.gates.to_vec(),
-        stop_conditions_fired: r.fired.iter().map(|f| f.cause.name().to_owned()).collect(),
-        failures_this_iter: r.failures,
-        issues_dispatched_this_iter: r.backlog.as_ref().map(|_| r.dispatched.clone()),
-        backlog_snapshot: r.backlog,
-        chain: r.chain,
-        lock_held: r.lock_held,
-        error: r.error,
-        turn_ended_by: r.turn_ended_by,
-    }
-    .into();
-    let mut line = line;
+    let lock_held = r.lock_held;
+    let mut line: HistoryLine = r.line(ctx.cfg.skill, clock::format(ctx.now())).into();
     if let Some(claims) = ctx.claim_log.value() {
         line.extra.insert("claims".into(), claims);
     }
@@ -129,7 +172,7 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
             "Created {shown}: it may hold sensitive content (gate questions and answers can quote issue text, branch names and free-text answers). Treat it like .env — keep it gitignored (.sdd/ is) and never upload it without explicit opt-in."
         ));
     }
-    if r.lock_held {
+    if lock_held {
         ctx.cfg.crash.hit("after-history");
     }
     Ok(())

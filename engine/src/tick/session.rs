@@ -25,12 +25,11 @@
 //! earlier ticks' leftovers it took a second time: an over-count of a
 //! closing message, never a miss.)
 
-use super::Failure;
-use super::WorkReport;
 use super::ctx::Ctx;
-use super::handover;
+use super::{Concluded, Failure, WorkReport, account, handover};
 use crate::config::TickConfig;
 use crate::exit;
+use crate::state::budget::Budget;
 use crate::state::exchange::{Exchange, fold_events};
 use crate::state::files;
 use crate::state::journal::Journal;
@@ -127,10 +126,7 @@ pub(crate) fn config_for_end(cfg: &TickConfig) -> Result<TickConfig, Failure> {
 }
 
 /// `end`: assemble the result, hand it over, end the tick.
-pub(crate) fn end_tick(
-    ctx: &mut Ctx<'_, '_>,
-    input: &EndInput,
-) -> Result<super::Concluded, Failure> {
+pub(crate) fn end_tick(ctx: &mut Ctx<'_, '_>, input: &EndInput) -> Result<Concluded, Failure> {
     let journal = Journal::load(&ctx.paths.inflight())?;
     let (journal, held) = handover::adopt(ctx, journal, input.iteration, input.caller)?;
     let Some(held) = handover::unless_recorded(ctx, &journal, held)? else {
@@ -159,11 +155,62 @@ pub(crate) fn end_tick(
         return Err(e.into());
     }
     held.keep();
-    super::finish_open(
+    finish_open(
         ctx,
         Some(journal.iteration),
         &input.work,
-        super::account::Blame::Targets,
+        account::Blame::Targets,
+    )
+}
+
+/// `end` from what is on disk: the journal, the lock, the exchange.
+pub(crate) fn finish_open(
+    ctx: &mut Ctx<'_, '_>,
+    iteration: Option<u64>,
+    work: &WorkReport,
+    blame: account::Blame,
+) -> Result<Concluded, Failure> {
+    let journal = Journal::load(&ctx.paths.inflight())?;
+    let (journal, held) = handover::adopt(ctx, journal, iteration, None)?;
+    let Some(held) = handover::unless_recorded(ctx, &journal, held)? else {
+        return handover::complete_recorded(ctx, &journal);
+    };
+    let budget = Budget::load(ctx.paths.budget())?.ok_or_else(|| {
+        Failure::new(
+            exit::DATA,
+            format!(
+                "budget file {} is missing while iteration {} is open",
+                ctx.rel(ctx.paths.budget()),
+                journal.iteration
+            ),
+            "restore it to end the iteration; until then the next begin fails closed (it names the fix: restore, --resume from history, or --fresh for a new loop on purpose)",
+        )
+    })?;
+    let exchange = Exchange::for_iteration(&ctx.paths, journal.iteration);
+    let (result, error) = match exchange.read_result() {
+        Ok(r) => (r, work.failure.clone()),
+        Err(why) => {
+            let events = ctx.read_events(&exchange);
+            let folded = crate::state::exchange::fold_events(&events);
+            let error = match &work.failure {
+                Some(f) => format!("{f} ({why})"),
+                None => format!("invalid skill result: {why}"),
+            };
+            (folded, Some(error))
+        }
+    };
+    account::finish(
+        ctx,
+        account::Finishing {
+            journal: &journal,
+            held,
+            budget,
+            result,
+            error,
+            work,
+            empty: false,
+            blame,
+        },
     )
 }
 

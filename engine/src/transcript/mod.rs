@@ -55,20 +55,16 @@ mod scan;
 mod settle;
 mod usage;
 
-pub use count::{Counted, FileRead, Skipped, Spend, count_spend};
+pub use count::{Counted, FileRead, Spend, count_spend};
 pub use error::TranscriptError;
 pub use ledger::{LEDGER_VERSION, Ledger, LedgerError, LedgerTick, MAX_TICKS, TickId};
 pub use locate::{
     ClaudeDirs, MAX_SLUG_LEN, TranscriptChoice, locate, newest_transcript, project_slug,
 };
-pub use scan::ResponseKey;
+pub use scan::{ResponseKey, SYNTHETIC_MODEL, Skipped};
 pub use settle::{Settle, Settled, awaited_words, settle, settle_until};
 pub(crate) use usage::RawUsage;
 pub use usage::TokenTotals;
-
-/// The model Claude Code writes for messages it made up itself (errors,
-/// "No response requested."); they cost nothing and are skipped.
-pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 
 #[cfg(test)]
 mod tests;

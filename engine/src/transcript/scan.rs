@@ -30,7 +30,54 @@ use jiff::Timestamp;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::{RawUsage, SYNTHETIC_MODEL, Skipped, TokenTotals, TranscriptError};
+use super::usage::RawUsage;
+use super::{TokenTotals, TranscriptError};
+
+/// The model Claude Code writes for messages it made up itself (errors,
+/// "No response requested."); they cost nothing and are skipped.
+pub const SYNTHETIC_MODEL: &str = "<synthetic>";
+
+/// Lines and entries that were not counted, by reason. Every non-blank
+/// line read lands in exactly one of these or is the one counted entry of
+/// a response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Not JSON (including a line torn by a write in progress).
+    pub malformed: u64,
+    /// JSON, but not a transcript entry (not an object, or no `type`).
+    pub foreign: u64,
+    /// Entries of other types: prompts, tool results, attachments,
+    /// queue operations, request records, summaries, snapshots….
+    pub other_entries: u64,
+    /// Assistant entries without message id, model, usage or a valid
+    /// timestamp.
+    pub incomplete: u64,
+    /// Assistant entries of the `<synthetic>` model.
+    pub synthetic: u64,
+    /// Entries of responses that answer no prompt of the loop's ticks
+    /// (chat before the loop, chat between ticks).
+    pub not_loop: u64,
+    /// Entries of responses an earlier `end` counted.
+    pub counted_before: u64,
+    /// Earlier entries of a counted streamed response (same file).
+    pub streamed: u64,
+    /// Copies of a counted response in other files (resumed sessions).
+    pub replayed: u64,
+}
+
+impl Skipped {
+    pub(super) fn add(&mut self, other: &Skipped) {
+        self.malformed += other.malformed;
+        self.foreign += other.foreign;
+        self.other_entries += other.other_entries;
+        self.incomplete += other.incomplete;
+        self.synthetic += other.synthetic;
+        self.not_loop += other.not_loop;
+        self.counted_before += other.counted_before;
+        self.streamed += other.streamed;
+        self.replayed += other.replayed;
+    }
+}
 
 /// One API response: `message.id`, and `requestId` when the file has one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

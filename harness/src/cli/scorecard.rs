@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::driving::scorecard::{Setup, run_cell};
-use crate::judging::scorecard::{Verdict, judge};
 use crate::loading::fixtures::Fixtures;
-use crate::loading::scorecard::{self as format, Adapter, LoadError, ScoreCase};
-use crate::reporting::scorecard::{self as matrix, Column, Matrix, Row};
+use crate::scorecard::cell::{Setup, run_cell};
+use crate::scorecard::format::{self, Adapter, LoadError, ScoreCase};
+use crate::scorecard::matrix::{self, Column, Matrix, Row};
+use crate::scorecard::verdict::{Verdict, judge};
 use crate::world::bins;
 use crate::world::clis::{self, Clis, INSTALL_HINT, Places};
 

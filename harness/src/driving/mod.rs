@@ -17,9 +17,7 @@
 //! stops the case is [`verdict`]'s, pure. [`at_once`] runs one tick on
 //! several machines at once. [`parallel`] runs
 //! a suite's cases on N jobs; [`options`] is what the caller gives a run;
-//! [`phases`] is where a case's wall time went. [`scorecard`] runs one
-//! cell of the loop-safety scorecard: a plugin-neutral case against any
-//! Claude Code loop plugin.
+//! [`phases`] is where a case's wall time went.
 //!
 //! Uses loading and the world. Hands on: a [`runner::CaseRun`] (the record
 //! and the world's redaction rules) to judging and reporting.
@@ -36,7 +34,6 @@ pub mod real_loop;
 pub mod real_session;
 pub mod record;
 pub mod runner;
-pub mod scorecard;
 pub mod session;
 pub mod tick;
 pub mod verdict;

@@ -5,8 +5,6 @@
 //! block to the canonical layout, [`snapshot`] renders what a run printed
 //! and recorded (redacted) and compares it with the stored `.snap` files,
 //! and [`docs`] compares a plugin's SKILL.md documents with the engine.
-//! [`scorecard`] decides a loop-safety scorecard cell: held, broken (with
-//! the evidence), n/a.
 //!
 //! Uses loading, the world and driving. Hands on: grades and snapshot
 //! states to reporting.
@@ -14,6 +12,5 @@
 pub mod check;
 pub mod docs;
 pub mod grade;
-pub mod scorecard;
 pub mod snapshot;
 pub mod status_layout;

@@ -8,8 +8,7 @@
 //! fixtures ([`fixtures`]), durations ([`duration`]) and the requirements
 //! a case may cover ([`requirements`]). [`suite`] finds and loads every
 //! case under a directory. [`expectations`] turns a case's `expect:` into
-//! the checks they stand for. [`scorecard`] reads the loop-safety
-//! scorecard's plugin-neutral cases and per-plugin adapters. [`schema`] (with [`schema_parts`]) prints
+//! the checks they stand for. [`schema`] (with [`schema_parts`]) prints
 //! the format as JSON Schema, and [`coverage`] maps requirements to cases.
 //!
 //! Hands on: a [`case::Case`] (and the [`fixtures::Fixtures`] it names) to
@@ -28,6 +27,5 @@ pub mod reference;
 pub mod requirements;
 pub mod schema;
 pub mod schema_parts;
-pub mod scorecard;
 pub mod suite;
 pub mod validate;

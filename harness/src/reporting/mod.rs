@@ -5,9 +5,7 @@
 //! history under `evals/benchmarks/`), and [`timings`] (where a run's wall
 //! time went, `--timings`). [`plugin_eval`] reads Claude Code's own runner
 //! (`claude plugin eval --json`) into the same reports, its two arms as
-//! SPEC-0017's `with_skill` / `without_skill` ([`arms`]). [`scorecard`]
-//! renders the loop-safety scorecard's matrix (text, Markdown, JSON and
-//! its own page beside `report.html`).
+//! SPEC-0017's `with_skill` / `without_skill` ([`arms`]).
 //!
 //! Uses every stage before it; only the command line uses it.
 
@@ -15,7 +13,6 @@ pub mod arms;
 pub mod benchmark;
 pub mod plugin_eval;
 pub mod report;
-pub mod scorecard;
 pub mod timeline;
 pub mod timings;
 pub mod viewer;

@@ -124,6 +124,34 @@ pub fn agent_logins_md(backlog: &Backlog) -> Option<String> {
     Some(text)
 }
 
+/// A new directory named `{prefix}…` under `parent` (default: the
+/// system's temporary directory), removed when dropped unless kept, and
+/// its canonical path (what the files in it are named by). Every
+/// directory a case, a backlog's template or a scorecard cell runs in is
+/// made here.
+pub fn temp_dir(prefix: &str, parent: Option<&Path>) -> Result<(TempDir, PathBuf), HarnessError> {
+    let dir = match parent {
+        Some(parent) => TempDir::with_prefix_in(prefix, parent),
+        None => TempDir::with_prefix(prefix),
+    }
+    .map_err(|e| HarnessError::Sandbox(e.to_string()))?;
+    let root = dir
+        .path()
+        .canonicalize()
+        .map_err(io(format!("resolve {}", dir.path().display())))?;
+    Ok((dir, root))
+}
+
+/// The backlog fixture `name`, or an empty backlog of `acme/app`.
+pub fn backlog(fixtures: &Fixtures, name: Option<&str>) -> Result<Backlog, HarnessError> {
+    match name {
+        Some(name) => {
+            Backlog::load(&fixtures.backlog(name)).map_err(|e| HarnessError::Fixture(e.render()))
+        }
+        None => Ok(Backlog::empty("acme/app")),
+    }
+}
+
 /// `/dev/shm` when it is a directory a sandbox can be created in (a RAM
 /// file system on Linux), else `None` (the system's temporary directory).
 pub fn ram_dir() -> Option<PathBuf> {
@@ -151,12 +179,7 @@ impl Worlds {
     /// An empty cache in a new directory under `parent` (default: the
     /// system's temporary directory).
     pub fn new(parent: Option<&Path>) -> Result<Self, HarnessError> {
-        let prefix = "sdd-evals-worlds-";
-        let dir = match parent {
-            Some(parent) => TempDir::with_prefix_in(prefix, parent),
-            None => TempDir::with_prefix(prefix),
-        }
-        .map_err(|e| HarnessError::Sandbox(e.to_string()))?;
+        let (dir, _) = temp_dir("sdd-evals-worlds-", parent)?;
         Ok(Self {
             dir,
             built: Mutex::default(),
@@ -262,22 +285,12 @@ impl Sandbox {
         parent: Option<&Path>,
         worlds: Option<&Worlds>,
     ) -> Result<Self, HarnessError> {
-        let prefix = format!("sdd-evals-{}-", case.id());
-        let dir = match parent {
-            Some(parent) => TempDir::with_prefix_in(prefix, parent),
-            None => TempDir::with_prefix(prefix),
-        }
-        .map_err(|e| HarnessError::Sandbox(e.to_string()))?;
-        let root = dir
-            .path()
-            .canonicalize()
-            .map_err(io("resolve the sandbox path"))?;
+        let (dir, root) = temp_dir(&format!("sdd-evals-{}-", case.id()), parent)?;
         let world_spec = &case.world;
-        let backlog = match &world_spec.backlog {
-            Some(name) => Backlog::load(&fixtures.backlog(&name.value))
-                .map_err(|e| HarnessError::Fixture(e.render()))?,
-            None => Backlog::empty("acme/app"),
-        };
+        let backlog = backlog(
+            fixtures,
+            world_spec.backlog.as_ref().map(|n| n.value.as_str()),
+        )?;
         let claude_md = match &world_spec.claude_md {
             Some(_) => None,
             None => agent_logins_md(&backlog),

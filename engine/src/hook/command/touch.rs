@@ -12,7 +12,8 @@
 //! paths. What a path refers to is decided by the caller; here a path is
 //! only as written.
 
-use super::{Action, Parsed, program};
+use super::action::Action;
+use super::parsed::{Parsed, program};
 
 fn touch(out: &mut Vec<Action>, via: &str, path: &str, deletes: bool) {
     if path.is_empty() || path == "-" {

@@ -1,4 +1,8 @@
-//! Unit tests of `history.rs`.
+//! Unit tests of the history room: the schema's lines and the log's I/O.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
 
 use super::*;
 

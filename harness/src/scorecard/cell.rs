@@ -21,7 +21,7 @@
 //! request; the other's always answers. The loop's prompt is submitted
 //! `fires` times in one session (`claude -p`, then `--continue`), as
 //! `/loop` fires it; a question goes in after the first fire. Nothing is
-//! judged here ([`crate::judging::scorecard`] is).
+//! judged here ([`super::verdict`] is).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -29,18 +29,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use assert_fs::TempDir;
-use sdd_mocks::fixture::Backlog;
 use sdd_mocks::git::{self, Git};
 use sdd_mocks::model::{BlockingMockModel, LogEntry, MockModel, Script};
 use sdd_mocks::tracker::MockTracker;
 
+use super::format::{Adapter, NOT_DONE, ScoreCase};
 use crate::loading::fixtures::Fixtures;
-use crate::loading::scorecard::{Adapter, NOT_DONE, ScoreCase};
 use crate::world::error::HarnessError;
 use crate::world::model::{Confinement, MODEL_KEY, closed_port};
 use crate::world::procs::{MARKER, Reaper};
-use crate::world::sandbox::TRACKER_TOKEN;
+use crate::world::sandbox::{self, TRACKER_TOKEN};
 use crate::world::spawn::{self, Control, Ended, Invocation};
 
 /// The model every session is started with.
@@ -222,21 +220,11 @@ pub fn run_cell(
     setup: &Setup,
 ) -> Result<CellRun, HarnessError> {
     let started = Instant::now();
-    let prefix = format!("sdd-scorecard-{}-", case.id);
-    let dir = match &setup.parent {
-        Some(parent) => TempDir::with_prefix_in(prefix, parent),
-        None => TempDir::with_prefix(prefix),
-    }
-    .map_err(|e| HarnessError::Sandbox(e.to_string()))?;
-    let root = dir
-        .path()
-        .canonicalize()
-        .map_err(io("resolve the cell's path"))?;
-    let backlog = match &adapter.backlog {
-        Some(name) => Backlog::load(&setup.fixtures.backlog(name))
-            .map_err(|e| HarnessError::Fixture(e.render()))?,
-        None => Backlog::empty("acme/app"),
-    };
+    let (dir, root) = sandbox::temp_dir(
+        &format!("sdd-scorecard-{}-", case.id),
+        setup.parent.as_deref(),
+    )?;
+    let backlog = sandbox::backlog(&setup.fixtures, adapter.backlog.as_deref())?;
     let world = git::materialise(&Git::default(), &backlog, &root)?;
     let tracker = MockTracker::builder()
         .backlog(backlog)

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::driving::scorecard::CellRun;
-use crate::loading::scorecard::{Count, Rule, ScoreCase};
+use super::cell::CellRun;
+use super::format::{Count, Rule, ScoreCase};
 
 /// One cell's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -158,7 +158,7 @@ mod tests {
         sdd_loop::yaml::parse(
             Path::new("c.yaml"),
             &text,
-            crate::loading::scorecard::FORMAT_HELP,
+            crate::scorecard::format::FORMAT_HELP,
         )
         .unwrap()
     }

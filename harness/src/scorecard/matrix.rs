@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::judging::scorecard::Verdict;
+use super::verdict::Verdict;
 use crate::reporting::viewer::escape;
 
-const STYLE: &str = include_str!("viewer.css");
+const STYLE: &str = include_str!("../reporting/viewer.css");
 
 /// A row: one case.
 #[derive(Debug, Clone, Serialize)]
