@@ -11,14 +11,7 @@ use std::path::{Path, PathBuf};
 #[path = "graph/mod.rs"]
 mod graph;
 
-use graph::{Circle, Graph, Module, Source, circles, find_cycle, show, strip_comments, upward};
-
-/// The one circle the engine still has, to be removed from this list when
-/// it is broken: `tick/claims.rs` uses the tick's context (`Ctx`, its notes
-/// and lists) while `tick/ctx.rs` holds the claim log (`ClaimLog`). What a
-/// tick concluded and its claim log belong in a leaf file both use. Any
-/// other circle fails the test, and so does a file joining this one.
-const KNOWN_CIRCLES: [(&str, &[&str]); 1] = [("tick", &["claims", "ctx"])];
+use graph::{Graph, Module, Source, circles, find_cycle, show, strip_comments, upward};
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -62,12 +55,6 @@ fn arrows_up(graph: &Graph, rooms: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn is_known(circle: &Circle) -> bool {
-    KNOWN_CIRCLES.iter().any(|(folder, members)| {
-        show(&circle.folder) == *folder && circle.members.iter().eq(members.iter())
-    })
-}
-
 #[test]
 fn lib_rs_lists_exactly_the_engine_s_rooms() {
     let rooms = rooms();
@@ -101,7 +88,6 @@ fn rooms_import_only_the_rooms_before_them() {
 fn no_modules_import_each_other_in_a_circle() {
     let found: Vec<String> = circles(&production_graph())
         .iter()
-        .filter(|c| !is_known(c))
         .map(|c| format!("{c} (all of {:?})", c.members))
         .collect();
     assert!(
@@ -109,19 +95,6 @@ fn no_modules_import_each_other_in_a_circle() {
         "modules import each other in a circle; move the shared type down to a module both use:\n  {}",
         found.join("\n  ")
     );
-}
-
-#[test]
-fn each_known_circle_is_still_there() {
-    let all = circles(&production_graph());
-    for (folder, members) in KNOWN_CIRCLES {
-        assert!(
-            all.iter()
-                .any(|c| show(&c.folder) == folder && c.members.iter().eq(members.iter())),
-            "the circle {members:?} in {folder} is gone: remove it from KNOWN_CIRCLES in {}",
-            file!()
-        );
-    }
 }
 
 /// The reliability program (the example with folders of its own): no
@@ -181,7 +154,7 @@ fn a_planted_arrow_up_and_a_planted_circle_are_reported() {
     assert!(
         circles(&planted)
             .iter()
-            .any(|c| !is_known(c) && c.members == ["log", "schema"]),
+            .any(|c| c.members == ["log", "schema"]),
         "schema -> log -> schema is not reported"
     );
 }

@@ -95,17 +95,6 @@ pub struct Holder {
     pub clone_id: Option<String>,
 }
 
-/// How a lease names the clone at `dir`: its canonical path (symlinks and
-/// `..` resolved), so `-C ../app`, a symlink and the plain path are one
-/// clone; the absolute path if it cannot be resolved.
-pub fn clone_name(dir: &std::path::Path) -> String {
-    std::fs::canonicalize(dir)
-        .or_else(|_| std::path::absolute(dir))
-        .unwrap_or_else(|_| dir.to_path_buf())
-        .display()
-        .to_string()
-}
-
 impl Holder {
     /// Whether `other` is this same holder: the same clone (a new process
     /// of the same clone, as after `--resume`, holds what its predecessor
@@ -120,7 +109,7 @@ impl Holder {
     }
 }
 
-pub use identity::{clone_id, known_clone_id};
+pub use identity::{clone_id, clone_name, known_clone_id};
 
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -35,6 +35,17 @@ struct Record {
     machine: Option<String>,
 }
 
+/// How a lease names the clone at `dir`: its canonical path (symlinks and
+/// `..` resolved), so `-C ../app`, a symlink and the plain path are one
+/// clone; the absolute path if it cannot be resolved.
+pub fn clone_name(dir: &std::path::Path) -> String {
+    std::fs::canonicalize(dir)
+        .or_else(|_| std::path::absolute(dir))
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// The identity of the clone at `dir` on `host`: read from its git
 /// directory, made there the first time (or when the record was made for
 /// another host, path or machine). `None` only when no randomness can be
@@ -44,7 +55,7 @@ pub fn clone_id(dir: &Path, host: &str) -> Option<String> {
     let here = Record {
         id: String::new(),
         host: host.to_owned(),
-        path: super::clone_name(dir),
+        path: clone_name(dir),
         machine: machine_id(),
     };
     if let Some(found) = read(&file).filter(|r| made_here(r, &here)) {
@@ -77,7 +88,7 @@ pub fn known_clone_id(dir: &Path, host: &str) -> Option<String> {
     let here = Record {
         id: String::new(),
         host: host.to_owned(),
-        path: super::clone_name(dir),
+        path: clone_name(dir),
         machine: machine_id(),
     };
     read(&witness::dir(dir).join(FILE))
