@@ -637,14 +637,19 @@ fn recover(
         turn_ended_by: None,
     };
     let note = format!(
-        "Recovered interrupted iteration {} (pid {}) from {source}: {} tokens in, {} tokens out, PRs [{}] — recorded as errored (interrupted)",
+        "Recovered interrupted iteration {} (pid {}) from {source}: {} in, {} out, PRs [{}] — recorded as errored (interrupted)",
         journal.iteration,
         journal.pid,
-        delta.tokens_in,
-        delta.tokens_out,
+        tokens(delta.tokens_in),
+        tokens(delta.tokens_out),
         delta.prs.join(", ")
     );
     Ok((record.into(), exchange, note))
+}
+
+/// A count of tokens in the right number.
+fn tokens(n: u64) -> String {
+    format!("{n} {}", if n == 1 { "token" } else { "tokens" })
 }
 
 /// Applies what loading queued: from here on the tick changes state.
