@@ -433,7 +433,10 @@ impl Scenario {
             .find(|s| s.name() == name)
             .ok_or_else(|| {
                 let names: Vec<&str> = Self::ALL.iter().map(|s| s.name()).collect();
-                format!("--scenario {name:?} is not one: {}", names.join(", "))
+                format!(
+                    "no scenario is named {name:?}; the scenarios: {}",
+                    names.join(", ")
+                )
             })
     }
 
