@@ -24,9 +24,18 @@
 //! from `0..=skew`, so two clocks disagree by up to `--skew`. A machine
 //! takes over a lapsed claim only when its clock is `--margin` past the
 //! expiry; with the margin at least the skew no issue is ever held by two
-//! working machines, nor gets two PRs. Run with `--margin 0` it reports
-//! the duplicate (a fast clock takes a claim whose holder, cut off and
-//! unable to renew, still works by its slower clock) and exits 1.
+//! working machines, nor gets two PRs.
+//!
+//! `--scenario cut-off-holder` replaces the random faults with a fixed
+//! schedule (a holder cut off, a second clock ahead by the skew) acted out
+//! in a fixed order, so its counters are the same every run: with
+//! `--margin 0` it reports the double holder (the fast clock takes the
+//! claim while the holder, unable to renew, still works by its slower
+//! clock) and exits 1, every time; with the default margin it exits 0.
+//!
+//! ```text
+//! cargo run --release -p sdd-loop --example claims_stress -- --scenario cut-off-holder --margin 0
+//! ```
 //!
 //! What it proves is the protocol; `world::claim`'s tests prove each
 //! compare-and-swap on real git. Exit status 1 on any PR opened twice, any
@@ -65,6 +74,8 @@ struct Options {
     /// engine before its fix): a clone whose backlog predates the PR works
     /// the issue again.
     release_failed_work: bool,
+    /// A fixed schedule instead of random faults (`--scenario`).
+    scenario: Option<Scenario>,
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -77,7 +88,9 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         seed: 1,
         renewal_before_push: false,
         release_failed_work: false,
+        scenario: None,
     };
+    let mut fixed = Vec::new();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || -> Result<u64, String> {
@@ -94,9 +107,31 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--seed" => o.seed = value()?,
             "--renewal-before-push" => o.renewal_before_push = true,
             "--release-failed-work" => o.release_failed_work = true,
+            "--scenario" => {
+                let name = it.next().map_or("", String::as_str);
+                o.scenario = Some(Scenario::parse(name)?);
+                continue;
+            }
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
+        if matches!(
+            flag.as_str(),
+            "--machines" | "--ticks" | "--issues" | "--seed"
+        ) {
+            fixed.push(flag.clone());
+        }
+    }
+    if let Some(scenario) = o.scenario {
+        if !fixed.is_empty() {
+            return Err(format!(
+                "--scenario {} fixes the machines, issues and faults: drop {}",
+                scenario.name(),
+                fixed.join(", ")
+            ));
+        }
+        o.machines = scenario.schedules(&o).len();
+        o.issues = 1;
     }
     Ok(o)
 }
@@ -131,6 +166,8 @@ struct Machine {
     /// push hangs.
     hung_until: u64,
     rng: SplitMix,
+    /// A scenario's fixed faults, which replace the random ones.
+    schedule: Option<Schedule>,
 }
 
 /// The shared tracker: the backlog, the PRs opened, and what the run
@@ -180,8 +217,10 @@ fn setup(root: &Path, o: &Options) -> Vec<Machine> {
         &["push", "--quiet", "../origin.git", "HEAD:refs/heads/main"],
     );
     let mut rng = SplitMix::new(o.seed);
+    let schedules = o.scenario.map(|s| s.schedules(o));
     (0..o.machines)
         .map(|i| {
+            let schedule = schedules.as_ref().map(|all| all[i]);
             let name = format!("machine-{i}");
             git(root, &["clone", "--quiet", "origin.git", &name]);
             let dir = root.join(&name);
@@ -199,12 +238,16 @@ fn setup(root: &Path, o: &Options) -> Vec<Machine> {
                     vars: std::env::vars().collect(),
                     limit: Duration::from_secs(30),
                 },
-                offset: i64::try_from(rng.below(o.skew + 1)).unwrap_or(0),
+                offset: schedule.map_or_else(
+                    || i64::try_from(rng.below(o.skew + 1)).unwrap_or(0),
+                    |s| s.offset,
+                ),
                 doing: Doing::Idle,
                 ticks: 0,
                 cut_until: 0,
                 hung_until: 0,
                 rng: SplitMix::new(o.seed.wrapping_mul(31).wrapping_add(i as u64)),
+                schedule,
             }
         })
         .collect()
@@ -255,16 +298,14 @@ fn act(
                 m.doing = Doing::Idle;
                 return;
             }
-            if m.rng.below(100) < 2 {
+            if let Some(until) = m.killed(round) {
                 world.lock().expect("world").count("kills");
-                m.doing = Doing::Dead {
-                    until: round + 1 + m.rng.below(10),
-                };
+                m.doing = Doing::Dead { until };
                 return;
             }
-            if m.rng.below(100) < 5 {
+            if let Some(until) = m.cut_off(round) {
                 world.lock().expect("world").count("cuts");
-                m.cut_until = round + 10 + m.rng.below(20);
+                m.cut_until = until;
             }
             let cut = cut || round < m.cut_until;
             {
@@ -276,7 +317,7 @@ fn act(
                 let mut w = world.lock().expect("world");
                 w.prs.entry(issue).or_default().push((i, round));
                 // The skill opened its PR, then failed without reporting it.
-                let failed = m.rng.below(100) < 5;
+                let failed = m.fails_unreported();
                 if failed {
                     w.count("unreported_prs");
                 }
@@ -303,10 +344,13 @@ fn act(
                 };
                 return;
             }
-            if now >= t.renew_at(&lease) && !cut && m.rng.below(100) < 10 {
+            if now >= t.renew_at(&lease)
+                && !cut
+                && let Some(until) = m.hangs(round)
+            {
                 // The renewal's push meets a remote that never answers.
                 world.lock().expect("world").count("hangs");
-                m.hung_until = round + 10 + m.rng.below(20);
+                m.hung_until = until;
                 m.doing = Doing::Working {
                     issue,
                     commit,
@@ -388,12 +432,137 @@ fn take_next(m: &mut Machine, now: Timestamp, t: &Timing, world: &Mutex<World>) 
                 issue,
                 commit: c,
                 lease,
-                left: 2 + u32::try_from(m.rng.below(19)).unwrap_or(0),
+                left: m.work_length(),
             };
             return;
         }
         world.lock().expect("world").count("refused");
         return;
+    }
+}
+
+/// How a machine's faults are decided: drawn from its generator in the
+/// random run, read from its schedule in a scenario. The draws keep their
+/// order, so a seed's random run is the same as before there were
+/// scenarios.
+impl Machine {
+    /// Whether it is SIGKILLed this minute, and the minute it restarts.
+    fn killed(&mut self, round: u64) -> Option<u64> {
+        if self.schedule.is_some() {
+            return None;
+        }
+        (self.rng.below(100) < 2).then(|| round + 1 + self.rng.below(10))
+    }
+
+    /// Whether it is cut off from the remote and the tracker this minute,
+    /// and until which.
+    fn cut_off(&mut self, round: u64) -> Option<u64> {
+        match self.schedule {
+            Some(s) => s.cut.filter(|(at, _)| *at == round).map(|(at, r)| at + r),
+            None => (self.rng.below(100) < 5).then(|| round + 10 + self.rng.below(20)),
+        }
+    }
+
+    /// Whether its renewal's push meets a remote that never answers, and
+    /// until which minute it hangs.
+    fn hangs(&mut self, round: u64) -> Option<u64> {
+        if self.schedule.is_some() {
+            return None;
+        }
+        (self.rng.below(100) < 10).then(|| round + 10 + self.rng.below(20))
+    }
+
+    /// Whether its skill, having opened its PR, fails without reporting it.
+    fn fails_unreported(&mut self) -> bool {
+        self.schedule.is_none() && self.rng.below(100) < 5
+    }
+
+    /// How many connected minutes an issue it takes needs.
+    fn work_length(&mut self) -> u32 {
+        match self.schedule {
+            Some(s) => s.work,
+            None => 2 + u32::try_from(self.rng.below(19)).unwrap_or(0),
+        }
+    }
+}
+
+/// A run with a fixed schedule, in which the margin alone decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scenario {
+    /// Two machines, one issue. machine-0 (the true clock) takes issue #1
+    /// at minute 0 and is cut off from minute 1 for 40 minutes: it can
+    /// neither renew nor finish, and stops when the lease (15 minutes)
+    /// ends by its own clock, at minute 15. machine-1's clock runs the
+    /// skew ahead: it takes the claim over once its clock is the margin
+    /// past the expiry — with the margin at the skew at minute 15, as
+    /// machine-0 stops; with margin 0 at minute 15 − skew, while machine-0
+    /// still works, and the issue is double-held every run.
+    CutOffHolder,
+}
+
+/// One machine's part in a scenario.
+#[derive(Debug, Clone, Copy)]
+struct Schedule {
+    /// Seconds its clock is ahead of the true time.
+    offset: i64,
+    /// Cut off at this minute for this many.
+    cut: Option<(u64, u64)>,
+    /// Connected minutes an issue it takes needs.
+    work: u32,
+}
+
+impl Scenario {
+    const ALL: [Scenario; 1] = [Scenario::CutOffHolder];
+
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::CutOffHolder => "cut-off-holder",
+        }
+    }
+
+    fn parse(name: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|s| s.name()).collect();
+                format!(
+                    "no scenario is named {name:?}; the scenarios: {}",
+                    names.join(", ")
+                )
+            })
+    }
+
+    fn schedules(self, o: &Options) -> Vec<Schedule> {
+        match self {
+            Scenario::CutOffHolder => vec![
+                Schedule {
+                    offset: 0,
+                    cut: Some((1, 40)),
+                    work: 30,
+                },
+                Schedule {
+                    offset: i64::try_from(o.skew).unwrap_or(0),
+                    cut: None,
+                    work: 5,
+                },
+            ],
+        }
+    }
+}
+
+/// A scenario's minute: the machines act one after another in a fixed
+/// order, so no push races and every run is the same.
+fn act_in_turn(
+    machines: &mut [Machine],
+    round: u64,
+    start: Timestamp,
+    settings: (&Timing, &Options),
+    world: &Mutex<World>,
+) {
+    for (i, m) in machines.iter_mut().enumerate() {
+        let now = clock(start, round, m.offset);
+        act(m, i, round, now, settings, world);
     }
 }
 
@@ -407,7 +576,7 @@ fn main() {
             }
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: claims_stress [--machines 8] [--ticks 50] [--issues 40] [--skew 300] [--margin 300] [--seed 1] [--renewal-before-push] [--release-failed-work]"
+                "usage: claims_stress [--machines 8] [--ticks 50] [--issues 40] [--skew 300] [--margin 300] [--seed 1] [--renewal-before-push] [--release-failed-work]\n       claims_stress --scenario cut-off-holder [--skew 300] [--margin 300]"
             );
             std::process::exit(if e.is_empty() { 0 } else { 64 });
         }
@@ -431,16 +600,20 @@ fn main() {
         if all_done || out_of_ticks || round > 10_000 {
             break;
         }
-        std::thread::scope(|s| {
-            for (i, m) in machines.iter_mut().enumerate() {
-                let (world, timing, o) = (&world, &timing, &o);
-                let now = clock(start, round, m.offset);
-                if m.ticks >= o.ticks && matches!(m.doing, Doing::Idle) {
-                    continue;
+        if o.scenario.is_some() {
+            act_in_turn(&mut machines, round, start, (&timing, &o), &world);
+        } else {
+            std::thread::scope(|s| {
+                for (i, m) in machines.iter_mut().enumerate() {
+                    let (world, timing, o) = (&world, &timing, &o);
+                    let now = clock(start, round, m.offset);
+                    if m.ticks >= o.ticks && matches!(m.doing, Doing::Idle) {
+                        continue;
+                    }
+                    s.spawn(move || act(m, i, round, now, (timing, o), world));
                 }
-                s.spawn(move || act(m, i, round, now, (timing, o), world));
-            }
-        });
+            });
+        }
         round += 1;
     }
     let w = world.into_inner().expect("world");
@@ -449,9 +622,12 @@ fn main() {
     let double_held = w.working.values().filter(|m| m.len() > 1).count();
     let c = |k: &str| w.counts.get(k).copied().unwrap_or(0);
     let mut out = std::io::stdout();
+    let run = o
+        .scenario
+        .map_or_else(String::new, |s| format!("scenario={} ", s.name()));
     let _ = writeln!(
         out,
-        "machines={} ticks={} issues={} skew={}s margin={}s seed={} rounds={round} takes={} takeovers={} renewals={} refused={} kills={} cuts={} hangs={} unreported_prs={} stopped_at_expiry={} lost_to_hang={} lost_at_renewal={}",
+        "{run}machines={} ticks={} issues={} skew={}s margin={}s seed={} rounds={round} takes={} takeovers={} renewals={} refused={} kills={} cuts={} hangs={} unreported_prs={} stopped_at_expiry={} lost_to_hang={} lost_at_renewal={}",
         o.machines,
         o.ticks,
         o.issues,

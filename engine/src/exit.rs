@@ -16,7 +16,9 @@ pub const NEEDS_ANSWER: u8 = 4;
 /// `begin` only: nothing for the agent to do this tick — another tick
 /// holds the lock, or nothing was selected; the tick is recorded.
 pub const NOTHING_TO_DO: u8 = 5;
-/// Command-line usage error (`EX_USAGE`).
+/// Command-line usage error (`EX_USAGE`); also a wrapper tick whose skill
+/// command could not be started: the setting is at fault (its iteration
+/// is recorded errored, with no issue blamed).
 pub const USAGE: u8 = 64;
 /// A data file is malformed: budget, history, CLAUDE.md, answers (`EX_DATAERR`).
 pub const DATA: u8 = 65;
@@ -43,7 +45,7 @@ Exit status:
   3   loop ended (a stop condition fired; final report printed)
   4   a gate needs an answer and none could be had (nothing was changed)
   5   begin: nothing to do this tick (lock held elsewhere, or nothing selected)
-  64  usage error
+  64  usage error; a skill command that could not be started (its iteration is recorded)
   65  malformed data file (budget.json, history, CLAUDE.md, answers file)
   66  end/event: no open iteration; a tick whose lock was forced (--lock force)
   69  tracker or git unavailable

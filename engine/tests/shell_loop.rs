@@ -471,6 +471,57 @@ exit 1
     assert_eq!(line.tokens_in_this_iter, Some(1000), "the good line counts");
 }
 
+// Regression: a mistyped skill command (sh exits 127) was recorded as the
+// work's failure with a `help:` about the result file, and the next tick
+// ran it again before the repeated-failure gate said anything.
+#[test]
+fn a_skill_command_that_cannot_start_names_the_setting_and_ends_the_shell_loop() {
+    let w = world();
+    let bin = env!("CARGO_BIN_EXE_sdd-loop");
+    let script = format!(
+        "n=0; while :; do '{bin}' work --loop; s=$?; [ $s -eq 0 ] || break; n=$((n+1)); [ $n -lt 5 ] || exit 99; done; echo \"ticks=$n status=$s\""
+    );
+    let out = in_world(Command::new("sh"), &w)
+        .env("SDD_LOOP_SKILL_CMD", "./run-work-skil")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("ticks=0 status=64"), "{stdout}\n{said}");
+    assert!(
+        said.contains("error: the skill command could not be started (sh -c exited 127): sh: 1: ./run-work-skil: not found"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "help: the skill command is \"./run-work-skil\" (--skill-cmd or SDD_LOOP_SKILL_CMD)"
+        ),
+        "{said}"
+    );
+    assert!(
+        !said.contains("skill-result"),
+        "no result-file hint: {said}"
+    );
+    let history = lines(w.dir.path());
+    assert_eq!(history.len(), 1, "one iteration spent");
+    assert_eq!(history[0].outcome, Some(Outcome::Errored));
+    assert_eq!(
+        history[0].failures_this_iter.as_deref(),
+        Some(&[][..]),
+        "no issue blamed"
+    );
+
+    // Fixed, the loop goes on: no repeated-failure gate on the issues.
+    let fixed = engine(&w).args(["work", "--loop"]).output().unwrap();
+    let out = String::from_utf8_lossy(&fixed.stdout);
+    assert_eq!(fixed.status.code(), Some(0), "{out}");
+    let history = lines(w.dir.path());
+    assert_eq!(history[1].outcome, Some(Outcome::Ok), "{out}");
+    assert_eq!(history[1].gates.as_deref(), Some(&[][..]), "{out}");
+}
+
 #[test]
 fn sigint_drains_the_iteration_and_stops_the_loop() {
     let w = world();

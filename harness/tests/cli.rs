@@ -279,6 +279,12 @@ fn new_writes_where_dir_says() {
     let (code, out, err) = call(dir.path(), &["new", "mine", "--dir", "my-cases"]);
     assert_eq!(code, exit::OK, "{err}");
     assert!(out.contains("created my-cases/mine.yaml"), "{out}");
+    // Regression: the hint ran nextest, which runs only the cases under evals/.
+    assert!(
+        out.contains("`sdd-evals run my-cases/mine.yaml` runs it again")
+            && !out.contains("nextest run -p"),
+        "{out}"
+    );
     assert!(dir.path().join("my-cases/mine.yaml").is_file());
     assert!(!dir.path().join("evals").exists(), "nothing under evals/");
 }
@@ -311,8 +317,10 @@ fn accept_writes_a_new_cases_snapshots_and_never_a_changed_one() {
     let output = snapshots.join("my-first-case__output.snap");
     let text = std::fs::read_to_string(&output).unwrap();
     assert!(text.contains("Backlog empty — 0 iterations used"), "{text}");
-    let (code, _, err) = run(dir.path(), &[case]);
+    let (code, out, err) = run(dir.path(), &[case]);
     assert_eq!(code, exit::OK, "the accepted snapshots match: {err}");
+    // Regression: "1 cases: 1 passed".
+    assert!(out.contains("\n1 case: 1 passed, 0 failed"), "{out}");
 
     let changed = text.replace("Backlog empty", "Backlog was empty");
     std::fs::write(&output, &changed).unwrap();

@@ -256,7 +256,9 @@ pub struct CommonArgs {
     /// https://api.github.com]
     #[arg(long, value_name = "URL")]
     pub tracker_url: Option<String>,
-    /// git remote whose branch heads resume compares against.
+    /// git remote of the shared origin: loop ticks claim their issues and
+    /// PRs on it (unless SDD_LOOP_CLAIM_REMOTE names another), resume
+    /// compares branch heads against it, and --repo defaults from its URL.
     #[arg(long, value_name = "NAME", default_value = "origin")]
     pub remote: String,
     /// Longest one tracker request may take, connection to last byte

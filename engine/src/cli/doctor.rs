@@ -314,8 +314,9 @@ fn tracker_check(inputs: &Inputs<'_>) -> Vec<Check> {
             "tracker",
             Verdict::Ok,
             format!(
-                "{repo} on {url} answers ({} open pull requests){}",
+                "{repo} on {url} answers ({} open pull request{}){}",
                 pulls.len(),
+                if pulls.len() == 1 { "" } else { "s" },
                 if let Ok(t) = &found {
                     format!(", with the token from {}", t.source)
                 } else {
@@ -405,7 +406,7 @@ fn state(inputs: &Inputs<'_>) -> Vec<Check> {
         if let Some(stopped) = &glance.stopped {
             detail.push_str(&format!("; the loop has ended: {stopped}"));
             notes.push(format!(
-                "a new run starts over with `/sdd:{name} --loop` after the cause is dealt with"
+                "once the cause is dealt with, `--resume` reopens this run and `--fresh` starts a new one: `sdd-loop {name} --loop --fresh` from a shell or cron, the loop prompt `/sdd:{name} --loop --fresh` in Claude Code"
             ));
         }
         if glance.torn {
@@ -642,7 +643,9 @@ mod tests {
     }
 
     // Regression: doctor printed the lock and the run's stop as raw JSON
-    // (`its lock is held: {"pid":…}`, `the loop has ended ({"cause":…})`).
+    // (`its lock is held: {"pid":…}`, `the loop has ended ({"cause":…})`);
+    // and it said a new run starts with `/sdd:work --loop`, which an ended
+    // run refuses (exit 3): `--fresh` starts one.
     #[test]
     fn a_held_lock_and_an_ended_run_are_told_in_sentences() {
         let tmp = tempfile::tempdir().unwrap();
@@ -685,7 +688,8 @@ mod tests {
         let fix = work.fix.as_deref().unwrap();
         assert!(
             fix.contains("a dead one is reaped by the next tick")
-                && fix.contains("a new run starts over with `/sdd:work --loop`"),
+                && fix.contains("`sdd-loop work --loop --fresh` from a shell or cron")
+                && fix.contains("`/sdd:work --loop --fresh` in Claude Code"),
             "both notes: {fix}"
         );
         let mut out = Vec::new();

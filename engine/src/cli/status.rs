@@ -458,7 +458,8 @@ impl Status {
         }
         if let Some(n) = self.torn {
             s.push_str(&format!(
-                "History: the last line is torn ({n} bytes); the next tick moves it aside\n"
+                "History: the last line is torn ({n} byte{}); the next tick moves it aside\n",
+                if n == 1 { "" } else { "s" }
             ));
         }
         s.push_str(&match (&self.budget, &self.last) {

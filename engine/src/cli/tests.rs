@@ -117,6 +117,18 @@ fn help_lists_every_flag_default_env_and_exit_codes() {
     assert!(out.contains("--pr"));
 }
 
+// Regression: `--remote` said it fed resume only, though claims are made
+// on it and the tracker repository defaults from it.
+#[test]
+fn remote_help_names_everything_it_picks() {
+    let (_, out, _) = call(&["work", "--help"], &[]);
+    let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("--remote <NAME> git remote of the shared origin: loop ticks claim their issues and PRs on it (unless SDD_LOOP_CLAIM_REMOTE names another), resume compares branch heads against it, and --repo defaults from its URL"),
+        "{flat}"
+    );
+}
+
 #[test]
 fn missing_skill_command_is_a_usage_error_with_help() {
     let (code, _, err) = call(&["work", "--loop"], &[]);

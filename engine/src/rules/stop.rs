@@ -148,6 +148,17 @@ pub fn dollars(d: f64) -> String {
     format!("${d:.2}")
 }
 
+/// The contract's backlog-empty line (#1), its counts in the right number.
+pub fn backlog_empty_message(iterations_used: u64, prs_touched: usize) -> String {
+    let iterations = if iterations_used == 1 {
+        "iteration"
+    } else {
+        "iterations"
+    };
+    let prs = if prs_touched == 1 { "PR" } else { "PRs" };
+    format!("Backlog empty — {iterations_used} {iterations} used, {prs_touched} {prs} touched")
+}
+
 /// The contract's cost-stop line.
 pub fn cost_message(used: f64, max: f64) -> String {
     format!("Cost budget reached: {} / {}", dollars(used), dollars(max))
@@ -237,6 +248,19 @@ pub fn qmd_message(captured: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Regression: "Backlog empty — 1 iterations used, 1 PRs touched".
+    #[test]
+    fn the_backlog_empty_line_says_one_in_the_singular() {
+        assert_eq!(
+            backlog_empty_message(1, 1),
+            "Backlog empty — 1 iteration used, 1 PR touched"
+        );
+        assert_eq!(
+            backlog_empty_message(0, 2),
+            "Backlog empty — 0 iterations used, 2 PRs touched"
+        );
+    }
     use crate::state::budget::{Budget, Ceilings};
 
     fn budget(iterations: u64, prs: u64, dollars: f64) -> Budget {

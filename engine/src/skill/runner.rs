@@ -127,6 +127,8 @@ pub struct RunOutcome {
     pub qmd_line: Option<String>,
     /// The command could not be started.
     pub spawn_error: Option<String>,
+    /// The shell refused the command line itself ([`RunOutcome::refused_by_shell`]).
+    pub shell_refused: bool,
     /// Why the work failed when its exit status does not say (an agent
     /// that exited 0 with an error result): the root cause, quoted from
     /// the work and redacted. Read before the exit status.
@@ -168,6 +170,28 @@ impl RunOutcome {
             .or_else(|| lines.find(|l| !l.is_empty()))
     }
 
+    /// The skill command never ran: it could not be spawned, or the
+    /// shell refused the command line itself. A setting to fix, not a
+    /// failure of the work.
+    pub fn could_not_start(&self) -> bool {
+        self.spawn_error.is_some() || self.shell_refused
+    }
+
+    /// Whether `sh -c` itself refused the command line: it exited 127 (no
+    /// such command), 126 (not executable) or 2 (a line it could not
+    /// read, or a script `sh FILE` could not open), its own complaint
+    /// (`sh: 1: ./run-work-skill: not found`) is the last thing said, and
+    /// the skill appended no event and wrote no result. A program the
+    /// line started that fails so names itself instead of `sh:` (`./work-
+    /// skill.sh: 12: curl: not found`): that is the work's failure.
+    fn refused_by_shell(&self, exchange: &Exchange) -> bool {
+        self.signal.is_none()
+            && matches!(self.exit_code, Some(2 | 126 | 127))
+            && self.last_stderr().is_some_and(|l| l.starts_with("sh: "))
+            && exchange.events_len() == 0
+            && !exchange.result_path().exists()
+    }
+
     /// The signal the engine forwarded on an interrupt, if it did.
     pub fn forwarded_signal(&self) -> Option<i32> {
         self.interrupted.map(|kind| match kind {
@@ -182,7 +206,12 @@ impl RunOutcome {
     /// the iteration's work was reported is then the result's to say.
     pub fn failure(&self) -> Option<String> {
         if let Some(e) = &self.spawn_error {
-            return Some(format!("skill command could not start: {e}"));
+            return Some(format!("{NOT_STARTED}: {e}"));
+        }
+        if self.shell_refused {
+            let code = self.exit_code.unwrap_or_default();
+            let line = self.last_stderr().unwrap_or_default();
+            return Some(format!("{NOT_STARTED} (sh -c exited {code}): {line}"));
         }
         if let Some(cause) = &self.cause {
             return Some(cause.clone());
@@ -207,6 +236,10 @@ impl RunOutcome {
         })
     }
 }
+
+/// How the root cause of a skill command that never ran begins: what the
+/// tick keys its `--skill-cmd` hint on.
+pub const NOT_STARTED: &str = "the skill command could not be started";
 
 /// How the root cause of a run the stall watchdog killed begins (an
 /// agent's runner words it so too): what the tick keys its
@@ -488,9 +521,12 @@ impl SkillRunner for ProcessRunner<'_> {
                 return outcome;
             }
         };
-        self.supervise(child, spec, exchange, echo, LINE_MAX, &mut |line, echo| {
-            let _ = writeln!(echo, "{line}");
-        })
+        let mut outcome =
+            self.supervise(child, spec, exchange, echo, LINE_MAX, &mut |line, echo| {
+                let _ = writeln!(echo, "{line}");
+            });
+        outcome.shell_refused = outcome.refused_by_shell(exchange);
+        outcome
     }
 }
 
@@ -959,10 +995,31 @@ mod tests {
         spec.command = "definitely-not-a-command-xyz".into();
         let (o, _) = run(&spec, &ex, &NoInterrupts);
         assert_eq!(o.exit_code, Some(127));
+        assert!(o.could_not_start(), "{o:?}");
+        let why = o.failure().unwrap();
         assert!(
-            o.failure().unwrap().contains("not found"),
-            "{:?}",
-            o.failure()
+            why.starts_with(NOT_STARTED) && why.contains("definitely-not-a-command-xyz: not found"),
+            "{why}"
         );
+    }
+
+    // Regression: a mistyped skill command was the work's failure (exit
+    // 127 blamed on the issues), so a second iteration ran it again.
+    #[test]
+    fn a_script_that_cannot_open_is_not_started_but_a_script_that_fails_so_is_the_work() {
+        let (tmp, ex, mut spec) = setup();
+        spec.command = "sh ./no-such-skill.sh".into();
+        let (o, _) = run(&spec, &ex, &NoInterrupts);
+        assert!(o.could_not_start(), "{o:?}");
+        std::fs::write(
+            tmp.path().join("skill.sh"),
+            "echo working >&2\nmissing-tool-xyz\n",
+        )
+        .unwrap();
+        spec.command = "sh ./skill.sh".into();
+        let (o, _) = run(&spec, &ex, &NoInterrupts);
+        assert_eq!(o.exit_code, Some(127));
+        assert!(!o.could_not_start(), "the script ran: {o:?}");
+        assert!(o.failure().unwrap().starts_with("skill exited 127"));
     }
 }

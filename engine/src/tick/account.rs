@@ -17,7 +17,7 @@ use crate::exit;
 use crate::os::clock;
 use crate::rules::rates;
 use crate::rules::stop::{self, Fired, StopCause};
-use crate::skill::runner::{InterruptKind, RunOutcome, STALLED};
+use crate::skill::runner::{InterruptKind, NOT_STARTED, RunOutcome, STALLED};
 use crate::state::budget::{Budget, round_dollars};
 use crate::state::exchange::Exchange;
 use crate::state::files;
@@ -74,8 +74,10 @@ pub(crate) enum Blame {
 }
 
 impl Blame {
+    /// A skill command that never ran did no work to blame: the setting
+    /// is at fault, and the tick says so ([`RunOutcome::could_not_start`]).
     pub(crate) fn of(run: &RunOutcome) -> Self {
-        if run.result_succeeded {
+        if run.result_succeeded || run.could_not_start() {
             Blame::NoTarget
         } else {
             Blame::Targets
@@ -565,7 +567,10 @@ fn explain_error(
     let error = error?;
     let path = Exchange::for_iteration(&ctx.paths, journal.iteration).result_path();
     let path = path.display().to_string();
-    let help = if error.starts_with(STALLED) {
+    let help = if error.starts_with(NOT_STARTED) {
+        // The tick ends on this error, with the setting to fix.
+        None
+    } else if error.starts_with(STALLED) {
         let secs = ctx.cfg.stall_timeout.as_secs();
         Some(format!(
             "the skill printed no line and appended no event for {secs} s (--stall-timeout {secs}): have it print progress or append a `progress` event to SDD_LOOP_EVENTS while it works, or raise --stall-timeout"

@@ -566,11 +566,11 @@ fn recover(
     let ended = clock::format(ctx.now());
     budget.last_tick_ended_at = Some(ended.clone());
     let note = format!(
-        "Recovered interrupted iteration {} (pid {}) from {source}: {} tokens in, {} tokens out, PRs [{}] — recorded as errored (interrupted)",
+        "Recovered interrupted iteration {} (pid {}) from {source}: {} in, {} out, PRs [{}] — recorded as errored (interrupted)",
         journal.iteration,
         journal.pid,
-        delta.tokens_in,
-        delta.tokens_out,
+        tokens(delta.tokens_in),
+        tokens(delta.tokens_out),
         delta.prs.join(", ")
     );
     let mut line = Record::new(
@@ -590,6 +590,11 @@ fn recover(
     line.error = Some("interrupted".into());
     let record = line.line(ctx.cfg.skill, ended);
     Ok((record.into(), exchange, note))
+}
+
+/// A count of tokens in the right number.
+fn tokens(n: u64) -> String {
+    format!("{n} {}", if n == 1 { "token" } else { "tokens" })
 }
 
 /// Applies what loading queued: from here on the tick changes state.

@@ -68,7 +68,7 @@ use crate::exit;
 use crate::os::clock::Clock;
 use crate::os::liveness::ProcessProbe;
 use crate::rules::gates::{Answerer, Prompt, Script};
-use crate::skill::runner::{Interrupts, RunSpec, SkillRunner};
+use crate::skill::runner::{Interrupts, NOT_STARTED, RunOutcome, RunSpec, SkillRunner};
 use crate::state::budget::Budget;
 use crate::state::exchange::Exchange;
 use crate::state::files;
@@ -467,14 +467,38 @@ fn wrapper(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Conclu
                 runner.run(&spec, &opened.exchange, &mut echo)
             };
             ctx.cfg.crash.hit("after-skill");
-            session::finish_open(
+            let concluded = session::finish_open(
                 ctx,
                 Some(opened.journal.iteration),
                 &WorkReport::from(&outcome),
                 account::Blame::of(&outcome),
-            )
+            )?;
+            if outcome.could_not_start() {
+                return Err(not_started(ctx, &outcome, Some(concluded.iteration)));
+            }
+            Ok(concluded)
         }
     }
+}
+
+/// A skill command that never ran is the setting's fault, not the work's:
+/// in a loop the iteration is recorded errored with no issue blamed
+/// (`recorded`), and the tick exits 64 naming the setting, so a shell loop
+/// stops at once instead of running the same command line again
+/// (docs/src/wrapped-skill.md, "Exit status and output").
+fn not_started(ctx: &Ctx<'_, '_>, outcome: &RunOutcome, recorded: Option<u64>) -> Failure {
+    let after = recorded.map_or_else(String::new, |n| {
+        format!(". Iteration {n} is recorded errored, with no issue blamed for it; the loop goes on from the next")
+    });
+    Failure::new(
+        exit::USAGE,
+        outcome.failure().unwrap_or_else(|| NOT_STARTED.to_owned()),
+        format!(
+            "the skill command is {:?} (--skill-cmd or SDD_LOOP_SKILL_CMD), run with `sh -c` in {}: fix the setting and run the tick again{after}",
+            ctx.cfg.skill_cmd,
+            ctx.cfg.root.display()
+        ),
+    )
 }
 
 /// Writes whole lines, redacted; a partial last line is written when the
@@ -599,6 +623,9 @@ fn run_once(ctx: &mut Ctx<'_, '_>, runner: &mut dyn SkillRunner) -> Result<Concl
         runner.run(&spec, &exchange, &mut echo)
     };
     let _ = exchange.remove();
+    if outcome.could_not_start() {
+        return Err(not_started(ctx, &outcome, None));
+    }
     match outcome.failure() {
         None => Ok(Concluded {
             code: exit::TICK_DONE,

@@ -140,10 +140,9 @@ fn to_review(
         .collect();
     let context = format!("Tracked PRs: {} open for review", open.len());
     if open.is_empty() {
-        let message = format!(
-            "Backlog empty — {} iterations used, {} PRs touched",
+        let message = crate::rules::stop::backlog_empty_message(
             run.budget.iterations_used,
-            run.budget.prs_touched.len()
+            run.budget.prs_touched.len(),
         );
         ctx.note(message.clone());
         run.fired.push(Fired::new(StopCause::BacklogEmpty, message));

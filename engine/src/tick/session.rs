@@ -29,6 +29,7 @@ use super::ctx::Ctx;
 use super::{Concluded, Failure, WorkReport, account, handover};
 use crate::config::TickConfig;
 use crate::exit;
+use crate::skill::runner::NOT_STARTED;
 use crate::state::budget::Budget;
 use crate::state::exchange::{Exchange, fold_events};
 use crate::state::files;
@@ -193,6 +194,8 @@ pub(crate) fn finish_open(
             let events = ctx.read_events(&exchange);
             let folded = crate::state::exchange::fold_events(&events);
             let error = match &work.failure {
+                // A command that never ran wrote no result: nothing to add.
+                Some(f) if f.starts_with(NOT_STARTED) => f.clone(),
                 Some(f) => format!("{f} ({why})"),
                 None => format!("invalid skill result: {why}"),
             };

@@ -127,10 +127,9 @@ fn halts_at_entry(ctx: &mut Ctx<'_, '_>, run: &mut Loaded, backlog: &Backlog) ->
             .push(Fired::new(StopCause::DependencyCycle, message));
     }
     if backlog.workable.is_empty() {
-        let message = format!(
-            "Backlog empty — {} iterations used, {} PRs touched",
+        let message = crate::rules::stop::backlog_empty_message(
             run.budget.iterations_used,
-            run.budget.prs_touched.len()
+            run.budget.prs_touched.len(),
         );
         ctx.note(message.clone());
         run.fired.push(Fired::new(StopCause::BacklogEmpty, message));

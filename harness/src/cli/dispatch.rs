@@ -66,11 +66,21 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>, env: &mut Env<'_>) ->
             let dir = dir.map_or_else(|| workspace.join("evals").join("loop"), |d| env.cwd.join(d));
             match scaffold::new_case(&dir, &name, &fixtures) {
                 Ok(path) => {
+                    // `cargo nextest run` runs the cases under evals/ only.
+                    let a_test = path.starts_with(workspace.join("evals"));
                     let path = path.strip_prefix(&env.cwd).unwrap_or(&path).to_path_buf();
                     let _ = writeln!(env.stdout, "created {}", path.display());
+                    let again = if a_test {
+                        "`cargo nextest run -p sdd-harness` runs it as a test".to_owned()
+                    } else {
+                        format!(
+                            "`sdd-evals run {}` runs it again (outside evals/ it is no test of `cargo nextest run`)",
+                            path.display()
+                        )
+                    };
                     let _ = writeln!(
                         env.stdout,
-                        "next: edit it and `sdd-evals check {0}`; then `sdd-evals run {0} --accept` runs it and writes its snapshots (read them: they become the reference); `cargo nextest run -p sdd-harness` runs it as a test",
+                        "next: edit it and `sdd-evals check {0}`; then `sdd-evals run {0} --accept` runs it and writes its snapshots (read them: they become the reference); {again}",
                         path.display()
                     );
                     exit::OK

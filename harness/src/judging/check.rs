@@ -257,8 +257,28 @@ fn gate(run: &RunRecord, c: &GateCheck) -> (bool, String) {
         .find(|(_, g)| gate_matches(g, &c.name.value, c.question.as_deref(), c.answer.as_deref()));
     match found {
         Some((it, g)) => (true, format!("recorded {}", gate_line(*it, g))),
-        None => (false, recorded_gates(&gates, tick)),
+        None => (
+            false,
+            format!(
+                "{}; the case expects {}",
+                recorded_gates(&gates, tick),
+                wanted_gate(&c.name.value, c.question.as_deref(), c.answer.as_deref())
+            ),
+        ),
     }
+}
+
+/// A gate as the case wants it, quoted as [`gate_line`] quotes a recorded
+/// one: what a mismatch is shown beside.
+fn wanted_gate(name: &str, question: Option<&str>, answer: Option<&str>) -> String {
+    let mut out = name.to_owned();
+    if let Some(q) = question {
+        let _ = write!(out, ": {}", Value::from(q));
+    }
+    if let Some(a) = answer {
+        let _ = write!(out, " → {}", Value::from(a));
+    }
+    out
 }
 
 fn gates_in_order(run: &RunRecord, c: &GatesInOrder) -> (bool, String) {
@@ -273,7 +293,20 @@ fn gates_in_order(run: &RunRecord, c: &GatesInOrder) -> (bool, String) {
                 want.answer.as_deref(),
             )
         });
-    (passed, recorded_gates(&gates, tick))
+    let mut evidence = recorded_gates(&gates, tick);
+    if !passed {
+        let wanted: Vec<String> = c
+            .gates
+            .iter()
+            .map(|g| wanted_gate(&g.name.value, g.question.as_deref(), g.answer.as_deref()))
+            .collect();
+        let _ = write!(
+            evidence,
+            "; the case expects, in order: {}",
+            wanted.join("; ")
+        );
+    }
+    (passed, evidence)
 }
 
 /// `printed` (`want_present`) or `not_printed`.

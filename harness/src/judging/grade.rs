@@ -145,6 +145,8 @@ expect:
 assertions:
   - text: no drift gate
     type: { no_gate: backlog-drift }
+  - text: a question that differs
+    type: { gate: { name: budget-escalation, question: "Approaching PRs (1/1). Continue or stop?" } }
   - text: a documented bug
     type: { final_iteration: 7 }
     known_failure: "a bug"
@@ -217,6 +219,11 @@ assertions:
             "{}",
             layout.evidence
         );
-        assert_eq!(grades.iter().filter(|g| !g.ok()).count(), 2);
+        // Regression: a mismatch showed what was recorded, not what was wanted.
+        assert_eq!(
+            by_text("a question that differs").evidence,
+            "the run recorded: iteration 1 budget-escalation: \"Approaching PRs (1/1). Continue, raise ceiling, or stop?\" → \"continue\"; the case expects budget-escalation: \"Approaching PRs (1/1). Continue or stop?\""
+        );
+        assert_eq!(grades.iter().filter(|g| !g.ok()).count(), 3);
     }
 }

@@ -472,8 +472,9 @@ pub fn table(out: &mut dyn Write, results: &[CaseResult], wall: Duration) {
     };
     let _ = writeln!(
         out,
-        "{} cases: {passed} passed, {} failed{skipped}{known} ({:.2}s)",
+        "{} case{}: {passed} passed, {} failed{skipped}{known} ({:.2}s)",
         results.len(),
+        if results.len() == 1 { "" } else { "s" },
         ran - passed,
         wall.as_secs_f64()
     );

@@ -63,9 +63,15 @@ impl Report {
     pub fn render(&self) -> String {
         let file = self.file.display();
         if self.passed() {
+            let count = |n: usize, one: &str, many: &str| {
+                format!("{n} {}", if n == 1 { one } else { many })
+            };
             return format!(
-                "{file}: as the engine has it — {} flags, {} gates, {} command lines, {} exit statuses\n",
-                self.flags, self.gates, self.commands, self.exits
+                "{file}: as the engine has it — {}, {}, {}, {}\n",
+                count(self.flags, "flag", "flags"),
+                count(self.gates, "gate", "gates"),
+                count(self.commands, "command line", "command lines"),
+                count(self.exits, "exit status", "exit statuses")
             );
         }
         let mut out = String::new();
