@@ -158,6 +158,9 @@ pub struct Verdict {
     pub summary: Option<String>,
     /// What the engine's stderr should say about the stream.
     pub notes: Vec<String>,
+    /// The usage windows the stream reported (Claude Code, a
+    /// subscriber's session).
+    pub windows: Option<crate::state::windows::WindowsReport>,
 }
 
 /// Reads one agent's stream.
@@ -513,6 +516,7 @@ fn write_result(
             .summary
             .map(|s| format!("{kind}: {}", spec.redactor.apply(&s))),
         agent_cost_usd: verdict.agent_cost,
+        usage_windows: verdict.windows,
         ..SkillResult::default()
     };
     let mut json = serde_json::to_vec_pretty(&result).expect("results serialise");

@@ -161,6 +161,16 @@ pub struct TickArgs {
     /// tracked) [default: 25]
     #[arg(long, value_name = "USD")]
     pub max_dollars: Option<f64>,
+    /// Ceiling on the share of Claude Code's 5-hour usage window the loop
+    /// may leave used, in percent; reached, the loop waits for the window
+    /// to reset (docs/src/usage-windows.md) [default: none]
+    #[arg(long = "max-5h-percent", value_name = "PERCENT")]
+    pub max_5h_percent: Option<f64>,
+    /// Ceiling on the share of Claude Code's weekly usage window the loop
+    /// may leave used, in percent; reached, the loop stops
+    /// (`usage_window`) [default: none]
+    #[arg(long = "max-week-percent", value_name = "PERCENT")]
+    pub max_week_percent: Option<f64>,
     /// What to do when another tick holds the lock.
     #[arg(long, value_enum, default_value_t = LockChoice::Skip)]
     pub lock: LockChoice,
