@@ -120,6 +120,23 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// List the named crash points for SDD_LOOP_CRASH_AT.
     CrashPoints,
+    /// Claude Code's statusLine command: records the session's usage
+    /// windows (its stdin's `rate_limits`) for the window budgets, then
+    /// runs your own status command — CMD, else SDD_LOOP_STATUSLINE_CMD —
+    /// with the same stdin and prints its output unchanged
+    /// (docs/src/usage-windows.md).
+    #[command(
+        after_help = "Install (settings.json):\n  \"statusLine\": {\"type\": \"command\", \"command\": \"sdd-loop statusline -- ~/.claude/my-status.sh\"}"
+    )]
+    Statusline {
+        /// Your own status command, run with `sh -c`.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "CMD"
+        )]
+        command: Vec<String>,
+    },
     /// Run one hook of the Claude Code plugin (hooks/hooks.json): reads the
     /// hook's JSON on stdin, prints only what Claude Code accepts.
     #[command(after_help = HOOK_HELP)]

@@ -88,13 +88,16 @@ pub(crate) fn waiting(ctx: &mut Ctx<'_, '_>, driver: Driver) -> Result<Option<Wa
             ));
         }
         if driver == Driver::Session {
+            // The statusLine records figures only where the loop's state
+            // directory is: make it, so the next prompt can start.
+            files_dir(ctx)?;
             return Err(Failure::new(
                 exit::USAGE,
                 format!(
                     "{flag} {ceiling} is set, but no {} window figure was recorded: in a Claude Code session only the statusLine command sees the windows",
                     window.noun()
                 ),
-                "install the statusLine — `sdd-loop doctor` prints the settings line (\"statusLine\": {\"type\": \"command\", \"command\": \"sdd-loop statusline\"}) — then send the loop prompt again; or drop the window budget",
+                "install the statusLine in settings.json — \"statusLine\": {\"type\": \"command\", \"command\": \"sdd-loop statusline -- YOUR-STATUS-COMMAND\"} — then send the loop prompt again; or drop the window budget",
             ));
         }
     }
