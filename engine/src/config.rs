@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::os::crash::CrashPoints;
 use crate::rules::gates::AnswerFlag;
+use crate::rules::windows::WindowCeilings;
 use crate::state::budget::CeilingFlags;
 use crate::state::paths::Skill;
 
@@ -88,6 +89,12 @@ pub struct TickConfig {
     /// `review --pr N`: single-PR watch mode.
     pub pr: Option<u64>,
     pub ceilings: CeilingFlags,
+    /// `--max-5h-percent`, `--max-week-percent`: the usage-window budgets
+    /// (docs/src/usage-windows.md); unset, nothing about windows changes.
+    pub windows: WindowCeilings,
+    /// The agent doing the work (`--agent`: `claude`, `codex`, …), when
+    /// one does: who read the usage windows.
+    pub agent: Option<String>,
     pub lock: LockChoice,
     pub lock_poll: Duration,
     pub resume: bool,
@@ -141,6 +148,8 @@ impl TickConfig {
             loop_mode: true,
             pr: None,
             ceilings: CeilingFlags::default(),
+            windows: WindowCeilings::default(),
+            agent: None,
             lock: LockChoice::Skip,
             lock_poll: Duration::from_millis(DEFAULT_LOCK_POLL_MS),
             resume: false,

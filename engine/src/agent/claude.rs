@@ -28,6 +28,15 @@
 //!   says so ([`Verdict::result_succeeded`]), so the tick records the
 //!   error without failing any target it dispatched.
 //!
+//! - a subscriber's session reports its usage windows: each
+//!   `rate_limit_event` carries `rate_limit_info.unifiedWindows`
+//!   (`five_hour`, `seven_day`: `utilization` 0–1, `resetsAt` in Unix
+//!   seconds), sent only when a value changes, so the last one of the
+//!   run wins; a 429 is a `rejected` event and an assistant message with
+//!   `"error":"rate_limit"` and `api_error_params.rate_limit_info`
+//!   (`rateLimitType`, `resetsAt`): the limit hit
+//!   (docs/src/usage-windows.md).
+//!
 //! Lines that are not JSON (a CLI's warnings) are echoed and skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,8 +47,10 @@ use serde_json::Value;
 use super::stream::{
     LineRead, StreamReader, Verdict, event_or_noise, failure, first_line, how_it_ended, noise_note,
 };
+use crate::os::clock;
 use crate::skill::runner::RunOutcome;
 use crate::state::protocol::{ModelUsage, SkillEvent};
+use crate::state::windows::{Figure, Limited, Window, WindowsReport};
 use crate::transcript::{RawUsage, TokenTotals};
 
 /// Tool names Claude Code dispatches a subagent with.
@@ -87,6 +98,7 @@ pub struct ClaudeStream {
     subagents: BTreeSet<String>,
     result: Option<Value>,
     noise: u64,
+    windows: WindowsReport,
 }
 
 fn max_totals(a: &TokenTotals, b: &TokenTotals) -> TokenTotals {
@@ -272,6 +284,46 @@ impl ClaudeStream {
     }
 }
 
+/// Unix seconds as RFC 3339.
+fn unix(v: &Value) -> Option<String> {
+    let secs = v.as_i64().or_else(|| v.as_f64().map(|f| f as i64))?;
+    jiff::Timestamp::from_second(secs).ok().map(clock::format)
+}
+
+impl ClaudeStream {
+    /// A `rate_limit_info`: the windows' figures, and a limit when it
+    /// says `rejected`.
+    fn rate_limit(&mut self, info: &Value) {
+        let windows = info.get("unifiedWindows");
+        for (w, key) in [
+            (Window::FiveHour, "five_hour"),
+            (Window::SevenDay, "seven_day"),
+        ] {
+            let Some(win) = windows.and_then(|ws| ws.get(key)) else {
+                continue;
+            };
+            let used = win.get("utilization").and_then(Value::as_f64);
+            let reset = win.get("resetsAt").and_then(unix);
+            if let (Some(used), Some(reset)) = (used, reset) {
+                *self.windows.figure_mut(w) = Some(Figure {
+                    used_percent: (used * 1000.0).round() / 10.0,
+                    resets_at: reset,
+                });
+            }
+        }
+        if info.get("status").and_then(Value::as_str) == Some("rejected") {
+            let window = info
+                .get("rateLimitType")
+                .and_then(Value::as_str)
+                .map_or(Window::FiveHour, Window::from_limit_type);
+            self.windows.limited = Some(Limited {
+                window,
+                resets_at: info.get("resetsAt").and_then(unix),
+            });
+        }
+    }
+}
+
 impl StreamReader for ClaudeStream {
     fn line(&mut self, line: &str) -> LineRead {
         let mut read = LineRead::default();
@@ -293,7 +345,23 @@ impl StreamReader for ClaudeStream {
                     self.init_model.as_deref().unwrap_or("?")
                 ));
             }
-            Some("assistant") => self.assistant(&event, &mut read),
+            Some("rate_limit_event") => {
+                if let Some(info) = event.get("rate_limit_info") {
+                    self.rate_limit(info);
+                }
+            }
+            Some("assistant") => {
+                if event.get("error").and_then(Value::as_str) == Some("rate_limit")
+                    && let Some(info) = event
+                        .pointer("/api_error_params/rate_limit_info")
+                        .or_else(|| event.pointer("/message/api_error_params/rate_limit_info"))
+                {
+                    let mut info = info.clone();
+                    info["status"] = Value::from("rejected");
+                    self.rate_limit(&info);
+                }
+                self.assistant(&event, &mut read);
+            }
             Some("result") => {
                 read.echo.push(format!(
                     "claude: result {} after {} turn(s), total_cost_usd {}",
@@ -315,6 +383,7 @@ impl StreamReader for ClaudeStream {
         let streamed = self.streamed();
         let mut verdict = Verdict {
             agents: self.subagents.len() as u64,
+            windows: (!self.windows.is_empty()).then(|| self.windows.clone()),
             ..Verdict::default()
         };
         verdict.notes.extend(noise_note(self.noise));
@@ -694,5 +763,37 @@ mod tests {
             .map(OsString::from)
         );
         assert_eq!(budget_arg(0.004), "0.01");
+    }
+
+    const WINDOWS_30: &str = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1778353200,"rateLimitType":"five_hour","unifiedWindows":{"five_hour":{"utilization":0.3,"resetsAt":1778353200,"status":"allowed"},"seven_day":{"utilization":0.1,"resetsAt":1778576400,"status":"allowed"}}}}"#;
+    const WINDOWS_55: &str = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","unifiedWindows":{"five_hour":{"utilization":0.55,"resetsAt":1778353200}}}}"#;
+    const REJECTED: &str = r#"{"type":"assistant","error":"rate_limit","api_error_params":{"rate_limit_info":{"status":"rejected","resetsAt":1778355060,"rateLimitType":"five_hour"}},"message":{"id":"msg_x","model":"<synthetic>","content":[{"type":"text","text":"You've hit your 5-hour limit · resets 7:31pm (UTC)"}]}}"#;
+
+    #[test]
+    fn the_last_rate_limit_event_of_each_window_wins() {
+        let (mut s, _) = feed(&[INIT, WINDOWS_30, STEP_B, WINDOWS_55]);
+        let w = s.finish(&exited_ok()).windows.unwrap();
+        assert_eq!(w.five_hour.unwrap().used_percent, 55.0);
+        let week = w.seven_day.unwrap();
+        assert_eq!(
+            (week.used_percent, week.resets_at.as_str()),
+            (10.0, "2026-05-12T09:00:00Z")
+        );
+        assert_eq!(w.limited, None);
+    }
+
+    #[test]
+    fn a_429_names_the_window_and_its_reset() {
+        let (mut s, _) = feed(&[INIT, WINDOWS_30, REJECTED]);
+        let w = s.finish(&exited_ok()).windows.unwrap();
+        let l = w.limited.unwrap();
+        assert_eq!(l.window, Window::FiveHour);
+        assert_eq!(l.resets_at.as_deref(), Some("2026-05-09T19:31:00Z"));
+    }
+
+    #[test]
+    fn an_api_key_stream_reports_no_windows() {
+        let (mut s, _) = feed(&[INIT, STEP_B]);
+        assert_eq!(s.finish(&exited_ok()).windows, None);
     }
 }

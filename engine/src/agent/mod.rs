@@ -372,6 +372,7 @@ fn write_result(
             .summary
             .map(|s| format!("{kind}: {}", spec.redactor.apply(&s))),
         agent_cost_usd: verdict.agent_cost,
+        usage_windows: verdict.windows,
         ..SkillResult::default()
     };
     let mut json = serde_json::to_vec_pretty(&result).expect("results serialise");

@@ -36,6 +36,9 @@ pub struct Verdict {
     pub summary: Option<String>,
     /// What the engine's stderr should say about the stream.
     pub notes: Vec<String>,
+    /// The usage windows the stream reported (Claude Code, a
+    /// subscriber's session).
+    pub windows: Option<crate::state::windows::WindowsReport>,
 }
 
 /// Reads one agent's stream.

@@ -122,6 +122,23 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// List the named crash points for SDD_LOOP_CRASH_AT.
     CrashPoints,
+    /// Claude Code's statusLine command: records the session's usage
+    /// windows (its stdin's `rate_limits`) for the window budgets, then
+    /// runs your own status command — CMD, else SDD_LOOP_STATUSLINE_CMD —
+    /// with the same stdin and prints its output unchanged
+    /// (docs/src/usage-windows.md).
+    #[command(
+        after_help = "Install (settings.json):\n  \"statusLine\": {\"type\": \"command\", \"command\": \"sdd-loop statusline -- ~/.claude/my-status.sh\"}"
+    )]
+    Statusline {
+        /// Your own status command, run with `sh -c`.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "CMD"
+        )]
+        command: Vec<String>,
+    },
     /// Run one hook of the Claude Code plugin (hooks/hooks.json): reads the
     /// hook's JSON on stdin, prints only what Claude Code accepts.
     #[command(after_help = HOOK_HELP)]
@@ -163,6 +180,16 @@ pub struct TickArgs {
     /// tracked) [default: 25]
     #[arg(long, value_name = "USD")]
     pub max_dollars: Option<f64>,
+    /// Ceiling on the share of Claude Code's 5-hour usage window the loop
+    /// may leave used, in percent; reached, the loop waits for the window
+    /// to reset (docs/src/usage-windows.md) [default: none]
+    #[arg(long = "max-5h-percent", value_name = "PERCENT")]
+    pub max_5h_percent: Option<f64>,
+    /// Ceiling on the share of Claude Code's weekly usage window the loop
+    /// may leave used, in percent; reached, the loop stops
+    /// (`usage_window`) [default: none]
+    #[arg(long = "max-week-percent", value_name = "PERCENT")]
+    pub max_week_percent: Option<f64>,
     /// What to do when another tick holds the lock.
     #[arg(long, value_enum, default_value_t = LockChoice::Skip)]
     pub lock: LockChoice,

@@ -187,7 +187,7 @@ fn setup(
         common,
         mode,
         cwd: &cwd,
-        agent: agent.is_some(),
+        agent: agent.as_ref().map(|a| a.kind),
     };
     let git = GitCli {
         dir: cwd.join(&common.project).components().collect(),

@@ -41,7 +41,7 @@ pub(super) struct Request<'a> {
     /// The directory relative paths are taken from.
     pub cwd: &'a Path,
     /// `--agent` (or `SDD_LOOP_AGENT`) chose an agent to do the work.
-    pub agent: bool,
+    pub agent: Option<crate::agent::AgentKind>,
 }
 
 /// The answers only the outside world has.
@@ -173,6 +173,7 @@ pub(super) fn gather(
     let crash = keep(&mut problems, crash_points(&var));
     let lock_poll = keep(&mut problems, lock_poll(&var));
     keep(&mut problems, max_dollars(request.args));
+    problems.extend(window_ceilings(request, vars));
     let repository = repository(request.common, &var, lookups);
     let tracker_url = request
         .common
@@ -263,6 +264,7 @@ pub(super) fn gather(
     cfg.environment = vars.clone();
     cfg.tracker_token = token;
     cfg.claims = claims;
+    cfg.agent = request.agent.map(|k| k.program().to_owned());
     if let Some(args) = request.args {
         apply_tick_flags(&mut cfg, args, request.cwd);
     }
@@ -327,7 +329,7 @@ fn skill_command(
     let skill_cmd = request.args.and_then(|a| a.skill_cmd.clone());
     let skill = request.skill;
     match request.mode {
-        Mode::Wrapper if request.agent => Ok(String::new()),
+        Mode::Wrapper if request.agent.is_some() => Ok(String::new()),
         Mode::Wrapper => skill_cmd.or_else(|| var("SDD_LOOP_SKILL_CMD")).ok_or_else(|| {
             Problem::missing(
                 "no skill command: the engine wraps a skill and needs to know how to run it",
@@ -503,6 +505,56 @@ fn max_dollars(args: Option<&TickArgs>) -> Result<(), Problem> {
     }
 }
 
+/// The window budgets: a share of the window, and only where the work
+/// can report the window's figures — unknown is not zero
+/// (docs/src/usage-windows.md, "Where the figures come from").
+fn window_ceilings(request: &Request<'_>, vars: &BTreeMap<String, String>) -> Vec<Problem> {
+    let Some(args) = request.args else {
+        return Vec::new();
+    };
+    let given: Vec<(&str, f64)> = [
+        ("--max-5h-percent", args.max_5h_percent),
+        ("--max-week-percent", args.max_week_percent),
+    ]
+    .into_iter()
+    .filter_map(|(flag, v)| v.map(|v| (flag, v)))
+    .collect();
+    let mut problems: Vec<Problem> = given
+        .iter()
+        .filter(|(_, v)| !crate::rules::windows::valid_ceiling(*v))
+        .map(|(flag, v)| {
+            Problem::invalid(
+                format!("{flag} {v} is not a share of the window above 0 and at most 100"),
+                format!("e.g. {flag} 80"),
+            )
+        })
+        .collect();
+    let Some((flag, _)) = given.first() else {
+        return problems;
+    };
+    let set = |k: &str| vars.get(k).is_some_and(|v| !v.is_empty());
+    match request.agent {
+        Some(crate::agent::AgentKind::Claude) if set("ANTHROPIC_API_KEY") => {
+            problems.push(Problem::invalid(
+                format!(
+                    "{flag} needs Claude Code's usage windows, but ANTHROPIC_API_KEY is set: an API-key session has no 5-hour or weekly window, and Claude Code reports none"
+                ),
+                "run the loop in a subscriber's session (log in with `claude /login`, or set CLAUDE_CODE_OAUTH_TOKEN) with ANTHROPIC_API_KEY unset, or drop the window budget (--max-dollars budgets an API key's spend)",
+            ));
+        }
+        Some(kind) if kind != crate::agent::AgentKind::Claude => {
+            problems.push(Problem::invalid(
+                format!(
+                    "{flag} needs Claude Code's usage windows, but --agent {kind} reports none"
+                ),
+                "drop the window budget, or drive Claude Code (--agent claude) in a subscriber's session",
+            ));
+        }
+        _ => {}
+    }
+    problems
+}
+
 /// A whole number of seconds above 0: the flag, else the variable, else
 /// `default`.
 fn seconds(
@@ -537,6 +589,10 @@ fn apply_tick_flags(cfg: &mut TickConfig, args: &TickArgs, cwd: &Path) {
         max_prs: args.max_prs,
         max_minutes: args.max_minutes,
         max_dollars: args.max_dollars,
+    };
+    cfg.windows = crate::rules::windows::WindowCeilings {
+        five_hour: args.max_5h_percent,
+        seven_day: args.max_week_percent,
     };
     cfg.lock = args.lock;
     cfg.resume = args.resume;

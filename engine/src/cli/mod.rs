@@ -10,8 +10,9 @@ mod env;
 mod gather;
 mod hook;
 pub mod status;
+pub mod statusline;
 
-use std::io::Write;
+use std::io::{Read, Write};
 
 use clap::Parser;
 
@@ -62,6 +63,23 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
     match cli.command {
         Command::Schema { kind } => write_or(env, &schema::render(kind)),
         Command::CrashPoints => write_or(env, &CrashPoints::listing()),
+        Command::Statusline { command } => {
+            let command = if command.is_empty() {
+                env.vars.get(statusline::ENV_CMD).cloned()
+            } else {
+                Some(command.join(" "))
+            };
+            let now = clock_from(env).map_or_else(|_| jiff::Timestamp::now(), |c| c.now());
+            let mut stdin = env.stdin.take();
+            statusline::run(
+                command,
+                &env.cwd,
+                stdin.as_mut().map(|s| s as &mut dyn Read),
+                now,
+                env.stdout,
+                env.stderr,
+            )
+        }
         Command::Doctor(args) => {
             let project = if args.project == std::path::Path::new(".") {
                 env.cwd.clone()

@@ -35,6 +35,7 @@ use crate::state::journal::Journal;
 use crate::state::lock;
 use crate::state::paths::{Skill, StatePaths};
 use crate::state::reconcile::{self, State};
+use crate::state::windows::{Window, WindowsState};
 use crate::tick::report;
 
 #[expect(
@@ -223,6 +224,9 @@ impl Claims {
 
 struct Status {
     claims: Option<Claims>,
+    /// `windows.json`, when the loop reads the usage windows.
+    windows: Option<WindowsState>,
+    now: jiff::Timestamp,
     skill: Skill,
     lock: Option<Result<(lock::LockRecord, Liveness), String>>,
     /// budget.json reconciled with history, as the next tick will find it.
@@ -312,8 +316,13 @@ fn gather(
             .unwrap_or(0);
         (b.elapsed_seconds() + gap) / 60
     });
+    let windows = WindowsState::load(&paths.windows())
+        .ok()
+        .filter(|w| *w != WindowsState::default());
     Ok(Status {
         claims: None,
+        windows,
+        now,
         skill: paths.skill,
         lock,
         budget,
@@ -323,6 +332,46 @@ fn gather(
         torn: tail.torn.map(|t| t.bytes.len()),
         inflight,
     })
+}
+
+/// `Usage windows: 5-hour 55% (resets 19:00 UTC) · weekly 10% (…)`, and
+/// the wait when the loop waits.
+fn windows_text(w: &WindowsState, now: jiff::Timestamp) -> String {
+    use crate::rules::windows::{percent, remaining, reset_time};
+    let figures: Vec<String> = Window::ALL
+        .into_iter()
+        .filter_map(|win| {
+            let r = w.recorded(win)?;
+            let reset = r.reset()?;
+            Some(if reset <= now {
+                format!("{} 0% (reset at {})", win.noun(), reset_time(now, reset))
+            } else {
+                format!(
+                    "{} {} (resets at {}, in {})",
+                    win.noun(),
+                    percent(r.used_percent),
+                    reset_time(now, reset),
+                    remaining(now, reset)
+                )
+            })
+        })
+        .collect();
+    let mut s = if figures.is_empty() {
+        "Usage windows: no figure read yet\n".to_owned()
+    } else {
+        format!("Usage windows: {}\n", figures.join(" · "))
+    };
+    if let Some(wait) = w.wait.as_ref().filter(|x| x.holds_at(now)) {
+        let until = wait.until().unwrap_or(now);
+        s.push_str(&format!(
+            "Waiting: for the {} window to reset at {} ({}) — {}; ticks before then do nothing\n",
+            wait.window.noun(),
+            reset_time(now, until),
+            remaining(now, until),
+            wait.reason
+        ));
+    }
+    s
 }
 
 fn liveness_word(v: &Liveness) -> &'static str {
@@ -480,6 +529,9 @@ impl Status {
         if let Some(c) = &self.claims {
             s.push_str(&c.text());
         }
+        if let Some(w) = &self.windows {
+            s.push_str(&windows_text(w, self.now));
+        }
         let files: Vec<String> = [paths.budget().to_path_buf(), paths.history()]
             .into_iter()
             .filter(|p| p.exists())
@@ -497,6 +549,18 @@ impl Status {
     }
 
     fn json(&self, root: &Path, paths: &StatePaths) -> serde_json::Value {
+        let mut v = self.json_without_windows(root, paths);
+        if let Some(w) = &self.windows {
+            v["usage_windows"] = json!({
+                "five_hour": w.five_hour.as_ref().map(|r| json!({"used_percent": r.used_at(self.now), "resets_at": r.resets_at, "read_at": r.read_at})),
+                "seven_day": w.seven_day.as_ref().map(|r| json!({"used_percent": r.used_at(self.now), "resets_at": r.resets_at, "read_at": r.read_at})),
+                "waiting": w.wait.as_ref().filter(|x| x.holds_at(self.now)),
+            });
+        }
+        v
+    }
+
+    fn json_without_windows(&self, root: &Path, paths: &StatePaths) -> serde_json::Value {
         let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
         json!({
             "skill": self.skill.as_str(),
@@ -559,6 +623,36 @@ mod tests {
             String::from_utf8(out).unwrap(),
             String::from_utf8(err).unwrap(),
         )
+    }
+
+    #[test]
+    fn the_usage_windows_and_a_wait_are_shown() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(tmp.path(), Skill::Work, None);
+        std::fs::create_dir_all(&paths.dir).unwrap();
+        std::fs::write(
+            paths.windows(),
+            r#"{"five_hour":{"used_percent":80.0,"resets_at":"2026-05-09T19:00:00Z","read_at":"2026-05-09T14:20:00Z","source":"claude-stream"},
+               "wait":{"window":"five_hour","until":"2026-05-09T19:00:00Z","reason":"5-hour window at 80% (ceiling 75%)","since":"2026-05-09T14:20:00Z"}}"#,
+        )
+        .unwrap();
+        let (code, out, _) = status(tmp.path(), false);
+        assert_eq!(code, 0);
+        assert!(
+            out.contains("Usage windows: 5-hour 80% (resets at 19:00 UTC, in 4 h)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Waiting: for the 5-hour window to reset at 19:00 UTC (4 h) — 5-hour window at 80% (ceiling 75%)"),
+            "{out}"
+        );
+        let (_, json, _) = status(tmp.path(), true);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["usage_windows"]["five_hour"]["used_percent"], 80.0);
+        assert_eq!(
+            v["usage_windows"]["waiting"]["until"],
+            "2026-05-09T19:00:00Z"
+        );
     }
 
     #[test]

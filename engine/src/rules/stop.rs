@@ -1,4 +1,5 @@
-//! The twelve stop conditions of ADR-0028 and their names.
+//! The twelve stop conditions of ADR-0028 and their names, plus the
+//! weekly usage window's (#13, docs/src/usage-windows.md).
 //!
 //! A tick evaluates them on entry and on exit; any match halts the loop and
 //! prints the final report. The causes are a closed set ([`StopCause`]) whose
@@ -44,10 +45,13 @@ pub enum StopCause {
     CostBudget,
     /// #9 on `--resume`: the recorded holder is alive.
     LockContention,
+    /// #13 (beyond ADR-0028's twelve): the weekly usage window reached
+    /// `--max-week-percent` (docs/src/usage-windows.md).
+    UsageWindow,
 }
 
 impl StopCause {
-    pub const ALL: [StopCause; 12] = [
+    pub const ALL: [StopCause; 13] = [
         StopCause::BacklogEmpty,
         StopCause::TerminalPr,
         StopCause::IterationBudget,
@@ -60,6 +64,7 @@ impl StopCause {
         StopCause::QmdUnreachable,
         StopCause::CostBudget,
         StopCause::LockContention,
+        StopCause::UsageWindow,
     ];
 
     /// The recorded name.
@@ -77,6 +82,7 @@ impl StopCause {
             StopCause::QmdUnreachable => "qmd_unreachable",
             StopCause::CostBudget => "cost_budget",
             StopCause::LockContention => "lock_contention",
+            StopCause::UsageWindow => "usage_window",
         }
     }
 
@@ -95,6 +101,7 @@ impl StopCause {
             StopCause::PriorGateStop => 10,
             StopCause::QmdUnreachable => 11,
             StopCause::CostBudget => 12,
+            StopCause::UsageWindow => 13,
         }
     }
 
@@ -113,6 +120,7 @@ impl StopCause {
             StopCause::QmdUnreachable => "qmd unreachable for 2 consecutive iterations",
             StopCause::CostBudget => "cost budget reached",
             StopCause::LockContention => "resume found the previous run still alive",
+            StopCause::UsageWindow => "usage window budget reached",
         }
     }
 
@@ -303,7 +311,8 @@ mod tests {
                 "prior_gate_stop",
                 "qmd_unreachable",
                 "cost_budget",
-                "lock_contention"
+                "lock_contention",
+                "usage_window"
             ]
         );
         for c in StopCause::ALL {

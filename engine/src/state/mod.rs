@@ -5,7 +5,8 @@
 //! ([`budget`], [`history`], [`reconcile`]); the interrupted-iteration
 //! journal ([`journal`]); how far a loop got, kept out of the model's
 //! reach ([`witness`]) and the claims a clone left standing on the shared
-//! remote ([`standing`]); the files a tick shares with its wrapped skill
+//! remote ([`standing`]); the account's usage windows and the wait
+//! for their reset ([`windows`]); the files a tick shares with its wrapped skill
 //! ([`protocol`], [`exchange`]); and the JSON Schemas of them all
 //! ([`schema`]).
 
@@ -21,4 +22,5 @@ pub mod protocol;
 pub mod reconcile;
 pub mod schema;
 pub mod standing;
+pub mod windows;
 pub mod witness;

@@ -120,6 +120,12 @@ impl StatePaths {
         self.file("transcript.json")
     }
 
+    /// `windows.json` — the account's usage windows and the wait for a
+    /// reset; one file for both skills (the windows are the account's).
+    pub fn windows(&self) -> PathBuf {
+        self.dir.join("windows.json")
+    }
+
     /// Per-tick exchange directory with the wrapped skill.
     pub fn exchange_dir(&self) -> PathBuf {
         self.file("exchange")

@@ -250,6 +250,11 @@ pub struct SkillResult {
     /// rates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_cost_usd: Option<f64>,
+    /// What the work read of the account's usage windows — the figures
+    /// last seen and a limit hit (a 429) — for the window budgets
+    /// (docs/src/usage-windows.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_windows: Option<crate::state::windows::WindowsReport>,
 }
 
 /// One progress event on the `SDD_LOOP_EVENTS` stream. Usage and counts are

@@ -456,16 +456,22 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
     count_qmd(&mut budget, work, error.is_none());
     let tracked = merge_tracked(&journal.tracked_prs, &result.prs);
     let worktrees = worktrees_after(journal, &result);
+    let windows = super::windows::after_work(ctx, &result, error.as_deref())?;
     let mut failures = reported_failures(&result);
     refuse_unknown(ctx, &unknown, &mut failures, &mut error);
     if let Some(by) = &work.turn_ended_by {
         error.get_or_insert_with(|| turn_ended(by));
+    } else if let Some(limit) = &windows.limited {
+        // A window's limit fails no target: the work never got to try.
+        failures.clear();
+        error.get_or_insert_with(|| limit.clone());
     } else if let Some(why) = &error
         && blame == Blame::Targets
     {
         blame_targets(journal, work, why, &mut failures);
     }
-    let fired = exit_stops(ctx, &budget, work, journal.single_pr.is_some())?;
+    let mut fired = exit_stops(ctx, &budget, work, journal.single_pr.is_some())?;
+    fired.extend(windows.fired);
     // Work that reached the tracker keeps its claim even when the tick
     // failed: the issues its PRs close (reported or found), the PRs it
     // touched — and every claim when the tracker could not be asked.

@@ -132,6 +132,9 @@ pub(crate) struct Ctx<'c, 'w> {
     pub claims: Option<crate::state::journal::Claims>,
     /// What this tick did with claims, for its history line.
     pub claim_log: super::claim_log::ClaimLog,
+    /// The usage windows before and after the work, for its history line
+    /// (`usage_windows`; docs/src/usage-windows.md).
+    pub window_log: Option<crate::state::windows::WindowsLine>,
 }
 
 impl<'c, 'w> Ctx<'c, 'w> {
@@ -164,6 +167,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
             tick_cost: None,
             claims: None,
             claim_log: Default::default(),
+            window_log: None,
         }
     }
 

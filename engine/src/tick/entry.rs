@@ -117,6 +117,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_, '_>, run: &mut Loaded) -> Result<Option<Ha
         minutes,
         ctx.cfg.single_pr(),
     ));
+    run.fired.extend(super::windows::on_entry(ctx)?);
     if !run.fired.is_empty() {
         for f in run.fired.clone() {
             ctx.note(f.message);

@@ -57,6 +57,7 @@ pub mod report;
 mod resume;
 mod review;
 mod session;
+mod windows;
 mod work;
 
 use std::io::Write;
@@ -161,6 +162,20 @@ pub fn end(cfg: &TickConfig, world: &mut World<'_>, input: &EndInput) -> TickRes
 enum Produced {
     Concluded(Concluded),
     Opened(Opened),
+    /// Waiting for a usage window's reset: nothing was done.
+    Waiting(windows::Waiting),
+}
+
+/// `go`, unless the loop waits for a usage window's reset.
+fn unless_waiting(
+    ctx: &mut Ctx<'_, '_>,
+    driver: Driver,
+    go: impl FnOnce(&mut Ctx<'_, '_>) -> Result<Produced, Failure>,
+) -> Result<Produced, Failure> {
+    match windows::waiting(ctx, driver)? {
+        Some(w) => Ok(Produced::Waiting(w)),
+        None => go(ctx),
+    }
 }
 
 fn drive(
@@ -226,10 +241,15 @@ fn drive(
     let answerer = Answerer::new(cfg.answers.clone(), script, &mut **prompt, 0);
     let mut ctx = Ctx::new(cfg, seams, report, diag, answerer, inputs);
     let produced = match phase {
+        Phase::Wrapper if cfg.loop_mode => unless_waiting(&mut ctx, Driver::Wrapper, |ctx| {
+            wrapper(ctx, &mut **runner).map(Produced::Concluded)
+        }),
         Phase::Wrapper => wrapper(&mut ctx, &mut **runner).map(Produced::Concluded),
-        Phase::Begin => begin_tick(&mut ctx, Driver::Session).map(|b| match b {
-            Begun::Work(o) => Produced::Opened(o),
-            Begun::Concluded(c) => Produced::Concluded(c),
+        Phase::Begin => unless_waiting(&mut ctx, Driver::Session, |ctx| {
+            begin_tick(ctx, Driver::Session).map(|b| match b {
+                Begun::Work(o) => Produced::Opened(o),
+                Begun::Concluded(c) => Produced::Concluded(c),
+            })
         }),
         Phase::End => {
             let input = input.expect("end has its input");
@@ -322,6 +342,27 @@ fn summarise(
         .map(|g| json!({"name": g.name, "question": g.question, "answer": g.answer}))
         .collect();
     match produced {
+        Produced::Waiting(w) => {
+            let code = if phase == Phase::Begin {
+                exit::NOTHING_TO_DO
+            } else {
+                exit::TICK_DONE
+            };
+            let mut summary = json!({
+                "skill": cfg.skill.as_str(),
+                "outcome": "wait",
+                "exit_code": code,
+                "wait": {"window": w.wait.window, "until": w.wait.until, "reason": w.wait.reason},
+                "gates": gates_json,
+                "notes": notes,
+            });
+            if phase == Phase::Begin {
+                summary["phase"] = json!("begin");
+                summary["outcome"] = json!("skip");
+                summary["reason"] = json!(w.note);
+            }
+            (code, summary)
+        }
         Produced::Opened(o) => {
             let j = &o.journal;
             let skill = cfg.skill;

@@ -139,6 +139,7 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
     if let Some(claims) = ctx.claim_log.value() {
         line.extra.insert("claims".into(), claims);
     }
+    line.usage_windows = ctx.window_log.take();
     // Everything on the line is redacted: root causes and summaries quote
     // what skills and trackers said.
     let line = ctx.redacted(line);

@@ -90,7 +90,43 @@ pub fn agent_stream(_: &mut SchemaGenerator) -> Schema {
                     "additionalProperties": false
                 }
             },
-            "cost_factor": { "type": "number", "minimum": 0 }
+            "cost_factor": { "type": "number", "minimum": 0 },
+            "windows": {
+                "description": "Claude: a subscriber's usage windows, one rate_limit_event before the result",
+                "type": "object",
+                "properties": {
+                    "five_hour": {
+                        "type": "object",
+                        "required": ["utilization", "resets_at"],
+                        "properties": {
+                            "utilization": { "type": "number", "minimum": 0, "maximum": 1 },
+                            "resets_at": { "type": "string", "format": "date-time" }
+                        },
+                        "additionalProperties": false
+                    },
+                    "seven_day": {
+                        "type": "object",
+                        "required": ["utilization", "resets_at"],
+                        "properties": {
+                            "utilization": { "type": "number", "minimum": 0, "maximum": 1 },
+                            "resets_at": { "type": "string", "format": "date-time" }
+                        },
+                        "additionalProperties": false
+                    }
+                },
+                "additionalProperties": false
+            },
+            "rate_limited": {
+                "description": "Claude: the API answered 429 on a window",
+                "type": "object",
+                "required": ["window", "resets_at", "message"],
+                "properties": {
+                    "window": { "enum": ["five_hour", "seven_day"] },
+                    "resets_at": { "type": "string", "format": "date-time" },
+                    "message": { "type": "string" }
+                },
+                "additionalProperties": false
+            }
         },
         "additionalProperties": false
     })

@@ -330,6 +330,73 @@ impl<W: Write> ClaudeStream<W> {
     }
 }
 
+/// RFC 3339 as Unix seconds (0 when it is none).
+fn unix(at: &str) -> i64 {
+    at.parse::<jiff::Timestamp>()
+        .map(|t| t.as_second())
+        .unwrap_or(0)
+}
+
+impl<W: Write> ClaudeStream<W> {
+    /// A subscriber's `rate_limit_event` (Claude Code 2.1.332's shape).
+    fn windows_event(&mut self, w: &super::script::Windows) -> std::io::Result<()> {
+        let mut unified = serde_json::Map::new();
+        for (key, fig) in [("five_hour", &w.five_hour), ("seven_day", &w.seven_day)] {
+            if let Some(f) = fig {
+                unified.insert(
+                    key.to_owned(),
+                    json!({"utilization": f.utilization, "resetsAt": unix(&f.resets_at), "status": "allowed"}),
+                );
+            }
+        }
+        let first = w.five_hour.as_ref().or(w.seven_day.as_ref());
+        self.line(&json!({
+            "type": "rate_limit_event",
+            "rate_limit_info": {
+                "status": "allowed",
+                "resetsAt": first.map(|f| unix(&f.resets_at)),
+                "rateLimitType": if w.five_hour.is_some() { "five_hour" } else { "seven_day" },
+                "unifiedWindows": unified,
+            },
+            "session_id": self.session,
+        }))
+    }
+
+    /// A 429: the `rejected` event, the assistant's `rate_limit` error,
+    /// and an error result quoting the message.
+    fn rate_limited(
+        &mut self,
+        l: &super::script::RateLimited,
+        tick: &AgentTick,
+    ) -> std::io::Result<()> {
+        let info = json!({"status": "rejected", "resetsAt": unix(&l.resets_at), "rateLimitType": l.window});
+        self.line(&json!({"type": "rate_limit_event", "rate_limit_info": info, "session_id": self.session}))?;
+        let id = self.next_id("msg");
+        self.line(&json!({
+            "type": "assistant",
+            "error": "rate_limit",
+            "api_error_params": {"rate_limit_info": info},
+            "message": {"id": id, "model": "<synthetic>", "role": "assistant", "type": "message",
+                        "content": [{"type": "text", "text": l.message}]},
+            "session_id": self.session,
+        }))?;
+        let mut result = json!({
+            "type": "result",
+            "subtype": "success",
+            "is_error": true,
+            "duration_ms": 300,
+            "duration_api_ms": 0,
+            "num_turns": tick.stream.num_turns.unwrap_or(self.steps.max(1)),
+            "session_id": self.session,
+            "total_cost_usd": self.cost,
+            "modelUsage": {},
+            "permission_denials": [],
+        });
+        result["result"] = json!(l.message);
+        self.line(&result)
+    }
+}
+
 impl<W: Write> Sink for ClaudeStream<W> {
     fn usage(&mut self, u: &ModelUsage) -> std::io::Result<()> {
         self.steps += 1;
@@ -451,6 +518,13 @@ impl<W: Write> Emitter for ClaudeStream<W> {
     fn finish(&mut self, tick: &AgentTick) -> std::io::Result<i32> {
         for h in &tick.stream.helpers {
             self.count(&h.model, &h.tokens());
+        }
+        if let Some(w) = &tick.stream.windows {
+            self.windows_event(w)?;
+        }
+        if let Some(limited) = &tick.stream.rate_limited {
+            self.rate_limited(limited, tick)?;
+            return Ok(tick.exit.unwrap_or(1));
         }
         if self.over {
             let max = self.max_budget.unwrap_or_default();

@@ -15,6 +15,10 @@
 //!       helpers:                    # Claude: models seen only in modelUsage
 //!         - { model: claude-haiku-4-5, tokens_in: 400, tokens_out: 30 }
 //!       cost_factor: 1.0            # Claude: its total_cost_usd = list price × this
+//!       windows:                    # Claude: a subscriber's usage windows (a rate_limit_event)
+//!         five_hour: { utilization: 0.55, resets_at: 2026-05-09T19:00:00Z }
+//!       rate_limited:               # Claude: a 429 on a window, then an error result
+//!         { window: five_hour, resets_at: 2026-05-09T19:31:00Z, message: "You've hit your 5-hour limit · resets 7:31pm (UTC)" }
 //!     exit: 0                       # default: 1 after a Claude error, else 0
 //! default: { actions: [] }          # when no entry is left
 //! ```
@@ -130,6 +134,44 @@ pub struct Stream {
     /// Claude: its own cost estimate is the built-in list price × this.
     #[serde(default = "one")]
     pub cost_factor: f64,
+    /// Claude: the usage windows a subscriber's session reports, as one
+    /// `rate_limit_event` before the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Windows>,
+    /// Claude: the API answered 429 — a `rejected` event, the assistant's
+    /// `rate_limit` error and an error result quoting `message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limited: Option<RateLimited>,
+}
+
+/// One window's figure: `utilization` 0–1, `resets_at` RFC 3339.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowFigure {
+    pub utilization: f64,
+    pub resets_at: String,
+}
+
+/// The windows a `rate_limit_event` carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Windows {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub five_hour: Option<WindowFigure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seven_day: Option<WindowFigure>,
+}
+
+/// A 429 on a window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimited {
+    /// `five_hour` or `seven_day` (Claude Code's `rateLimitType`).
+    pub window: String,
+    /// RFC 3339.
+    pub resets_at: String,
+    /// The text Claude Code shows ("You've hit your 5-hour limit · resets 7:31pm (UTC)").
+    pub message: String,
 }
 
 impl Default for Stream {
@@ -143,6 +185,8 @@ impl Default for Stream {
             num_turns: None,
             helpers: Vec::new(),
             cost_factor: 1.0,
+            windows: None,
+            rate_limited: None,
         }
     }
 }
@@ -165,10 +209,12 @@ impl Stream {
                 || !self.permission_denials.is_empty()
                 || self.is_error.is_some()
                 || self.num_turns.is_some()
-                || self.cost_factor != 1.0)
+                || self.cost_factor != 1.0
+                || self.windows.is_some()
+                || self.rate_limited.is_some())
         {
             return Err(
-                "helpers, permission_denials, is_error, num_turns and cost_factor are Claude's; Codex's stream has none of them".to_owned(),
+                "helpers, permission_denials, is_error, num_turns, cost_factor, windows and rate_limited are Claude's; Codex's stream has none of them".to_owned(),
             );
         }
         if !(self.cost_factor.is_finite() && self.cost_factor >= 0.0) {

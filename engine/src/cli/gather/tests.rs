@@ -92,7 +92,7 @@ fn run(
         common: args.map_or(&plain.common, |a| &a.common),
         mode,
         cwd: Path::new("/home/me"),
-        agent: false,
+        agent: None,
     };
     gather(&request, vars, fake)
 }
@@ -349,7 +349,7 @@ fn an_agent_needs_no_skill_command() {
         common: &args.common,
         mode: Mode::Wrapper,
         cwd: Path::new("/home/me"),
-        agent: true,
+        agent: Some(crate::agent::AgentKind::Claude),
     };
     let gathered = gather(&request, &vars(&[]), &Fake::default()).unwrap();
     assert_eq!(gathered.cfg.skill_cmd, "");
@@ -522,4 +522,88 @@ fn status_and_doctor_wait_on_claims_as_long_as_a_tick_would() {
     assert_eq!(claim_timeout(&vars("0")), default);
     assert_eq!(claim_timeout(&vars("soon")), default);
     assert_eq!(claim_timeout(&BTreeMap::new()), default);
+}
+
+fn agent_tick(
+    kind: crate::agent::AgentKind,
+    line: &[&str],
+    pairs: &[(&str, &str)],
+) -> Result<Gathered, Refusal> {
+    let args = tick_args(line);
+    let request = Request {
+        skill: Skill::Work,
+        pr: None,
+        args: Some(&args),
+        common: &args.common,
+        mode: Mode::Wrapper,
+        cwd: Path::new("/home/me"),
+        agent: Some(kind),
+    };
+    gather(&request, &vars(pairs), &Fake::default())
+}
+
+#[test]
+fn a_window_budget_where_no_window_can_be_read_is_refused() {
+    use crate::agent::AgentKind;
+    let budgeted = ["--loop", "--repo", "o/r", "--max-5h-percent", "75"];
+    // Unknown is not zero: an API key has no windows, nor has Codex.
+    let refusal = agent_tick(
+        AgentKind::Claude,
+        &budgeted,
+        &[("ANTHROPIC_API_KEY", "sk-x")],
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        messages(&refusal),
+        [
+            "--max-5h-percent needs Claude Code's usage windows, but ANTHROPIC_API_KEY is set: an API-key session has no 5-hour or weekly window, and Claude Code reports none"
+        ]
+    );
+    let refusal = agent_tick(AgentKind::Codex, &budgeted, &[]).err().unwrap();
+    assert_eq!(
+        messages(&refusal),
+        ["--max-5h-percent needs Claude Code's usage windows, but --agent codex reports none"]
+    );
+    // A subscriber's Claude Code reads them; the ceilings reach the tick.
+    let gathered = agent_tick(
+        AgentKind::Claude,
+        &budgeted,
+        &[("CLAUDE_CODE_OAUTH_TOKEN", "t")],
+    )
+    .unwrap();
+    assert_eq!(gathered.cfg.windows.five_hour, Some(75.0));
+    assert_eq!(gathered.cfg.windows.seven_day, None);
+    // Without a window budget an API key is none of the loop's business.
+    assert!(
+        agent_tick(
+            AgentKind::Claude,
+            &["--loop", "--repo", "o/r"],
+            &[("ANTHROPIC_API_KEY", "sk-x")]
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn a_window_ceiling_is_a_share_of_the_window() {
+    let refusal = wrapper(
+        &[
+            "--loop",
+            "--skill-cmd",
+            "x",
+            "--repo",
+            "o/r",
+            "--max-week-percent",
+            "120",
+        ],
+        &[],
+        &Fake::default(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        messages(&refusal),
+        ["--max-week-percent 120 is not a share of the window above 0 and at most 100"]
+    );
 }

@@ -265,6 +265,11 @@ pub struct HistoryLine {
     pub autofix_pr_invoked: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autofix_pr_invocation_status: Option<String>,
+    /// The account's usage windows before and after the tick's work, its
+    /// share of each, and a wait it started (docs/src/usage-windows.md);
+    /// only on lines of a loop that reads the windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_windows: Option<crate::state::windows::WindowsLine>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -406,6 +411,7 @@ impl From<TickRecord> for HistoryLine {
             review_outcome,
             autofix_pr_invoked,
             autofix_pr_invocation_status: autofix_status,
+            usage_windows: None,
             extra: Map::new(),
         }
     }

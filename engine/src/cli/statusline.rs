@@ -1,0 +1,215 @@
+//! `sdd-loop statusline [CMD…]`: Claude Code's statusLine command, chained
+//! before the user's own (docs/src/usage-windows.md, "In a Claude Code
+//! session"). An interactive session passes the account's usage windows
+//! only to this command's stdin (`rate_limits.five_hour.used_percentage`,
+//! `.resets_at`, and `seven_day`); they are recorded in the project's
+//! `.sdd/loop/windows.json` for the loop's window budgets, and then the
+//! user's status command — its arguments, else `SDD_LOOP_STATUSLINE_CMD` —
+//! runs with the same stdin and its output is printed byte for byte, its
+//! exit status passed on. Chained, never replaced: nothing of ours is
+//! printed, and a figure that cannot be recorded never costs the user
+//! their status line.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::os::clock;
+use crate::state::files;
+use crate::state::paths::{Skill, StatePaths};
+use crate::state::windows::{Recorded, Window, WindowsState};
+
+/// The variable naming the user's own status command when none is given
+/// as arguments.
+pub const ENV_CMD: &str = "SDD_LOOP_STATUSLINE_CMD";
+
+/// A Unix time in seconds, or an RFC 3339 instant, as RFC 3339.
+fn instant(v: &Value) -> Option<String> {
+    if let Some(s) = v.as_str() {
+        return clock::parse(s).ok().map(clock::format);
+    }
+    let secs = v.as_i64().or_else(|| v.as_f64().map(|f| f as i64))?;
+    jiff::Timestamp::from_second(secs).ok().map(clock::format)
+}
+
+/// The project the session runs in: `workspace.project_dir`, else `cwd`.
+pub fn project_of(input: &Value) -> Option<PathBuf> {
+    input
+        .pointer("/workspace/project_dir")
+        .or_else(|| input.get("cwd"))
+        .and_then(Value::as_str)
+        .map(PathBuf::from)
+}
+
+/// Records the windows `input` carries into `root`'s `.sdd/loop/windows.json`
+/// — only in a project that has `.sdd/` (a project the loop runs in), and
+/// only when a figure changed. Whether it wrote.
+pub fn record(root: &Path, input: &Value, now: jiff::Timestamp) -> Result<bool, String> {
+    let Some(limits) = input.get("rate_limits") else {
+        return Ok(false);
+    };
+    if !root.join(".sdd").is_dir() {
+        return Ok(false);
+    }
+    let paths = StatePaths::new(root, Skill::Work, None);
+    let mut state = WindowsState::load(&paths.windows()).map_err(|e| e.to_string())?;
+    let mut changed = false;
+    for w in Window::ALL {
+        let Some(win) = limits.get(w.name()) else {
+            continue;
+        };
+        let (Some(used), Some(reset)) = (
+            win.get("used_percentage").and_then(Value::as_f64),
+            win.get("resets_at").and_then(instant),
+        ) else {
+            continue;
+        };
+        let same = state
+            .recorded(w)
+            .is_some_and(|r| r.used_percent == used && r.resets_at == reset);
+        if !same {
+            *state.recorded_mut(w) = Some(Recorded {
+                used_percent: used,
+                resets_at: reset,
+                read_at: clock::format(now),
+                source: "statusline".to_owned(),
+            });
+            state.unreported.retain(|u| *u != w);
+            changed = true;
+        }
+    }
+    if changed {
+        files::ensure_state_dir(&paths.dir).map_err(|e| e.to_string())?;
+        state.save(&paths.windows()).map_err(|e| e.to_string())?;
+    }
+    Ok(changed)
+}
+
+/// Runs the user's status command with `input` on its stdin; its stdout
+/// and stderr copied byte for byte; its exit status.
+pub fn chain(
+    command: &str,
+    cwd: &Path,
+    input: &[u8],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(err, "sdd-loop statusline: cannot run {command:?}: {e}");
+            return 1;
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let bytes = input.to_vec();
+        // A command that never reads its stdin must not block the chain.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+    }
+    match child.wait_with_output() {
+        Ok(o) => {
+            let _ = out.write_all(&o.stdout);
+            let _ = err.write_all(&o.stderr);
+            let _ = out.flush();
+            o.status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1)
+        }
+        Err(e) => {
+            let _ = writeln!(err, "sdd-loop statusline: {command:?} failed: {e}");
+            1
+        }
+    }
+}
+
+/// The whole command: read stdin, record, chain.
+pub fn run(
+    command: Option<String>,
+    cwd: &Path,
+    stdin: Option<&mut dyn Read>,
+    now: jiff::Timestamp,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let mut input = Vec::new();
+    if let Some(r) = stdin {
+        let _ = r.read_to_end(&mut input);
+    }
+    let parsed: Value = serde_json::from_slice(&input).unwrap_or(Value::Null);
+    let root = project_of(&parsed).unwrap_or_else(|| cwd.to_path_buf());
+    if let Err(e) = record(&root, &parsed, now) {
+        // On stderr only: the status line itself stays the user's.
+        let _ = writeln!(
+            err,
+            "sdd-loop statusline: the usage windows were not recorded: {e}"
+        );
+    }
+    match command {
+        Some(c) if !c.trim().is_empty() => chain(&c, &root, &input, out, err),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INPUT: &str = r#"{"session_id":"s","workspace":{"project_dir":"PROJECT"},"rate_limits":{"five_hour":{"used_percentage":42,"resets_at":1778353200},"seven_day":{"used_percentage":17,"resets_at":1778576400}}}"#;
+
+    fn input(root: &Path) -> String {
+        INPUT.replace("PROJECT", &root.display().to_string())
+    }
+
+    #[test]
+    fn the_users_command_prints_byte_for_byte_after_the_windows_are_recorded() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join(".sdd")).unwrap();
+        let text = input(tmp.path());
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        // The user's command sees the same stdin, and its bytes (no
+        // trailing newline, an escape sequence) come through untouched.
+        let code = run(
+            Some(r#"printf '\033[1m%s\033[0m' "$(wc -c | tr -d ' ')"; exit 3"#.to_owned()),
+            Path::new("/"),
+            Some(&mut text.as_bytes()),
+            "2026-05-09T14:00:00Z".parse().unwrap(),
+            &mut out,
+            &mut err,
+        );
+        assert_eq!(code, 3);
+        assert_eq!(out, format!("\x1b[1m{}\x1b[0m", text.len()).into_bytes());
+        assert!(err.is_empty(), "{}", String::from_utf8_lossy(&err));
+        let state = WindowsState::load(&tmp.path().join(".sdd/loop/windows.json")).unwrap();
+        let five = state.five_hour.unwrap();
+        assert_eq!(
+            (
+                five.used_percent,
+                five.resets_at.as_str(),
+                five.source.as_str()
+            ),
+            (42.0, "2026-05-09T19:00:00Z", "statusline")
+        );
+        assert_eq!(state.seven_day.unwrap().used_percent, 17.0);
+    }
+
+    #[test]
+    fn a_project_without_sdd_is_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let v: Value = serde_json::from_str(&input(tmp.path())).unwrap();
+        assert!(!record(tmp.path(), &v, jiff::Timestamp::UNIX_EPOCH).unwrap());
+        assert!(!tmp.path().join(".sdd").exists());
+    }
+}
