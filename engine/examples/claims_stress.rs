@@ -335,22 +335,16 @@ fn act(
                 m.doing = Doing::Idle;
                 return;
             }
-            if hung {
-                m.doing = Doing::Working {
-                    issue,
-                    commit,
-                    lease,
-                    left,
-                };
-                return;
-            }
-            if now >= t.renew_at(&lease)
+            if !hung
+                && now >= t.renew_at(&lease)
                 && !cut
                 && let Some(until) = m.hangs(round)
             {
                 // The renewal's push meets a remote that never answers.
                 world.lock().expect("world").count("hangs");
                 m.hung_until = until;
+            }
+            if round < m.hung_until {
                 m.doing = Doing::Working {
                     issue,
                     commit,

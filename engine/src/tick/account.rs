@@ -510,21 +510,13 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
     });
     let mut shown = journal.shown.clone();
     shown.outcome = outcome_line(&result, &journal.gate_outcomes, error.as_deref(), empty);
-    let mut line = Record::new(
-        ctx,
-        journal.iteration,
-        outcome,
-        BudgetSnapshot::from(&budget),
-    );
+    let mut line = Record::of_journal(ctx, journal, outcome, BudgetSnapshot::from(&budget));
     line.started_at = clock::format(started);
-    line.gates = &journal.gates;
     line.fired = &fired;
     line.delta = delta;
     line.tracked = tracked;
     line.worktrees = worktrees;
     line.failures = failures;
-    line.backlog = journal.backlog_snapshot.clone();
-    line.dispatched = journal.request.issues.iter().map(|i| i.number).collect();
     line.chain = chain;
     line.error = error;
     line.turn_ended_by = work.turn_ended_by.clone();

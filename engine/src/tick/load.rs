@@ -573,20 +573,17 @@ fn recover(
         tokens(delta.tokens_out),
         delta.prs.join(", ")
     );
-    let mut line = Record::new(
+    let mut line = Record::of_journal(
         ctx,
-        journal.iteration,
+        journal,
         Outcome::Errored,
         BudgetSnapshot::from(&*budget),
     );
     line.started_at = journal.started_at.clone();
-    line.gates = &journal.gates;
     line.delta = delta;
     line.tracked = tracked;
     line.worktrees = worktrees;
     line.failures = failures;
-    line.backlog = journal.backlog_snapshot.clone();
-    line.dispatched = journal.request.issues.iter().map(|i| i.number).collect();
     line.error = Some("interrupted".into());
     let record = line.line(ctx.cfg.skill, ended);
     Ok((record.into(), exchange, note))

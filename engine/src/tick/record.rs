@@ -87,6 +87,21 @@ impl<'a> Record<'a> {
         }
     }
 
+    /// The line of the iteration `journal` opened: its gates, the backlog
+    /// it saw and the issues it dispatched, as `new` says otherwise.
+    pub(crate) fn of_journal(
+        ctx: &Ctx<'_, '_>,
+        journal: &'a crate::state::journal::Journal,
+        outcome: Outcome,
+        snapshot: BudgetSnapshot,
+    ) -> Self {
+        let mut line = Self::new(ctx, journal.iteration, outcome, snapshot);
+        line.gates = &journal.gates;
+        line.backlog = journal.backlog_snapshot.clone();
+        line.dispatched = journal.request.issues.iter().map(|i| i.number).collect();
+        line
+    }
+
     /// The line as written, for `skill`, ended at `ended_at`. The issues
     /// dispatched are recorded only beside a backlog snapshot.
     pub(crate) fn line(self, skill: Skill, ended_at: String) -> TickRecord {
