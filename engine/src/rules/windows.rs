@@ -105,12 +105,14 @@ pub fn waiting_note(wait: &Wait, now: Timestamp) -> String {
 /// The limit a 429's text names — Claude Code's "You've hit your 5-hour
 /// limit · resets 7:31pm (UTC)" (the `-p` result, `StopFailure`'s
 /// message) — with its reset: the next such time after `now`, in the
-/// zone it names (UTC when it names none, or one this system lacks).
+/// zone it names (UTC when it names none, or one this system lacks); or,
+/// when a reset is not today, the date it gives too ("resets Nov 1,
+/// 2027, 7pm (UTC)", as 2.1.332 words it).
 pub fn limit_in_text(text: &str, now: Timestamp) -> Option<Limited> {
     static LIMIT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = LIMIT.get_or_init(|| {
         regex::Regex::new(
-            r"(?i)hit your ([a-z0-9][a-z0-9 -]{0,30}?) limit(?:\s*[·•.,-]?\s*resets\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([^)]{1,64})\))?)?",
+            r"(?i)hit your ([a-z0-9][a-z0-9 -]{0,30}?) limit(?:\s*[·•.,-]?\s*resets\s+(?:([a-z]{3,9})\.?\s+(\d{1,2}),?\s+(\d{4}),?\s+(?:at\s+)?)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([^)]{1,64})\))?)?",
         )
         .expect("the limit pattern compiles")
     });
@@ -121,11 +123,11 @@ pub fn limit_in_text(text: &str, now: Timestamp) -> Option<Limited> {
     } else {
         Window::FiveHour
     };
-    let resets_at = caps.get(2).and_then(|h| {
+    let resets_at = caps.get(5).and_then(|h| {
         let mut hour: i8 = h.as_str().parse().ok()?;
-        let minute: i8 = caps.get(3).map_or(Some(0), |m| m.as_str().parse().ok())?;
+        let minute: i8 = caps.get(6).map_or(Some(0), |m| m.as_str().parse().ok())?;
         match caps
-            .get(4)
+            .get(7)
             .map(|m| m.as_str().to_ascii_lowercase())
             .as_deref()
         {
@@ -134,16 +136,24 @@ pub fn limit_in_text(text: &str, now: Timestamp) -> Option<Limited> {
             _ => {}
         }
         let zone = caps
-            .get(5)
+            .get(8)
             .and_then(|z| jiff::tz::TimeZone::get(z.as_str().trim()).ok())
             .unwrap_or(jiff::tz::TimeZone::UTC);
         let local = now.to_zoned(zone);
-        let at = local
-            .date()
+        let date = match (caps.get(2), caps.get(3), caps.get(4)) {
+            (Some(month), Some(day), Some(year)) => jiff::civil::Date::new(
+                year.as_str().parse().ok()?,
+                month_number(month.as_str())?,
+                day.as_str().parse().ok()?,
+            )
+            .ok()?,
+            _ => local.date(),
+        };
+        let at = date
             .at(hour, minute, 0, 0)
             .to_zoned(local.time_zone().clone())
             .ok()?;
-        let at = if at.timestamp() <= now {
+        let at = if at.timestamp() <= now && caps.get(2).is_none() {
             at.checked_add(1.day()).ok()?
         } else {
             at
@@ -151,6 +161,16 @@ pub fn limit_in_text(text: &str, now: Timestamp) -> Option<Limited> {
         Some(clock::format(at.timestamp()))
     });
     Some(Limited { window, resets_at })
+}
+
+/// `Nov`, `November` → 11.
+fn month_number(name: &str) -> Option<i8> {
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let name = name.to_ascii_lowercase();
+    let index = MONTHS.iter().position(|m| name.starts_with(m))?;
+    i8::try_from(index + 1).ok()
 }
 
 /// How long a limit whose reset nobody gave is waited out before a tick
@@ -315,6 +335,13 @@ mod tests {
         let l = limit_in_text("You've hit your weekly limit · resets 9am (UTC)", now).unwrap();
         assert_eq!(l.window, Window::SevenDay);
         assert_eq!(l.resets_at.as_deref(), Some("2026-05-10T09:00:00Z"));
+        // A reset on another day carries its date (Claude Code 2.1.332).
+        let l = limit_in_text(
+            "You've hit your 5-hour limit · resets Nov 1, 2027, 7pm (UTC)",
+            now,
+        )
+        .unwrap();
+        assert_eq!(l.resets_at.as_deref(), Some("2027-11-01T19:00:00Z"));
         let l = limit_in_text("claude: result error: You've hit your 5-hour limit", now).unwrap();
         assert_eq!(l.resets_at, None);
         assert_eq!(limit_in_text("the tests failed", now), None);
