@@ -15,7 +15,7 @@ use jiff::{SignedDuration, Timestamp, ToSpan};
 
 use crate::os::clock;
 use crate::rules::stop::{Fired, StopCause};
-use crate::state::windows::{Limited, Wait, Window, WindowsState};
+use crate::state::windows::{Limited, Wait, Window, WindowsLine, WindowsState};
 
 /// The two window ceilings, in percent of the window; `None`: not set.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -100,6 +100,35 @@ pub fn waiting_note(wait: &Wait, now: Timestamp) -> String {
         remaining(now, until),
         wait.reason
     )
+}
+
+/// The status block's line for a tick that read the windows: each
+/// window before and after the work, its reset, and the tick's share —
+/// `Usage windows: 5-hour 55% → 80%, resets 19:00 UTC (this tick: 25% of
+/// the 5-hour window) · weekly …`.
+pub fn status_line(line: &WindowsLine, now: Timestamp) -> Option<String> {
+    let parts: Vec<String> = Window::ALL
+        .into_iter()
+        .filter_map(|w| {
+            let l = match w {
+                Window::FiveHour => line.five_hour.as_ref(),
+                Window::SevenDay => line.seven_day.as_ref(),
+            }?;
+            let figures = match l.before {
+                Some(b) => format!("{} → {}", percent(b), percent(l.after)),
+                None => format!("{} (no figure before this tick)", percent(l.after)),
+            };
+            let reset = clock::parse(&l.resets_at)
+                .map(|r| format!(", resets {}", reset_time(now, r)))
+                .unwrap_or_default();
+            let share = l
+                .this_tick
+                .map(|t| format!(" (this tick: {} of the {} window)", percent(t), w.noun()))
+                .unwrap_or_default();
+            Some(format!("{} {figures}{reset}{share}", w.noun()))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("Usage windows: {}", parts.join(" · ")))
 }
 
 /// The limit a 429's text names — Claude Code's "You've hit your 5-hour
@@ -407,6 +436,32 @@ mod tests {
             after_work(&state(99.0, 10.0), None, &BOTH, at("2026-05-09T19:00:00Z")),
             Next::Go
         );
+    }
+
+    #[test]
+    fn the_status_line_shows_each_window_before_and_after_and_the_ticks_share() {
+        use crate::state::windows::WindowLine;
+        let now = at("2026-05-09T14:20:00Z");
+        let line = WindowsLine {
+            five_hour: Some(WindowLine {
+                before: Some(55.0),
+                after: 80.0,
+                this_tick: Some(25.0),
+                resets_at: "2026-05-09T19:00:00Z".into(),
+            }),
+            seven_day: Some(WindowLine {
+                before: None,
+                after: 10.0,
+                this_tick: None,
+                resets_at: "2026-05-12T09:00:00Z".into(),
+            }),
+            ..WindowsLine::default()
+        };
+        assert_eq!(
+            status_line(&line, now).unwrap(),
+            "Usage windows: 5-hour 55% → 80%, resets 19:00 UTC (this tick: 25% of the 5-hour window) · weekly 10% (no figure before this tick), resets 2026-05-12 09:00 UTC"
+        );
+        assert_eq!(status_line(&WindowsLine::default(), now), None);
     }
 
     #[test]
