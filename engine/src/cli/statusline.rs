@@ -117,10 +117,20 @@ pub fn record(root: &Path, input: &Value, now: jiff::Timestamp) -> Result<bool, 
     }
     if changed {
         files::ensure_state_dir(&paths.dir).map_err(|e| e.to_string())?;
-        state.save(&paths.windows()).map_err(|e| e.to_string())?;
+        // The old file or the whole new one, never a torn one, without
+        // waiting for the rename to reach the disk: a figure lost to a
+        // power cut is read again at the next refresh, and the status
+        // line is drawn on every keystroke's refresh.
+        state
+            .save_with(&paths.windows(), files::Durability::OldOrNew)
+            .map_err(|e| e.to_string())?;
     }
     Ok(changed)
 }
+
+/// What a pipe takes without a reader (Linux gives 64 KiB; POSIX
+/// promises at least 4 KiB, and Claude Code's statusLine input is ~2 KiB).
+const PIPE_ROOM: usize = 4096;
 
 /// Runs the user's status command with `input` on its stdin; its stdout
 /// and stderr copied byte for byte; its exit status.
@@ -147,11 +157,17 @@ pub fn chain(
         }
     };
     if let Some(mut stdin) = child.stdin.take() {
-        let bytes = input.to_vec();
-        // A command that never reads its stdin must not block the chain.
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&bytes);
-        });
+        if input.len() <= PIPE_ROOM {
+            // Fits in the pipe's buffer: written at once even when the
+            // command never reads it, with no thread to start.
+            let _ = stdin.write_all(input);
+        } else {
+            let bytes = input.to_vec();
+            // A command that never reads its stdin must not block the chain.
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&bytes);
+            });
+        }
     }
     match child.wait_with_output() {
         Ok(o) => {
