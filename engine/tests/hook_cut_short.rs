@@ -292,3 +292,59 @@ fn a_session_end_without_its_transcript_logs_why_the_tick_stays_open() {
         assert!(reason.contains(part), "{part:?} in {reason}");
     }
 }
+
+// Issue 47: StopFailure's only word of a 429 on a usage window is its
+// message ("You've hit your 5-hour limit · resets 7:31pm (UTC)"); it
+// starts the wait for that reset, and the next loop prompt begins no
+// iteration. Before, the next prompt began iteration 2 and hit the same
+// limit.
+#[test]
+fn a_stop_failure_naming_a_window_limit_starts_the_wait_for_its_reset() {
+    let w = World::new(TWO_STORIES);
+    begin(&w, "p-1");
+    let mut input = w.stop_failure("rate_limit", "", "p-1");
+    input["last_assistant_message"] = json!("You've hit your 5-hour limit · resets 7:31pm (UTC)");
+    assert!(w.hook("stop-failure", &input).passed());
+    let line = w.history("work").pop().unwrap();
+    assert_eq!(line["outcome"], "errored");
+    assert_eq!(line["usage_windows"]["limited"]["window"], "five_hour");
+    let until = line["usage_windows"]["wait"]["until"].as_str().unwrap();
+    assert!(until.ends_with("T19:31:00Z"), "{line}");
+    let next = w.hook("user-prompt-submit", &w.prompt(LOOP, "p-2"));
+    assert!(
+        !next.context().is_some_and(|c| c.contains("iteration 2")),
+        "the prompt before the reset begins no iteration: {:?}",
+        next.json
+    );
+    assert_eq!(w.history("work").len(), 1, "and writes no history line");
+}
+
+// Issue 47: after a 429 the transcript keeps the window and its reset
+// (`apiErrorParams.rate_limit_info`, Claude Code 2.1.332) where the hook
+// input has neither; the tick's end starts the wait for that reset.
+#[test]
+fn a_limit_in_the_transcript_after_the_ticks_prompt_starts_the_wait_for_its_reset() {
+    let w = World::new(TWO_STORIES);
+    begin(&w, "p-1");
+    let reset = jiff::Timestamp::now().as_second() + 2 * 3600;
+    let refusal = json!({
+        "type": "assistant",
+        "isApiErrorMessage": true,
+        "error": "rate_limit",
+        "apiErrorStatus": 429,
+        "apiErrorParams": {"rate_limit_info": {"status": "rejected", "resetsAt": reset, "rateLimitType": "seven_day"}},
+        "message": {"model": "<synthetic>", "content": [{"type": "text", "text": "You've hit your weekly limit"}]},
+    });
+    let mut text = std::fs::read_to_string(&w.transcript).unwrap();
+    text.push_str(&format!("{refusal}\n"));
+    std::fs::write(&w.transcript, text).unwrap();
+    assert!(
+        w.hook("stop-failure", &w.stop_failure("rate_limit", "", "p-1"))
+            .passed()
+    );
+    let line = w.history("work").pop().unwrap();
+    let wait = &line["usage_windows"]["wait"];
+    assert_eq!(wait["window"], "seven_day", "{line}");
+    let until: jiff::Timestamp = wait["until"].as_str().unwrap().parse().unwrap();
+    assert_eq!(until.as_second(), reset);
+}

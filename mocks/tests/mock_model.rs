@@ -765,3 +765,82 @@ fn a_hang_holds_its_answer_back_then_gives_a_504_and_the_turn_follows() {
     assert_eq!(answer.status, 200);
     assert!(serde_json::from_str::<Value>(&answer.text).is_err());
 }
+
+#[test]
+fn usage_windows_ride_every_later_answer_and_a_limit_turn_is_a_rejected_429() {
+    let model = serve(
+        "turns:
+  - text: Looking.
+    windows:
+      five_hour: { utilization: 0.30, resets_at: \"2026-05-09T19:00:00Z\" }
+      seven_day: { utilization: 0.10, resets_at: \"2026-05-12T09:00:00Z\" }
+  - text: Done.
+    windows:
+      five_hour: { utilization: 0.55, resets_at: \"2026-05-09T19:00:00Z\" }
+  - limit: five_hour
+",
+    );
+    let h = "anthropic-ratelimit-unified-";
+    let first = messages(&model.uri(), &claude_request(true, None));
+    assert_eq!(first.header(&format!("{h}5h-utilization")), Some("0.3"));
+    assert_eq!(first.header(&format!("{h}5h-reset")), Some("1778353200"));
+    assert_eq!(first.header(&format!("{h}7d-utilization")), Some("0.1"));
+    assert_eq!(first.header(&format!("{h}status")), Some("allowed"));
+    let second = messages(&model.uri(), &claude_request(true, None));
+    assert_eq!(second.header(&format!("{h}5h-utilization")), Some("0.55"));
+    assert_eq!(
+        second.header(&format!("{h}7d-utilization")),
+        Some("0.1"),
+        "a window the turn does not name keeps its figure"
+    );
+    let limited = messages(&model.uri(), &claude_request(true, None));
+    assert_eq!(limited.status, 429);
+    assert_eq!(limited.json()["error"]["type"], "rate_limit_error");
+    assert_eq!(limited.header(&format!("{h}status")), Some("rejected"));
+    assert_eq!(limited.header(&format!("{h}5h-status")), Some("rejected"));
+    assert_eq!(
+        limited.header(&format!("{h}representative-claim")),
+        Some("five_hour")
+    );
+    assert_eq!(limited.header(&format!("{h}reset")), Some("1778353200"));
+    assert_eq!(limited.header("retry-after"), None);
+    assert_eq!(model.turns_served(), 3, "the limit used its turn");
+    let outcomes: Vec<_> = model.log().iter().map(|e| e.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            sdd_mocks::model::turns::Outcome::Turn,
+            sdd_mocks::model::turns::Outcome::Turn,
+            sdd_mocks::model::turns::Outcome::Limited
+        ]
+    );
+    // Other APIs carry none.
+    let codex = responses(&serve(
+        "turns:\n  - text: Hi.\n    windows:\n      five_hour: { utilization: 0.3, resets_at: \"2026-05-09T19:00:00Z\" }\n",
+    ).uri(), &codex_request(true, None));
+    assert_eq!(codex.header(&format!("{h}5h-utilization")), None);
+}
+
+#[test]
+fn a_limit_turn_with_text_and_a_window_out_of_range_are_refused_at_their_line() {
+    for (text, wanted) in [
+        (
+            "turns:\n  - text: Hi.\n    limit: five_hour\n",
+            "a limited turn is answered 429",
+        ),
+        (
+            "turns:\n  - text: Hi.\n    windows:\n      five_hour: { utilization: 30, resets_at: \"2026-05-09T19:00:00Z\" }\n",
+            "`five_hour.utilization` is 30",
+        ),
+        (
+            "turns:\n  - text: Hi.\n    windows:\n      seven_day: { utilization: 0.3, resets_at: tomorrow }\n",
+            "not an RFC 3339 instant",
+        ),
+    ] {
+        let err = Script::parse(Path::new("inline.yaml"), text)
+            .unwrap_err()
+            .render();
+        assert!(err.contains(wanted), "{err}");
+        assert!(err.contains("inline.yaml:2:"), "{err}");
+    }
+}

@@ -269,6 +269,60 @@ fn plugin(inputs: &Inputs<'_>, shell_only: bool) -> Vec<Check> {
     checks
 }
 
+/// The settings files Claude Code reads a statusLine from for `project`,
+/// the one that wins first: the project's local, the project's, the
+/// user's.
+fn settings_files(config: &Path, project: &Path) -> [PathBuf; 3] {
+    [
+        project.join(".claude").join("settings.local.json"),
+        project.join(".claude").join("settings.json"),
+        config.join("settings.json"),
+    ]
+}
+
+/// Whether Claude Code's statusLine runs `sdd-loop statusline` — the only
+/// place a session's usage windows reach the loop's window budgets
+/// (docs/src/usage-windows.md) — and, when not, the one settings line
+/// that installs it, chained before the user's own status command.
+fn statusline_check(inputs: &Inputs<'_>) -> Option<Check> {
+    let config = claude_config(inputs.vars)?;
+    let files = settings_files(&config, &inputs.project);
+    let found = files.iter().find_map(|f| {
+        let line = read_json(f)?.get("statusLine")?.clone();
+        Some((f.clone(), line))
+    });
+    let own = found
+        .as_ref()
+        .and_then(|(_, l)| l.get("command")?.as_str().map(str::to_owned));
+    if let (Some((file, _)), Some(command)) = (&found, &own)
+        && super::statusline::is_installed(command)
+    {
+        return Some(check(
+            "windows",
+            Verdict::Ok,
+            format!(
+                "Claude Code's statusLine runs `sdd-loop statusline` ({}): a session's usage windows are recorded for --max-5h-percent and --max-week-percent",
+                file.display()
+            ),
+            None,
+        ));
+    }
+    let (file, whose) = match &found {
+        Some((file, _)) => (file.clone(), "chained before your own status command"),
+        None => (files[2].clone(), "no statusLine is set"),
+    };
+    Some(check(
+        "windows",
+        Verdict::Note,
+        "Claude Code's statusLine does not run `sdd-loop statusline`: in a session, --max-5h-percent and --max-week-percent have no figure and the loop prompt is refused".to_owned(),
+        Some(format!(
+            "to use the window budgets in a session, set in {} ({whose}): {}",
+            file.display(),
+            super::statusline::install_line(own.as_deref())
+        )),
+    ))
+}
+
 fn tracker_check(inputs: &Inputs<'_>) -> Vec<Check> {
     let vars = inputs.vars;
     let var = |k: &str| vars.get(k).filter(|v| !v.trim().is_empty()).cloned();
@@ -435,6 +489,9 @@ pub fn checks(inputs: &Inputs<'_>) -> Vec<Check> {
             .is_none();
     all.push(claude(inputs, shell_only));
     all.extend(plugin(inputs, shell_only));
+    if !shell_only {
+        all.extend(statusline_check(inputs));
+    }
     all.extend(tracker_check(inputs));
     all.push(claims_check(inputs));
     all.extend(state(inputs));
@@ -640,6 +697,50 @@ mod tests {
             host: "github.com".into(),
         }));
         assert!(gh.contains("gh auth login --hostname github.com"), "{gh}");
+    }
+
+    #[test]
+    fn the_statusline_is_found_where_claude_code_reads_it_or_its_settings_line_is_given() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (config, project) = (tmp.path().join("config"), tmp.path().join("project"));
+        std::fs::create_dir_all(project.join(".claude")).unwrap();
+        std::fs::create_dir_all(&config).unwrap();
+        let vars = BTreeMap::from([("CLAUDE_CONFIG_DIR".to_owned(), config.display().to_string())]);
+        let inputs = Inputs {
+            vars: &vars,
+            project: project.clone(),
+            exe: None,
+        };
+        let none = statusline_check(&inputs).unwrap();
+        assert_eq!(none.verdict, Verdict::Note);
+        let fix = none.fix.unwrap();
+        assert!(
+            fix.contains(&config.join("settings.json").display().to_string()),
+            "{fix}"
+        );
+        assert!(
+            fix.ends_with(r#""statusLine": {"type":"command","command":"sdd-loop statusline"}"#),
+            "{fix}"
+        );
+        std::fs::write(
+            config.join("settings.json"),
+            r#"{"statusLine": {"type": "command", "command": "~/.claude/my-status.sh"}}"#,
+        )
+        .unwrap();
+        let own = statusline_check(&inputs).unwrap();
+        assert_eq!(own.verdict, Verdict::Note);
+        assert!(own.fix.unwrap().ends_with(
+            r#"{"type":"command","command":"sdd-loop statusline -- ~/.claude/my-status.sh"}"#
+        ));
+        // The project's own settings win over the user's.
+        std::fs::write(
+            project.join(".claude").join("settings.json"),
+            r#"{"statusLine": {"type": "command", "command": "sdd-loop statusline -- ~/.claude/my-status.sh"}}"#,
+        )
+        .unwrap();
+        let installed = statusline_check(&inputs).unwrap();
+        assert_eq!(installed.verdict, Verdict::Ok, "{}", installed.detail);
+        assert!(installed.detail.contains(".claude/settings.json"));
     }
 
     // Regression: doctor printed the lock and the run's stop as raw JSON

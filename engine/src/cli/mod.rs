@@ -34,6 +34,23 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, env: &mut E
     if let Some((what, parent)) = args.get(1..).and_then(crate::skill::guard::parse) {
         return crate::skill::guard::run(&what, parent, keeping(env));
     }
+    // Claude Code runs the statusLine command at every refresh: `sdd-loop
+    // statusline -- CMD` skips building the whole parser (what it would
+    // parse is the same); `--help` and the rest go through it.
+    if args.get(1).is_some_and(|a| a == "statusline") && args.get(2).is_some_and(|a| a == "--") {
+        let command = args[3..]
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>();
+        return run(
+            Cli {
+                command: Command::Statusline {
+                    command: command.into_iter().map(|c| c.into_owned()).collect(),
+                },
+            },
+            env,
+        );
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {

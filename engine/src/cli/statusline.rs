@@ -25,6 +25,41 @@ use crate::state::windows::{Recorded, Window, WindowsState};
 /// as arguments.
 pub const ENV_CMD: &str = "SDD_LOOP_STATUSLINE_CMD";
 
+/// Whether a statusLine `command` runs this one (`sdd-loop statusline`,
+/// by any path to the engine).
+pub fn is_installed(command: &str) -> bool {
+    command
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .any(|w| (w[0] == "sdd-loop" || w[0].ends_with("/sdd-loop")) && w[1] == "statusline")
+}
+
+/// The settings line that installs this command, chained before the
+/// user's own statusLine `command` if there is one (quoted for the shell
+/// Claude Code runs it with, unless it needs no quoting).
+pub fn install_line(own: Option<&str>) -> String {
+    let command = match own.map(str::trim).filter(|c| !c.is_empty()) {
+        None => "sdd-loop statusline".to_owned(),
+        Some(c) => {
+            let plain = c.split(' ').all(|w| {
+                !w.is_empty()
+                    && w.chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "_./~:@%+=,-".contains(ch))
+            });
+            if plain {
+                format!("sdd-loop statusline -- {c}")
+            } else {
+                format!("sdd-loop statusline -- '{}'", c.replace('\'', "'\\''"))
+            }
+        }
+    };
+    format!(
+        "\"statusLine\": {}",
+        serde_json::json!({"type": "command", "command": command})
+    )
+}
+
 /// A Unix time in seconds, or an RFC 3339 instant, as RFC 3339.
 fn instant(v: &Value) -> Option<String> {
     if let Some(s) = v.as_str() {
@@ -82,10 +117,20 @@ pub fn record(root: &Path, input: &Value, now: jiff::Timestamp) -> Result<bool, 
     }
     if changed {
         files::ensure_state_dir(&paths.dir).map_err(|e| e.to_string())?;
-        state.save(&paths.windows()).map_err(|e| e.to_string())?;
+        // The old file or the whole new one, never a torn one, without
+        // waiting for the rename to reach the disk: a figure lost to a
+        // power cut is read again at the next refresh, and the status
+        // line is drawn on every keystroke's refresh.
+        state
+            .save_with(&paths.windows(), files::Durability::OldOrNew)
+            .map_err(|e| e.to_string())?;
     }
     Ok(changed)
 }
+
+/// What a pipe takes without a reader (Linux gives 64 KiB; POSIX
+/// promises at least 4 KiB, and Claude Code's statusLine input is ~2 KiB).
+const PIPE_ROOM: usize = 4096;
 
 /// Runs the user's status command with `input` on its stdin; its stdout
 /// and stderr copied byte for byte; its exit status.
@@ -112,11 +157,17 @@ pub fn chain(
         }
     };
     if let Some(mut stdin) = child.stdin.take() {
-        let bytes = input.to_vec();
-        // A command that never reads its stdin must not block the chain.
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&bytes);
-        });
+        if input.len() <= PIPE_ROOM {
+            // Fits in the pipe's buffer: written at once even when the
+            // command never reads it, with no thread to start.
+            let _ = stdin.write_all(input);
+        } else {
+            let bytes = input.to_vec();
+            // A command that never reads its stdin must not block the chain.
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&bytes);
+            });
+        }
     }
     match child.wait_with_output() {
         Ok(o) => {
@@ -203,6 +254,33 @@ mod tests {
             (42.0, "2026-05-09T19:00:00Z", "statusline")
         );
         assert_eq!(state.seven_day.unwrap().used_percent, 17.0);
+    }
+
+    #[test]
+    fn the_install_line_chains_the_users_own_command_quoted_for_the_shell() {
+        assert_eq!(
+            install_line(None),
+            r#""statusLine": {"type":"command","command":"sdd-loop statusline"}"#
+        );
+        assert_eq!(
+            install_line(Some("~/.claude/my-status.sh --short")),
+            r#""statusLine": {"type":"command","command":"sdd-loop statusline -- ~/.claude/my-status.sh --short"}"#
+        );
+        let own = r#"printf '%s' "$(cat | jq -r .model.display_name)""#;
+        let line = install_line(Some(own));
+        let json: Value = serde_json::from_str(&format!("{{{line}}}")).unwrap();
+        let command = json["statusLine"]["command"].as_str().unwrap();
+        // The shell Claude Code runs it with hands the user's command to
+        // `statusline` as one argument, unchanged.
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(command.replace("sdd-loop statusline --", "printf '%s'"))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), own);
+        assert!(is_installed(command));
+        assert!(is_installed("/usr/local/bin/sdd-loop statusline"));
+        assert!(!is_installed("~/.claude/my-status.sh"));
     }
 
     #[test]

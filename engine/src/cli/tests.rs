@@ -312,3 +312,23 @@ fn agent_flags_are_checked_before_anything_runs() {
     );
     assert!(err.contains("help: placeholders are {{skill}}"), "{err}");
 }
+
+// `statusline -- CMD` is read without the parser: it must run the same
+// command the parser would, its words and a second `--` kept.
+#[test]
+fn statusline_after_a_double_dash_runs_the_same_command_as_the_parser_would() {
+    let words = ["printf", "%s+%s", "a", "--"];
+    let fast: Vec<&str> = ["statusline", "--"].into_iter().chain(words).collect();
+    let parsed: Vec<&str> = ["statusline"].into_iter().chain(words).collect();
+    let (code, out, err) = call(&fast, &[]);
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "a+--", ""));
+    assert_eq!(call(&parsed, &[]), (0, "a+--".to_owned(), String::new()));
+    let (code, out, _) = call(&["statusline", "--help"], &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Install (settings.json)"), "{out}");
+    let (code, out, _) = call(
+        &["statusline", "--"],
+        &[("SDD_LOOP_STATUSLINE_CMD", "printf ok")],
+    );
+    assert_eq!((code, out.as_str()), (0, "ok"));
+}

@@ -75,12 +75,30 @@ fn api_error(kind: &str, details: Option<&str>) -> String {
     format!("the turn ended on a model API error ({kind}{details}), not on a failure of the work")
 }
 
+/// The error's details for `end`: Claude Code's own, else — on a 429 —
+/// the last message when it names a usage window's limit ("You've hit
+/// your 5-hour limit · resets 7:31pm (UTC)", measured with 2.1.332: the
+/// only word of it StopFailure carries), so `end` starts the wait for
+/// that reset (docs/src/usage-windows.md).
+fn limit_details(input: &StopFailureInput, now: jiff::Timestamp) -> Option<&str> {
+    input
+        .error_details
+        .as_deref()
+        .filter(|d| !d.trim().is_empty())
+        .or_else(|| {
+            input
+                .last_assistant_message
+                .as_deref()
+                .filter(|m| crate::rules::windows::limit_in_text(m, now).is_some())
+        })
+}
+
 pub fn stop_failure(hook: &mut Hook<'_>, bytes: &[u8]) -> Answer {
     let Ok(input) = StopFailureInput::parse(bytes) else {
         return Answer::Pass;
     };
     let kind = kind(input.error.as_deref());
-    let error = api_error(&kind, input.error_details.as_deref());
+    let error = api_error(&kind, limit_details(&input, hook.clock.now()));
     let summary = input
         .last_assistant_message
         .as_deref()

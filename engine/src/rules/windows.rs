@@ -15,7 +15,7 @@ use jiff::{SignedDuration, Timestamp, ToSpan};
 
 use crate::os::clock;
 use crate::rules::stop::{Fired, StopCause};
-use crate::state::windows::{Limited, Wait, Window, WindowsState};
+use crate::state::windows::{Limited, Wait, Window, WindowsLine, WindowsState};
 
 /// The two window ceilings, in percent of the window; `None`: not set.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -102,15 +102,46 @@ pub fn waiting_note(wait: &Wait, now: Timestamp) -> String {
     )
 }
 
+/// The status block's line for a tick that read the windows: each
+/// window before and after the work, its reset, and the tick's share —
+/// `Usage windows: 5-hour 55% → 80%, resets 19:00 UTC (this tick: 25% of
+/// the 5-hour window) · weekly …`.
+pub fn status_line(line: &WindowsLine, now: Timestamp) -> Option<String> {
+    let parts: Vec<String> = Window::ALL
+        .into_iter()
+        .filter_map(|w| {
+            let l = match w {
+                Window::FiveHour => line.five_hour.as_ref(),
+                Window::SevenDay => line.seven_day.as_ref(),
+            }?;
+            let figures = match l.before {
+                Some(b) => format!("{} → {}", percent(b), percent(l.after)),
+                None => format!("{} (no figure before this tick)", percent(l.after)),
+            };
+            let reset = clock::parse(&l.resets_at)
+                .map(|r| format!(", resets {}", reset_time(now, r)))
+                .unwrap_or_default();
+            let share = l
+                .this_tick
+                .map(|t| format!(" (this tick: {} of the {} window)", percent(t), w.noun()))
+                .unwrap_or_default();
+            Some(format!("{} {figures}{reset}{share}", w.noun()))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("Usage windows: {}", parts.join(" · ")))
+}
+
 /// The limit a 429's text names — Claude Code's "You've hit your 5-hour
 /// limit · resets 7:31pm (UTC)" (the `-p` result, `StopFailure`'s
 /// message) — with its reset: the next such time after `now`, in the
-/// zone it names (UTC when it names none, or one this system lacks).
+/// zone it names (UTC when it names none, or one this system lacks); or,
+/// when a reset is not today, the date it gives too ("resets Nov 1,
+/// 2027, 7pm (UTC)", as 2.1.332 words it).
 pub fn limit_in_text(text: &str, now: Timestamp) -> Option<Limited> {
     static LIMIT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = LIMIT.get_or_init(|| {
         regex::Regex::new(
-            r"(?i)hit your ([a-z0-9][a-z0-9 -]{0,30}?) limit(?:\s*[·•.,-]?\s*resets\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([^)]{1,64})\))?)?",
+            r"(?i)hit your ([a-z0-9][a-z0-9 -]{0,30}?) limit(?:\s*[·•.,-]?\s*resets\s+(?:([a-z]{3,9})\.?\s+(\d{1,2}),?\s+(\d{4}),?\s+(?:at\s+)?)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([^)]{1,64})\))?)?",
         )
         .expect("the limit pattern compiles")
     });
@@ -121,11 +152,11 @@ pub fn limit_in_text(text: &str, now: Timestamp) -> Option<Limited> {
     } else {
         Window::FiveHour
     };
-    let resets_at = caps.get(2).and_then(|h| {
+    let resets_at = caps.get(5).and_then(|h| {
         let mut hour: i8 = h.as_str().parse().ok()?;
-        let minute: i8 = caps.get(3).map_or(Some(0), |m| m.as_str().parse().ok())?;
+        let minute: i8 = caps.get(6).map_or(Some(0), |m| m.as_str().parse().ok())?;
         match caps
-            .get(4)
+            .get(7)
             .map(|m| m.as_str().to_ascii_lowercase())
             .as_deref()
         {
@@ -134,16 +165,24 @@ pub fn limit_in_text(text: &str, now: Timestamp) -> Option<Limited> {
             _ => {}
         }
         let zone = caps
-            .get(5)
+            .get(8)
             .and_then(|z| jiff::tz::TimeZone::get(z.as_str().trim()).ok())
             .unwrap_or(jiff::tz::TimeZone::UTC);
         let local = now.to_zoned(zone);
-        let at = local
-            .date()
+        let date = match (caps.get(2), caps.get(3), caps.get(4)) {
+            (Some(month), Some(day), Some(year)) => jiff::civil::Date::new(
+                year.as_str().parse().ok()?,
+                month_number(month.as_str())?,
+                day.as_str().parse().ok()?,
+            )
+            .ok()?,
+            _ => local.date(),
+        };
+        let at = date
             .at(hour, minute, 0, 0)
             .to_zoned(local.time_zone().clone())
             .ok()?;
-        let at = if at.timestamp() <= now {
+        let at = if at.timestamp() <= now && caps.get(2).is_none() {
             at.checked_add(1.day()).ok()?
         } else {
             at
@@ -151,6 +190,16 @@ pub fn limit_in_text(text: &str, now: Timestamp) -> Option<Limited> {
         Some(clock::format(at.timestamp()))
     });
     Some(Limited { window, resets_at })
+}
+
+/// `Nov`, `November` → 11.
+fn month_number(name: &str) -> Option<i8> {
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let name = name.to_ascii_lowercase();
+    let index = MONTHS.iter().position(|m| name.starts_with(m))?;
+    i8::try_from(index + 1).ok()
 }
 
 /// How long a limit whose reset nobody gave is waited out before a tick
@@ -315,6 +364,13 @@ mod tests {
         let l = limit_in_text("You've hit your weekly limit · resets 9am (UTC)", now).unwrap();
         assert_eq!(l.window, Window::SevenDay);
         assert_eq!(l.resets_at.as_deref(), Some("2026-05-10T09:00:00Z"));
+        // A reset on another day carries its date (Claude Code 2.1.332).
+        let l = limit_in_text(
+            "You've hit your 5-hour limit · resets Nov 1, 2027, 7pm (UTC)",
+            now,
+        )
+        .unwrap();
+        assert_eq!(l.resets_at.as_deref(), Some("2027-11-01T19:00:00Z"));
         let l = limit_in_text("claude: result error: You've hit your 5-hour limit", now).unwrap();
         assert_eq!(l.resets_at, None);
         assert_eq!(limit_in_text("the tests failed", now), None);
@@ -380,6 +436,32 @@ mod tests {
             after_work(&state(99.0, 10.0), None, &BOTH, at("2026-05-09T19:00:00Z")),
             Next::Go
         );
+    }
+
+    #[test]
+    fn the_status_line_shows_each_window_before_and_after_and_the_ticks_share() {
+        use crate::state::windows::WindowLine;
+        let now = at("2026-05-09T14:20:00Z");
+        let line = WindowsLine {
+            five_hour: Some(WindowLine {
+                before: Some(55.0),
+                after: 80.0,
+                this_tick: Some(25.0),
+                resets_at: "2026-05-09T19:00:00Z".into(),
+            }),
+            seven_day: Some(WindowLine {
+                before: None,
+                after: 10.0,
+                this_tick: None,
+                resets_at: "2026-05-12T09:00:00Z".into(),
+            }),
+            ..WindowsLine::default()
+        };
+        assert_eq!(
+            status_line(&line, now).unwrap(),
+            "Usage windows: 5-hour 55% → 80%, resets 19:00 UTC (this tick: 25% of the 5-hour window) · weekly 10% (no figure before this tick), resets 2026-05-12 09:00 UTC"
+        );
+        assert_eq!(status_line(&WindowsLine::default(), now), None);
     }
 
     #[test]

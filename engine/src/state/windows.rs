@@ -307,9 +307,15 @@ impl WindowsState {
 
     /// Replaces the file atomically and durably.
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
+        self.save_with(path, files::Durability::Durable)
+    }
+
+    /// Replaces the file atomically, waiting for the disk only as far as
+    /// `durability` asks.
+    pub fn save_with(&self, path: &Path, durability: files::Durability) -> Result<(), FileError> {
         let mut json = serde_json::to_vec_pretty(self).expect("windows serialise");
         json.push(b'\n');
-        files::write_atomic(path, &json)
+        files::write_atomic_with(path, &json, durability)
     }
 }
 

@@ -135,6 +135,8 @@ pub(crate) struct Ctx<'c, 'w> {
     /// The usage windows before and after the work, for its history line
     /// (`usage_windows`; docs/src/usage-windows.md).
     pub window_log: Option<crate::state::windows::WindowsLine>,
+    /// The status block's `Usage windows:` line for this tick.
+    pub window_status: Option<String>,
 }
 
 impl<'c, 'w> Ctx<'c, 'w> {
@@ -168,6 +170,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
             claims: None,
             claim_log: Default::default(),
             window_log: None,
+            window_status: None,
         }
     }
 
@@ -271,6 +274,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
             outcome: view.outcome.clone(),
             ended: !end.fired.is_empty(),
             cost: self.tick_cost.take(),
+            windows: self.window_status.take(),
         });
         let block = self.inputs.redactor.apply(&block);
         let _ = write!(self.report, "\n{block}");

@@ -35,6 +35,9 @@ pub struct StatusView<'a> {
     /// This tick's spend by both estimates, when the work's agent gave its
     /// own.
     pub cost: Option<TickCost>,
+    /// The usage windows before and after the work, and the tick's share
+    /// (`Usage windows: …`), when the tick read them.
+    pub windows: Option<String>,
 }
 
 /// One tick's spend as the engine prices it (tokens × rates, what the
@@ -176,6 +179,9 @@ pub fn status_block(v: &StatusView<'_>) -> String {
         None => s.push_str("Budget remaining: no budget recorded yet\n"),
     }
     for line in v.cost.iter().flat_map(TickCost::lines) {
+        let _ = writeln!(s, "{line}");
+    }
+    if let Some(line) = &v.windows {
         let _ = writeln!(s, "{line}");
     }
     s.push('\n');
@@ -320,6 +326,7 @@ mod tests {
             outcome: "3 PRs opened (#151, #152, #153).".into(),
             ended: false,
             cost: None,
+            windows: None,
         });
         assert_eq!(
             text,
@@ -346,6 +353,7 @@ mod tests {
             outcome: "ok".into(),
             ended: false,
             cost,
+            windows: None,
         };
         let close = status_block(&view(Some(TickCost {
             engine: 0.42,
@@ -403,6 +411,7 @@ mod tests {
             outcome: "halted".into(),
             ended: true,
             cost: None,
+            windows: None,
         };
         assert!(status_block(&view(6, &fired)).starts_with(
             "## Loop Iteration — halted on entry: iteration budget 5/5 — /sdd:work --loop\n\n"
@@ -439,6 +448,7 @@ mod tests {
             outcome: "halted".into(),
             ended: true,
             cost: None,
+            windows: None,
         });
         assert!(text.contains("Comments pushed: 3 · Merges attempted: 1\n"));
         assert!(text.contains("Budget remaining: 2 iterations, 42 minutes, $10.08\n"));

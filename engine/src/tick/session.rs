@@ -308,9 +308,13 @@ fn assemble(
     super::found::add(ctx, exchange, &journal.request, &mut result)?;
     let mut ledger = None;
     if let Some(source) = &input.transcript {
-        let counted = spend_from_transcript(ctx, journal, source, result.usage.len())?;
+        let (counted, limit) = spend_from_transcript(ctx, journal, source, result.usage.len())?;
         result.usage = counted.spend.usage();
         ledger = Some(counted.ledger);
+        if let Some(limit) = limit {
+            let windows = result.usage_windows.get_or_insert_with(Default::default);
+            windows.limited.get_or_insert(limit);
+        }
     }
     Ok((result, ledger))
 }
@@ -321,13 +325,14 @@ fn transcript_failure(e: impl std::fmt::Display, help: String) -> Failure {
 
 /// `end --transcript`: what the session spent, by the rule of
 /// [`crate::transcript`], with notes saying what was read and counted
-/// (`replaced`: how many models' usage the transcript's replaces).
+/// (`replaced`: how many models' usage the transcript's replaces); and the
+/// usage window's limit the tick's turn ended on, if it did.
 fn spend_from_transcript(
     ctx: &mut Ctx<'_, '_>,
     journal: &Journal,
     source: &TranscriptSource,
     replaced: usize,
-) -> Result<transcript::Counted, Failure> {
+) -> Result<(transcript::Counted, Option<crate::state::windows::Limited>), Failure> {
     let path = transcript::locate(&source.choice, &source.dirs, &ctx.cfg.root)
         .map_err(|e| transcript_failure(&e, e.help()))?;
     let settled = match source.settle {
@@ -389,7 +394,7 @@ fn spend_from_transcript(
             ctx.rel(gone)
         ));
     }
-    Ok(counted)
+    Ok((counted, transcript::limit_hit(&path)))
 }
 
 /// A PR the session names, as the tracker has it.

@@ -223,6 +223,7 @@ pub(crate) fn after_work(
         Next::Stop(fired) => after.fired = Some(fired),
     }
     save(ctx, &state)?;
+    ctx.window_status = rules::status_line(&line, now);
     ctx.window_log = Some(line);
     Ok(after)
 }

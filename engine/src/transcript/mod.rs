@@ -50,6 +50,7 @@
 mod count;
 mod error;
 mod ledger;
+mod limit;
 mod locate;
 mod scan;
 mod settle;
@@ -58,6 +59,7 @@ mod usage;
 pub use count::{Counted, FileRead, Spend, count_spend};
 pub use error::TranscriptError;
 pub use ledger::{LEDGER_VERSION, Ledger, LedgerError, LedgerTick, MAX_TICKS, TickId};
+pub use limit::limit_hit;
 pub use locate::{
     ClaudeDirs, MAX_SLUG_LEN, TranscriptChoice, locate, newest_transcript, project_slug,
 };

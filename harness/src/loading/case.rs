@@ -81,6 +81,13 @@ pub struct Case {
     /// tool call and stop [default: false].
     #[serde(default)]
     pub plugin: bool,
+    /// How the real Claude Code signs in: `api-key` (`ANTHROPIC_API_KEY`)
+    /// or `oauth` — a subscriber's session (`CLAUDE_CODE_OAUTH_TOKEN`,
+    /// `ANTHROPIC_API_KEY` unset), the only one in which Claude Code reads
+    /// the usage windows the model's turns give (`windows:`) [default:
+    /// api-key].
+    #[serde(default)]
+    pub auth: Auth,
     /// Run the engine with `--loop` [default: true]. `false` runs
     /// `sdd-loop <skill>` as a user would without loop mode: the skill runs
     /// once and nothing under `.sdd/loop/` may appear.
@@ -129,6 +136,18 @@ pub struct Case {
     #[serde(skip)]
     #[schemars(skip)]
     pub file: PathBuf,
+}
+
+/// How a real Claude Code signs in to the case's model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Auth {
+    /// `ANTHROPIC_API_KEY`: no usage windows.
+    #[default]
+    ApiKey,
+    /// `CLAUDE_CODE_OAUTH_TOKEN` and no `ANTHROPIC_API_KEY`: a
+    /// subscriber's session, whose answers carry the usage windows.
+    Oauth,
 }
 
 /// Who does the work between the two halves of a tick.

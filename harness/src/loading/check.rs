@@ -261,8 +261,9 @@ pub struct ModelRequest {
 }
 
 /// The outcomes a scripted model's log records for a request.
-pub const MODEL_OUTCOMES: [&str; 9] = [
+pub const MODEL_OUTCOMES: [&str; 10] = [
     "turn",
+    "limited",
     "untooled",
     "count_tokens",
     "fault",
@@ -276,7 +277,8 @@ pub const MODEL_OUTCOMES: [&str; 9] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelRequests {
-    /// Only requests of this outcome: `turn`, `untooled`, `count_tokens`,
+    /// Only requests of this outcome: `turn`, `limited` (a `limit` turn's
+    /// 429), `untooled`, `count_tokens`,
     /// `fault`, `expect_failed`, `out_of_turns`, `unauthorized`,
     /// `bad_request`, `not_found` [default: every request].
     #[serde(default)]

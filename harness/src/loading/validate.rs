@@ -432,6 +432,15 @@ impl Checker<'_> {
                 format!("add `driver: real-session`, or drop `plugin:` ({FORMAT_HELP})"),
             ));
         }
+        if case.auth == crate::loading::case::Auth::Oauth
+            && case.driver.real_cli() != Some("claude")
+        {
+            return Err(self.at(
+                case.id.referenced,
+                "`auth: oauth` signs the real Claude Code in as a subscriber, and this case runs none".to_owned(),
+                format!("use `driver: real-claude`, `real-session` or `real-loop`, or drop `auth:` ({FORMAT_HELP})"),
+            ));
+        }
         if let Some(t) = &case.timeout {
             self.duration(t, "timeout: 2m")?;
         }

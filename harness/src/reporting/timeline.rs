@@ -1,6 +1,8 @@
 //! A run as a reviewer reads it: per tick, how it ended and, for each
 //! history line it appended, the outcome, the gates asked (question and
-//! answer), the budget used against each ceiling and the stop cause.
+//! answer), the budget used against each ceiling, the usage windows
+//! (each before and after the work, the tick's share and the reset; the
+//! wait a limit or the 5-hour ceiling started) and the stop cause.
 //! [`timeline`] reads it from a [`RunRecord`]; the HTML viewer
 //! ([`crate::reporting::viewer`]) draws it.
 //!
@@ -30,6 +32,9 @@ pub struct LineView {
     pub budget: Vec<Usage>,
     /// `stop_conditions_fired`, in order.
     pub stops: Vec<String>,
+    /// The line's `usage_windows`, one phrase each: `5-hour 55% → 80%
+    /// (this tick 25%), resets …`, then `limit hit: …` and `waits until …`.
+    pub windows: Vec<String>,
 }
 
 /// A gate as recorded.
@@ -101,6 +106,46 @@ fn usage(snapshot: &Value) -> Vec<Usage> {
         .collect()
 }
 
+fn percent(v: &Value) -> Option<String> {
+    v.as_f64().map(|p| format!("{p}%"))
+}
+
+/// A line's `usage_windows` as phrases (none when it has none).
+fn windows(w: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for (key, noun) in [("five_hour", "5-hour"), ("seven_day", "weekly")] {
+        let l = &w[key];
+        let Some(after) = percent(&l["after"]) else {
+            continue;
+        };
+        let figures = match percent(&l["before"]) {
+            Some(before) => format!("{before} → {after}"),
+            None => after,
+        };
+        let share = percent(&l["this_tick"])
+            .map(|t| format!(" (this tick {t})"))
+            .unwrap_or_default();
+        out.push(format!(
+            "{noun} {figures}{share}, resets {}",
+            text(&l["resets_at"])
+        ));
+    }
+    if w["limited"].is_object() {
+        out.push(format!(
+            "limit hit: {} window",
+            text(&w["limited"]["window"])
+        ));
+    }
+    if w["wait"].is_object() {
+        out.push(format!(
+            "waits until {} ({})",
+            text(&w["wait"]["until"]),
+            text(&w["wait"]["reason"])
+        ));
+    }
+    out
+}
+
 fn text(v: &Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_owned)
 }
@@ -128,6 +173,7 @@ fn line_view(line: &Value) -> LineView {
             .collect(),
         budget: usage(&line["budget_snapshot"]),
         stops: strings(&line["stop_conditions_fired"]),
+        windows: windows(&line["usage_windows"]),
     }
 }
 
@@ -185,5 +231,23 @@ mod tests {
         let labels: Vec<String> = line.budget.iter().map(Usage::label).collect();
         assert_eq!(labels, ["1/5", "2/1", "3/60", "$0.50 (no ceiling)"]);
         assert_eq!(line.budget[1].fraction(), 1.0, "an overshoot fills the bar");
+        assert!(line.windows.is_empty(), "no usage_windows, none shown");
+    }
+
+    #[test]
+    fn a_line_shows_its_usage_windows_and_the_wait_it_started() {
+        let w = windows(&json!({
+            "five_hour": {"before": 55.0, "after": 80.0, "this_tick": 25.0, "resets_at": "2026-05-09T19:00:00Z"},
+            "seven_day": {"after": 10.0, "resets_at": "2026-05-12T09:00:00Z"},
+            "wait": {"window": "five_hour", "until": "2026-05-09T19:00:00Z", "reason": "5-hour window at 80% (ceiling 75%)", "since": "x"}
+        }));
+        assert_eq!(
+            w,
+            [
+                "5-hour 55% → 80% (this tick 25%), resets 2026-05-09T19:00:00Z",
+                "weekly 10%, resets 2026-05-12T09:00:00Z",
+                "waits until 2026-05-09T19:00:00Z (5-hour window at 80% (ceiling 75%))",
+            ]
+        );
     }
 }

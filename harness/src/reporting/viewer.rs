@@ -436,6 +436,13 @@ fn line_view(html: &mut String, line: &LineView) {
         }
         html.push_str("</ul>");
     }
+    if !line.windows.is_empty() {
+        let _ = write!(
+            html,
+            "<div class=\"windows meta\">usage windows: {}</div>",
+            escape(&line.windows.join(" · "))
+        );
+    }
     if !line.budget.is_empty() {
         html.push_str("<div class=\"budget\">");
         for u in &line.budget {
@@ -508,6 +515,9 @@ mod tests {
                         max: 1.0,
                     }],
                     stops: Vec::new(),
+                    windows: vec![
+                        "5-hour 55% → 80% (this tick 25%), resets 2026-05-09T19:00:00Z".to_owned(),
+                    ],
                 }],
             }],
             snapshots: Vec::new(),
@@ -533,6 +543,9 @@ mod tests {
         assert!(!html.contains("<name>"));
         assert!(html.contains("Approaching PRs (1/1). Continue, raise ceiling, or stop?"));
         assert!(html.contains("PRs 1/1"));
+        assert!(html.contains(
+            "usage windows: 5-hour 55% → 80% (this tick 25%), resets 2026-05-09T19:00:00Z"
+        ));
         assert!(html.contains("Tier 1 skill &#39;work&#39; pass rate is 50% (threshold: 80%)"));
         assert!(
             !html.contains("src=") && !html.contains("http"),

@@ -306,6 +306,7 @@ impl Cell<'_> {
             &root.join("config-loop"),
             &root.join("codex-home"),
             closed_port()?,
+            crate::loading::case::Auth::ApiKey,
         );
         let mut path = OsString::new();
         if let Some(bin) = &self.setup.bin {

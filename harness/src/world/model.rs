@@ -29,11 +29,16 @@ use sdd_mocks::model::turns::Outcome;
 use sdd_mocks::model::{BlockingMockModel, LogEntry, MockModel};
 use serde_saphyr::Spanned;
 
-use crate::loading::case::{Case, TickSpec};
+use crate::loading::case::{Auth, Case, TickSpec};
 use crate::world::error::HarnessError;
 
 /// The API key the case's model accepts (a request with another is a 401).
 pub const MODEL_KEY: &str = "sdd-evals-model-key";
+
+/// The token a subscriber's Claude Code presents (`auth: oauth`), in the
+/// shape of Claude Code's own OAuth tokens; the case's model accepts only
+/// it then.
+pub const OAUTH_TOKEN: &str = "sk-ant-oat01-sdd-evals-model-key";
 
 /// The variable Codex reads the key from (its provider's `env_key`).
 pub const CODEX_KEY_VAR: &str = "SDD_EVALS_MODEL_KEY";
@@ -102,8 +107,12 @@ impl CaseModel {
             turns,
             source: case.path.clone(),
         };
+        let key = match case.auth {
+            Auth::ApiKey => MODEL_KEY,
+            Auth::Oauth => OAUTH_TOKEN,
+        };
         let server = MockModel::builder(script)
-            .api_key(MODEL_KEY)
+            .api_key(key)
             .log_file(&log_path)
             .start_blocking()
             .map_err(|e| HarnessError::Sandbox(format!("start the case's mock model: {e}")))?;
@@ -218,15 +227,26 @@ pub struct Confinement {
 
 impl Confinement {
     /// For the model at `uri`, with configuration under `claude_config`
-    /// and `codex_home`, and the dead proxy on `proxy_port`.
-    pub fn new(uri: &str, claude_config: &Path, codex_home: &Path, proxy_port: u16) -> Self {
+    /// and `codex_home`, and the dead proxy on `proxy_port`; Claude Code
+    /// signed in as `auth` says (an OAuth session has no
+    /// `ANTHROPIC_API_KEY`).
+    pub fn new(
+        uri: &str,
+        claude_config: &Path,
+        codex_home: &Path,
+        proxy_port: u16,
+        auth: Auth,
+    ) -> Self {
         let proxy = format!("http://127.0.0.1:{proxy_port}");
         let var = |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (k.to_owned(), v.as_ref().to_owned());
         let mut env = vec![
             var("CLAUDE_CONFIG_DIR", &claude_config),
             var("CODEX_HOME", &codex_home),
             var("ANTHROPIC_BASE_URL", &uri),
-            var("ANTHROPIC_API_KEY", &MODEL_KEY),
+            match auth {
+                Auth::ApiKey => var("ANTHROPIC_API_KEY", &MODEL_KEY),
+                Auth::Oauth => var("CLAUDE_CODE_OAUTH_TOKEN", &OAUTH_TOKEN),
+            },
             var(CODEX_KEY_VAR, &MODEL_KEY),
             var("DISABLE_TELEMETRY", &"1"),
             var("DISABLE_AUTOUPDATER", &"1"),
@@ -297,6 +317,7 @@ mod tests {
             Path::new("/s/claude"),
             Path::new("/s/codex"),
             4001,
+            Auth::ApiKey,
         );
         let get = |k: &str| {
             c.env
@@ -321,6 +342,20 @@ mod tests {
         );
         assert_eq!(get("CLAUDE_CONFIG_DIR").as_deref(), Some("/s/claude"));
         assert!(c.codex_config[1].contains("base_url=\"http://127.0.0.1:4000/v1\""));
+    }
+
+    #[test]
+    fn an_oauth_session_has_the_token_and_no_api_key() {
+        let c = Confinement::new(
+            "http://127.0.0.1:4000",
+            Path::new("/s/claude"),
+            Path::new("/s/codex"),
+            4001,
+            Auth::Oauth,
+        );
+        let names: Vec<&str> = c.env.iter().map(|(k, _)| k.as_str()).collect();
+        assert!(names.contains(&"CLAUDE_CODE_OAUTH_TOKEN"), "{names:?}");
+        assert!(!names.contains(&"ANTHROPIC_API_KEY"), "{names:?}");
     }
 
     #[test]

@@ -361,8 +361,9 @@ impl Sandbox {
                 }
             }
             let confinement = model.as_ref().map(|m| {
-                model::closed_port()
-                    .map(|port| Confinement::new(&m.uri(), &claude_config, &codex_home, port))
+                model::closed_port().map(|port| {
+                    Confinement::new(&m.uri(), &claude_config, &codex_home, port, case.auth)
+                })
             });
             (model, confinement.transpose()?)
         } else {

@@ -9,7 +9,8 @@
 //! A [`script`] gives the conversation's turns: text, tool calls (Claude
 //! Code's `Bash`, Codex's `exec_command`), usage, assertions on the
 //! request ([`expect`], read through [`request`]) and faults before the
-//! turn ([`faults`]). [`turns`] decides each request's answer,
+//! turn ([`faults`]), the account's usage windows and a 429 on one
+//! ([`windows`]). [`turns`] decides each request's answer,
 //! [`anthropic`], [`openai`] and [`gemini`] give it its API's shape, [`wire`] makes
 //! it an HTTP response, [`server`] serves it and [`log`] records it,
 //! credentials redacted. [`standalone`] is the binary. Format, flags and
@@ -26,6 +27,7 @@ pub mod script;
 pub mod server;
 pub mod standalone;
 pub mod turns;
+pub mod windows;
 pub mod wire;
 
 pub use log::{LogEntry, Totals};

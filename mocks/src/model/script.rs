@@ -20,12 +20,17 @@
 //!       - { fault: cut, after_events: 3 }
 //!   - text: Done.
 //!     expect: { last_tool_result_contains: begin }
+//!     windows:                        # the account's usage windows from here on
+//!       five_hour: { utilization: 0.30, resets_at: "2026-05-09T19:00:00Z" }
+//!   - limit: five_hour                # this request is answered 429 on the window
 //! ```
 //!
 //! A [`Call::Bash`] is Claude Code's `Bash` `tool_use` (`{command,
 //! description}`) on the Messages API and Codex's `exec_command`
 //! `function_call` (`{"cmd": …}`) on the Responses API; a [`Call::Tool`]
-//! is sent as written. Every turn needs text or a call. [`Usage`] fields
+//! is sent as written. Every turn needs text or a call, except a turn
+//! with a `limit`, which is answered 429 and has neither
+//! ([`super::windows`]). [`Usage`] fields
 //! default to 0, except `input` (100) and `output` (10).
 
 use std::path::{Path, PathBuf};
@@ -36,6 +41,7 @@ use serde_saphyr::Spanned;
 
 use super::expect::Expect;
 use super::faults::FaultSpec;
+use super::windows::{Window, Windows};
 use crate::yaml::{self, YamlError};
 
 /// Where the script format is documented; ends every `help:` line.
@@ -105,6 +111,14 @@ pub struct Turn {
     pub expect: Expect,
     #[serde(default)]
     pub faults: Vec<Spanned<FaultSpec>>,
+    /// The account's usage windows from this answer on (Messages API
+    /// headers, [`super::windows`]).
+    #[serde(default)]
+    pub windows: Option<Windows>,
+    /// This request is answered 429: the window's limit is hit (a
+    /// subscriber's `rejected`), and the turn is used.
+    #[serde(default)]
+    pub limit: Option<Window>,
 }
 
 /// A tool call the model makes.
@@ -202,12 +216,35 @@ impl Script {
 
     fn check(&mut self, path: &Path) -> Result<(), YamlError> {
         for turn in &mut self.turns {
-            if turn.value.text.is_none() && turn.value.calls.is_empty() {
+            let at = |message: String, help: &str| {
+                YamlError::at(
+                    path,
+                    turn.referenced,
+                    message,
+                    format!("{help} ({FORMAT_HELP})"),
+                )
+            };
+            if let Some(w) = &turn.value.windows {
+                w.check().map_err(|(message, help)| at(message, &help))?;
+            }
+            if let Some(window) = turn.value.limit {
+                if turn.value.text.is_some() || !turn.value.calls.is_empty() {
+                    return Err(at(
+                        format!(
+                            "this turn has `limit: {}` and `text` or `calls`: a limited turn is answered 429, never with a message",
+                            window.name()
+                        ),
+                        "move the text and calls to the next turn",
+                    ));
+                }
+            } else if turn.value.text.is_none() && turn.value.calls.is_empty() {
                 return Err(YamlError::at(
                     path,
                     turn.referenced,
                     "this turn has neither `text` nor `calls`",
-                    format!("give the turn a `text`, a `calls` list, or both ({FORMAT_HELP})"),
+                    format!(
+                        "give the turn a `text`, a `calls` list, or both, or make it a `limit` ({FORMAT_HELP})"
+                    ),
                 ));
             }
             for fault in &turn.value.faults {

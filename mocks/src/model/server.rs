@@ -288,6 +288,9 @@ impl Respond for Responder {
         for (name, value) in &wire.headers {
             template = template.insert_header(*name, value.as_str());
         }
+        for (name, value) in &decision.headers {
+            template = template.insert_header(name.as_str(), value.as_str());
+        }
         template.set_body_raw(wire.body, wire.content_type)
     }
 }

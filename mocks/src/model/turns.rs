@@ -6,8 +6,11 @@
 //! text and uses no turn; with no turn left, a 400 naming the script
 //! file; while the turn in hand has faults left, the next fault; when the
 //! turn's assertions fail, a 400 saying which (the turn stays unserved);
-//! else the turn, and the next request gets the next one. `count_tokens`
-//! gets an estimate (a token per four bytes of the body) and no turn.
+//! else the turn, and the next request gets the next one — a turn with a
+//! `limit` as a 429 on its window. `count_tokens` gets an estimate (a
+//! token per four bytes of the body) and no turn. On the Messages API
+//! every answer carries the account's usage windows once a served turn
+//! gave them ([`super::windows`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,6 +19,7 @@ use super::expect::{self, CheckResult};
 use super::faults::{FaultCounter, FaultKind, ServedFault};
 use super::request::{self, Api, Conversation};
 use super::script::{Call, Script, Usage};
+use super::windows::{self, Windows};
 
 /// A model response to render.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +86,8 @@ impl Answer {
 pub enum Outcome {
     /// A turn was served (usage returned).
     Turn,
+    /// A turn with a `limit` was served: 429, the window's limit hit.
+    Limited,
     /// A request without tools got the untooled text (usage returned).
     Untooled,
     CountTokens,
@@ -108,6 +114,8 @@ pub struct Decision {
     pub turn: Option<usize>,
     pub fault: Option<ServedFault>,
     pub checks: Vec<CheckResult>,
+    /// Headers beyond the API's own: the usage windows.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Decision {
@@ -118,6 +126,7 @@ impl Decision {
             turn: None,
             fault: None,
             checks: Vec::new(),
+            headers: Vec::new(),
         }
     }
 }
@@ -128,6 +137,8 @@ pub struct Turns {
     script: Script,
     next: usize,
     faults: FaultCounter,
+    /// The account's usage windows, as the served turns gave them.
+    windows: Windows,
 }
 
 impl Turns {
@@ -136,6 +147,7 @@ impl Turns {
             script,
             next: 0,
             faults: FaultCounter::default(),
+            windows: Windows::default(),
         }
     }
 
@@ -161,8 +173,19 @@ impl Turns {
         Decision::other(Outcome::CountTokens, Answer::CountTokens { input_tokens })
     }
 
-    /// The answer to a model request (`/v1/messages`, `/v1/responses`).
+    /// The answer to a model request (`/v1/messages`, `/v1/responses`),
+    /// with the usage windows' headers on the Messages API.
     pub fn answer(&mut self, api: Api, body: &Value, serial: &str) -> Decision {
+        let mut decision = self.decide(api, body, serial);
+        if api != Api::Anthropic {
+            decision.headers.clear();
+        } else if decision.outcome != Outcome::Limited {
+            decision.headers = windows::headers(&self.windows, None);
+        }
+        decision
+    }
+
+    fn decide(&mut self, api: Api, body: &Value, serial: &str) -> Decision {
         if !request::offers_tools(body) {
             let reply = Reply {
                 serial: serial.to_owned(),
@@ -223,6 +246,7 @@ impl Turns {
                 turn: Some(number),
                 fault: Some(fault),
                 checks: Vec::new(),
+                headers: Vec::new(),
             };
         }
         let checks = turn.expect.check(&Conversation::of(api, body));
@@ -237,9 +261,23 @@ impl Turns {
                 turn: Some(number),
                 fault: None,
                 checks,
+                headers: Vec::new(),
             };
         }
         self.next += 1;
+        if let Some(w) = &turn.windows {
+            self.windows.update(w);
+        }
+        if let Some(window) = turn.limit {
+            return Decision {
+                answer: Answer::error(ErrorKind::RateLimited, windows::limit_message(window)),
+                outcome: Outcome::Limited,
+                turn: Some(number),
+                fault: None,
+                checks,
+                headers: windows::headers(&self.windows, Some(window)),
+            };
+        }
         Decision {
             answer: Answer::Reply {
                 reply: self.reply(&turn, body, serial),
@@ -249,6 +287,7 @@ impl Turns {
             turn: Some(number),
             fault: None,
             checks,
+            headers: Vec::new(),
         }
     }
 
