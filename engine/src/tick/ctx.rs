@@ -34,6 +34,7 @@ use crate::state::paths::{Skill, StatePaths};
 use crate::state::protocol::SkillEvent;
 use crate::tick::report::{self, FinalView, StatusView, TickCost};
 use crate::world::git::Git;
+use crate::world::notify::{self, Notice, Outbox, Target};
 use crate::world::tracker::Tracker;
 
 /// What the inputs outside `.sdd/loop` say.
@@ -57,7 +58,7 @@ impl Inputs {
         if let Some(token) = &cfg.tracker_token {
             builder = builder.secret("tracker-token", token);
         }
-        builder
+        crate::world::notify::with_secrets(builder, &cfg.notify)
     }
 
     /// Reads CLAUDE.md: rates, redaction patterns and agent logins.
@@ -135,6 +136,10 @@ pub(crate) struct Ctx<'c, 'w> {
     /// The usage windows before and after the work, for its history line
     /// (`usage_windows`; docs/src/usage-windows.md).
     pub window_log: Option<crate::state::windows::WindowsLine>,
+    /// Notifications queued for this tick's delivery ([`Ctx::deliver`]).
+    pub notices: Vec<Notice>,
+    /// This tick delivered its notifications (once a tick at most).
+    pub delivered: bool,
 }
 
 impl<'c, 'w> Ctx<'c, 'w> {
@@ -168,6 +173,8 @@ impl<'c, 'w> Ctx<'c, 'w> {
             claims: None,
             claim_log: Default::default(),
             window_log: None,
+            notices: Vec::new(),
+            delivered: false,
         }
     }
 
@@ -181,6 +188,72 @@ impl<'c, 'w> Ctx<'c, 'w> {
         let line = self.inputs.redactor.apply(&line.into());
         let _ = writeln!(self.report, "{line}");
         self.notes.push(line);
+    }
+
+    /// Queues `notice` for this tick's delivery, when the person gave
+    /// notification URLs (docs/src/notifications.md).
+    pub fn notify(&mut self, notice: Notice) {
+        if self.cfg.loop_mode && !self.cfg.notify.is_empty() {
+            self.notices.push(notice);
+        }
+    }
+
+    /// Delivers this tick's notifications, once: the ones kept from
+    /// earlier ticks are retried once, the queued ones sent, all within
+    /// [`notify::TICK_LIMIT`]; what failed is kept for the next tick and
+    /// said in a note. Never fails the tick. Returns what the history
+    /// line records (`notifications`), when anything was sent.
+    pub fn deliver(&mut self) -> Option<serde_json::Value> {
+        if self.delivered || !self.cfg.loop_mode || self.cfg.notify.is_empty() {
+            return None;
+        }
+        self.delivered = true;
+        let targets: Vec<Target> = self
+            .cfg
+            .notify
+            .iter()
+            .filter_map(|u| Target::parse(u).ok())
+            .collect();
+        let path = notify::pending_path(&self.paths.dir, self.cfg.skill.as_str());
+        if !self.notices.is_empty() {
+            let _ = crate::state::files::ensure_state_dir(&self.paths.dir);
+        }
+        let notices = std::mem::take(&mut self.notices);
+        let delivery = Outbox {
+            targets: &targets,
+            path: path.clone(),
+            redactor: &self.inputs.redactor,
+            limit: notify::TICK_LIMIT,
+        }
+        .deliver(&notices, &clock::format(self.now()));
+        let kept = self.rel(&path);
+        for (event, f) in &delivery.failures {
+            self.note(format!(
+                "warning: the {event} notification to {} failed: {}; kept in {kept} for the next tick (the tick goes on)",
+                f.shown, f.detail
+            ));
+        }
+        for event in &delivery.given_up {
+            self.note(format!(
+                "warning: gave up the {event} notification after {} ticks without delivery",
+                notify::MAX_TICKS
+            ));
+        }
+        if let Some(e) = &delivery.file_error {
+            self.note(format!("warning: {e}"));
+        }
+        (delivery.sent > 0).then(|| {
+            serde_json::json!({
+                "sent": delivery.sent,
+                "delivered": delivery.delivered,
+                "failed": delivery.failures.iter().map(|(event, f)| serde_json::json!({
+                    "event": event,
+                    "target": f.shown,
+                    "detail": f.detail,
+                })).collect::<Vec<_>>(),
+                "kept": delivery.kept,
+            })
+        })
     }
 
     /// The progress events of `exchange`, saying how many lines of the

@@ -23,6 +23,7 @@
 //! - [`tell`] sends one notice to every target, redacted, all targets at
 //!   once and none past `deadline`, and returns what failed; it never
 //!   returns an error and never panics on a bad answer.
+//! - [`test`] posts a test message (`sdd-loop doctor --notify-test`).
 //! - [`Outbox`] is a tick's whole delivery: the undelivered notices kept
 //!   in `.sdd/loop/{skill}.notify.json` ([`pending_path`]) are retried
 //!   once, then the new ones are sent, all within [`TICK_LIMIT`]; what
@@ -207,9 +208,12 @@ impl Target {
         all
     }
 
-    /// The scheme and host, for a reachability check.
-    pub fn origin(&self) -> &str {
-        &self.origin
+    /// A topic on the public ntfy.sh server, sent without credentials:
+    /// anyone who knows its name can read it.
+    pub fn is_public_ntfy(&self) -> bool {
+        self.format == Format::Ntfy
+            && self.auth.is_none()
+            && (self.origin == "https://ntfy.sh" || self.origin == "http://ntfy.sh")
     }
 }
 
@@ -219,6 +223,24 @@ pub fn parse_list(list: &str) -> Result<Vec<Target>, TargetError> {
         .filter(|s| !s.is_empty())
         .map(Target::parse)
         .collect()
+}
+
+/// `builder` with every secret of `urls` (each URL whole and, when it
+/// reads, its parts [`Target::secrets`]): what a redactor needs so that
+/// no notification URL is ever printed or written.
+pub fn with_secrets(
+    mut builder: crate::rules::redact::RedactorBuilder,
+    urls: &[String],
+) -> crate::rules::redact::RedactorBuilder {
+    for url in urls.iter().filter(|u| !u.trim().is_empty()) {
+        builder = builder.secret("notify-url", url);
+        if let Ok(target) = Target::parse(url) {
+            for secret in target.secrets() {
+                builder = builder.secret("notify-url", &secret);
+            }
+        }
+    }
+    builder
 }
 
 /// The variables removed from the work's environment: [`ENV_NOTIFY`] and
@@ -510,7 +532,7 @@ fn send_all(
                         if !to.contains(&t) {
                             continue;
                         }
-                        if let Err(detail) = post(target, notice, redactor, deadline) {
+                        if let Err(detail) = post_notice(target, notice, redactor, deadline) {
                             failed.push((
                                 n,
                                 Failure {
@@ -534,10 +556,49 @@ fn send_all(
     })
 }
 
-/// One POST, given what is left until `deadline`.
-fn post(
+/// What one POST carries, whatever the format.
+struct Message<'a> {
+    title: String,
+    text: String,
+    tags: &'static str,
+    priority: &'static str,
+    click: Option<&'a str>,
+}
+
+/// Posts a test message to `target` (`sdd-loop doctor --notify-test`):
+/// `Ok` on a 2xx answer within `limit`, else why not.
+pub fn test(target: &Target, redactor: &Redactor, limit: Duration) -> Result<(), String> {
+    let message = Message {
+        title: "sdd-loop doctor: a test notification".to_owned(),
+        text: "This URL will be told when a gate waits for you, the loop stops, or a usage window makes it wait.".to_owned(),
+        tags: "white_check_mark,sdd-loop",
+        priority: "2",
+        click: None,
+    };
+    post(target, &message, redactor, Instant::now() + limit)
+}
+
+/// One POST of `notice`, given what is left until `deadline`.
+fn post_notice(
     target: &Target,
     notice: &Notice,
+    redactor: &Redactor,
+    deadline: Instant,
+) -> Result<(), String> {
+    let message = Message {
+        title: notice.title(),
+        text: notice.text(),
+        tags: notice.tags(),
+        priority: notice.priority(),
+        click: notice.click(),
+    };
+    post(target, &message, redactor, deadline)
+}
+
+/// One POST, redacted, given what is left until `deadline`.
+fn post(
+    target: &Target,
+    message: &Message<'_>,
     redactor: &Redactor,
     deadline: Instant,
 ) -> Result<(), String> {
@@ -548,8 +609,8 @@ fn post(
             TICK_LIMIT.as_secs()
         ));
     }
-    let title = redactor.apply(&notice.title());
-    let text = redactor.apply(&notice.text());
+    let title = redactor.apply(&message.title);
+    let text = redactor.apply(&message.text);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(left))
@@ -564,10 +625,10 @@ fn post(
         Format::Ntfy => {
             req = req
                 .header("Title", &title)
-                .header("Tags", notice.tags())
-                .header("Priority", notice.priority())
+                .header("Tags", message.tags)
+                .header("Priority", message.priority)
                 .header("Content-Type", "text/plain; charset=utf-8");
-            if let Some(click) = notice.click() {
+            if let Some(click) = message.click {
                 req = req.header("Click", click);
             }
             req.send(text.as_bytes())
