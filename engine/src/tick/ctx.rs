@@ -27,7 +27,7 @@ use crate::rules::stop::Fired;
 use crate::skill::runner::Interrupts;
 use crate::state::budget::Budget;
 use crate::state::exchange::Exchange;
-use crate::state::history::{self, GateRecord};
+use crate::state::history::{self, GateRecord, NotificationFailure, NotificationsLine};
 use crate::state::journal::Shown;
 use crate::state::lock::{self, HeldLock, Identity};
 use crate::state::paths::{Skill, StatePaths};
@@ -203,7 +203,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
     /// [`notify::TICK_LIMIT`]; what failed is kept for the next tick and
     /// said in a note. Never fails the tick. Returns what the history
     /// line records (`notifications`), when anything was sent.
-    pub fn deliver(&mut self) -> Option<serde_json::Value> {
+    pub fn deliver(&mut self) -> Option<NotificationsLine> {
         if self.delivered || !self.cfg.loop_mode || self.cfg.notify.is_empty() {
             return None;
         }
@@ -242,17 +242,19 @@ impl<'c, 'w> Ctx<'c, 'w> {
         if let Some(e) = &delivery.file_error {
             self.note(format!("warning: {e}"));
         }
-        (delivery.sent > 0).then(|| {
-            serde_json::json!({
-                "sent": delivery.sent,
-                "delivered": delivery.delivered,
-                "failed": delivery.failures.iter().map(|(event, f)| serde_json::json!({
-                    "event": event,
-                    "target": f.shown,
-                    "detail": f.detail,
-                })).collect::<Vec<_>>(),
-                "kept": delivery.kept,
-            })
+        (delivery.sent > 0).then(|| NotificationsLine {
+            sent: delivery.sent as u64,
+            delivered: delivery.delivered as u64,
+            failed: delivery
+                .failures
+                .iter()
+                .map(|(event, f)| NotificationFailure {
+                    event: event.clone(),
+                    target: f.shown.clone(),
+                    detail: f.detail.clone(),
+                })
+                .collect(),
+            kept: delivery.kept as u64,
         })
     }
 

@@ -156,8 +156,8 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
         line.extra.insert("claims".into(), claims);
     }
     line.usage_windows = ctx.window_log.take();
-    if lock_held && let Some(sent) = ctx.deliver() {
-        line.extra.insert("notifications".into(), sent);
+    if lock_held {
+        line.notifications = ctx.deliver();
     }
     // Everything on the line is redacted: root causes and summaries quote
     // what skills and trackers said.
