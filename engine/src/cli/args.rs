@@ -48,6 +48,11 @@ Environment:
                            never printed; a tick with none says which source was missing
   SDD_LOOP_TRACKER_TIMEOUT, SDD_LOOP_TRACKER_RETRY_BUDGET
                            tracker time limits in seconds (same as the flags)
+  SDD_LOOP_NOTIFY          notification URLs (spaces or commas between them), added to --notify
+                           and to the variables CLAUDE.md's `Loop Notify` names: ntfy topics,
+                           Slack or Discord webhooks; told when a run stops or a usage window
+                           makes the loop wait, 5 s per tick at most, a failure only noted;
+                           removed from the work's environment, redacted everywhere
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
   SDD_LOOP_NOW_FILE        a file holding an RFC 3339 instant, read on every reading of the clock
                            (tests): replacing it by rename moves the clock during a tick

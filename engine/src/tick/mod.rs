@@ -256,7 +256,9 @@ fn drive(
             session::end_tick(&mut ctx, input).map(Produced::Concluded)
         }
     };
-    if retries_notices(&produced) {
+    // A queued notice is an event that happened: told even when the tick
+    // then failed (a gate posted, and the tick waits for its answer).
+    if !ctx.notices.is_empty() || retries_notices(&produced) {
         ctx.deliver();
     }
     let notes = std::mem::take(&mut ctx.notes);

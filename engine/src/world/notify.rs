@@ -29,6 +29,13 @@
 //!   once, then the new ones are sent, all within [`TICK_LIMIT`]; what
 //!   failed again is kept for the next tick, up to [`MAX_TICKS`] ticks.
 //!
+//! In a tick, a notice is queued with `Ctx::notify` (`engine/src/tick/ctx.rs`)
+//! and the tick delivers once (`Ctx::deliver`): before its history line
+//! is written, whose `notifications` records what was sent and what
+//! failed, or at the tick's end — a queued notice is told even when the
+//! tick then fails. Only a loop tick with notification URLs queues
+//! anything.
+//!
 //! Formats: ntfy gets the text as the body with `Title`, `Tags`,
 //! `Priority` and `Click` headers (ntfy's publish API); Slack gets
 //! `{"text": …}` and Discord `{"content": …}` (their incoming webhooks),
