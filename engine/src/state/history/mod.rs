@@ -23,7 +23,7 @@ pub use log::{
 };
 pub use schema::{
     ActiveWorktree, Autofix, BudgetSnapshot, Chain, FailureRecord, GateRecord, HistoryLine,
-    Outcome, PrState, TickRecord, TrackedPr, parse_line,
+    NotificationFailure, NotificationsLine, Outcome, PrState, TickRecord, TrackedPr, parse_line,
 };
 
 #[cfg(test)]
