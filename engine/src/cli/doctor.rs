@@ -786,6 +786,7 @@ mod tests {
             vars: &vars,
             project: project.clone(),
             exe: None,
+            notify_test: false,
         };
         let none = statusline_check(&inputs).unwrap();
         assert_eq!(none.verdict, Verdict::Note);
