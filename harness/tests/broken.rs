@@ -44,6 +44,8 @@ use sdd_harness::loading::diagnostics;
 #[case::quiet_without_real_loop("quiet-without-real-loop")]
 #[case::real_loop_without_plugin("real-loop-without-plugin")]
 #[case::real_loop_kill("real-loop-kill")]
+#[case::real_loop_machines_at_once("real-loop-machines-at-once")]
+#[case::real_loop_machines_before("real-loop-machines-before")]
 #[case::edit_unknown_state_file("edit-unknown-state-file")]
 #[case::edit_unknown_field("edit-unknown-field")]
 #[case::edit_set_and_remove("edit-set-and-remove")]

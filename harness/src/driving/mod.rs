@@ -10,7 +10,8 @@
 //! CLI), and with the pinned real CLIs against a scripted model: [`real`] (the
 //! engine drives real Claude Code or Codex), [`real_session`] (a real
 //! Claude Code session runs `begin`/`end` itself) and [`real_loop`] (the
-//! real interactive Claude Code runs `/loop`, the plugin's hooks the ticks). What
+//! real interactive Claude Code runs `/loop`, the plugin's hooks the ticks;
+//! with machines, its sessions' fires go in [`rounds`]). What
 //! every driver shares — the prepared files, the engine's environment and
 //! command line, running under the case's deadline, the finished
 //! [`record::TickRecord`] — is the [`tick::Tick`]; whether a tick's end
@@ -33,6 +34,7 @@ pub mod real;
 pub mod real_loop;
 pub mod real_session;
 pub mod record;
+pub mod rounds;
 pub mod runner;
 pub mod session;
 pub mod tick;

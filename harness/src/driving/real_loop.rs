@@ -29,6 +29,22 @@
 //! as in every other driver. The session's process group is SIGKILLed when
 //! the case ends, passes or not.
 //!
+//! With `machines:`, each machine runs a session of its own, in its clone
+//! with its own HOME, clock and Claude Code config directory (its
+//! `home/.claude`), all typed the case's prompt at once; a tick names its
+//! machine, and a machine's ticks are its session's prompts in order. The
+//! sessions claim in the case's order: every `begin` their hooks run
+//! pauses once it has read the backlog (the engine's pause point
+//! `after-backlog`, FIFOs of the session's own), and the ticks go in
+//! rounds — a round is a run of consecutive ticks on different machines
+//! ([`super::rounds`]). Once every tick of a round has read its backlog (or its
+//! prompt's hook ended without pausing), each is let go in the case's
+//! order when the turn of the one before it has ended. So every fire of a
+//! round sees the backlog as it was before any of them claimed, each
+//! one's claims meet those left by the ones before it, and the sessions'
+//! turns come one at a time: the case's one scripted model serves them in
+//! order, as it serves one session, and a run is the same every time.
+//!
 //! The configuration Claude Code starts with is written into its config
 //! directory (`CLAUDE_CONFIG_DIR`, in the sandbox) as measured in
 //! `reference/real-agents.md`: onboarding done, the scripted model's key
@@ -38,15 +54,19 @@
 //! would be read as a paste, the Enter as a new line); Enter is pressed
 //! again while no prompt is submitted.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::real;
 use super::real_session::{self, EngineRun, TICK_DIR_VAR};
 use super::record::TickEnd;
-use super::tick::{Output, Tick, Ticked, io};
+use super::rounds::{Hold, rounds};
+use super::tick::{Env, Output, Tick, TickRun, Ticked, io};
 use super::verdict;
+use crate::loading::case::TickSpec;
 use crate::loading::duration;
 use crate::world::error::HarnessError;
 use crate::world::model::{CaseModel, MODEL_KEY};
@@ -76,22 +96,30 @@ const KEYSTROKE_GAP: Duration = Duration::from_secs(1);
 /// screen).
 const ENTER_AGAIN: Duration = Duration::from_secs(10);
 
-/// The interactive session across a case's ticks.
+/// The interactive sessions across a case's ticks.
 #[derive(Debug, Default)]
 pub struct RealLoop {
-    live: Option<Live>,
+    /// The running sessions, by machine (`""`: the project's one session).
+    sessions: BTreeMap<String, Live>,
+    /// Model requests logged by the end of the last tick: the sessions'
+    /// turns come one at a time, so the requests since are this tick's.
+    requests_seen: usize,
 }
 
 /// A running session.
 #[derive(Debug)]
 struct Live {
     terminal: Terminal,
-    /// `loop/` in the sandbox: the session's engine runs, clock and screen.
+    /// `loop/` in the sandbox (a machine's: `machines/NAME/loop/`): the
+    /// session's engine runs, clock and screen.
     dir: PathBuf,
+    /// `dir` as a failure names it, relative to the sandbox.
+    shown: String,
     /// Engine runs handed to ticks so far.
     runs_seen: usize,
-    /// Model requests logged by the end of the last tick.
-    requests_seen: usize,
+    /// A machine's session: where its engines pause once they have read
+    /// the backlog.
+    hold: Option<Hold>,
 }
 
 /// One engine run of the session, as the shim numbered it.
@@ -150,16 +178,29 @@ enum Wait {
     TurnEnd,
 }
 
+/// The machine a tick names (`""` without one).
+fn machine_of(spec: &TickSpec) -> &str {
+    spec.machine.as_ref().map_or("", |m| m.value.as_str())
+}
+
 impl Live {
-    /// Starts Claude Code on a pseudo-terminal for `tick`'s case and waits
-    /// until its session has started.
-    fn start(tick: &Tick<'_>, dir: PathBuf) -> Result<Self, HarnessError> {
+    /// Starts Claude Code on a pseudo-terminal for `tick`'s case (on its
+    /// machine, if it names one), its runs kept in `dir` (named `shown`
+    /// in a failure), `extra` added to its environment, and waits until
+    /// its session has started.
+    fn start(
+        tick: &Tick<'_>,
+        (dir, shown): (PathBuf, String),
+        hold: Option<Hold>,
+        extra: Env,
+    ) -> Result<Self, HarnessError> {
         let (_, exe) = real::cli(tick)?;
         let config = write_config(tick)?;
         let mut env = tick.env();
         env.extend(real::cli_env(tick));
         env.push((TICK_DIR_VAR.to_owned(), dir.clone().into()));
-        env.push((NOW_FILE_VAR.to_owned(), dir.join("now").into()));
+        env.extend(extra);
+        env.extend(hold.iter().flat_map(Hold::env));
         env.push(("TERM".to_owned(), "xterm-256color".into()));
         let mut args: Vec<OsString> = vec![
             "--plugin-dir".into(),
@@ -172,8 +213,9 @@ impl Live {
         let mut live = Self {
             terminal,
             dir,
+            shown,
             runs_seen: 0,
-            requests_seen: 0,
+            hold,
         };
         live.until(
             tick.run.deadline,
@@ -202,29 +244,41 @@ impl Live {
             if done(self) {
                 return Ok(());
             }
-            if self.terminal.ended() {
-                return Err(format!(
-                    "Claude Code ended while the case waited for {what} (its screen is loop/screen.txt under a kept sandbox)"
-                ));
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "the case's time ran out waiting for {what} (its screen is loop/screen.txt under a kept sandbox)"
-                ));
-            }
+            self.alive(deadline, what)?;
             std::thread::park_timeout(POLL);
         }
     }
 
+    /// Why waiting for `what` is over, if it is: Claude Code ended, or
+    /// `deadline` passed.
+    fn alive(&mut self, deadline: Instant, what: &str) -> Result<(), String> {
+        if self.terminal.ended() {
+            return Err(format!(
+                "Claude Code ended while the case waited for {what} (its screen is {}/screen.txt under a kept sandbox)",
+                self.shown
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "the case's time ran out waiting for {what} (its screen is {}/screen.txt under a kept sandbox)",
+                self.shown
+            ));
+        }
+        Ok(())
+    }
+
     /// Types `text`, then Enter.
     fn type_prompt(&mut self, text: &str) -> Result<(), HarnessError> {
-        self.terminal
-            .type_text(text)
-            .map_err(io("type into claude"))?;
+        self.type_text(text)?;
         // Keystroke pacing, not synchronisation: see the module's comment.
         std::thread::sleep(KEYSTROKE_GAP);
+        self.type_text("\r")
+    }
+
+    /// Types `text` as it is.
+    fn type_text(&mut self, text: &str) -> Result<(), HarnessError> {
         self.terminal
-            .type_text("\r")
+            .type_text(text)
             .map_err(io("type into claude"))
     }
 
@@ -239,6 +293,17 @@ impl Live {
     /// Whether the tick's runs so far show `wait` is over.
     fn reached(&self, wait: &Wait) -> bool {
         reached(&self.new_runs(), wait)
+    }
+
+    /// Whether an engine of the session is paused, waiting to be let go.
+    fn holding(&mut self) -> bool {
+        self.hold.as_mut().is_some_and(Hold::holding)
+    }
+
+    /// Whether the session's next prompt has come: its engine paused
+    /// having read the backlog, or its prompt's hook ended.
+    fn arrived(&mut self) -> bool {
+        self.holding() || self.reached(&Wait::Prompt)
     }
 
     /// Waits for the tick's prompt (pressing Enter again while a typed one
@@ -277,53 +342,80 @@ impl Live {
         self.runs_seen += runs.len();
         runs
     }
+}
 
-    /// Watches the session for `quiet` after its last tick: the first
-    /// prompt submitted or model request made in that time, if any.
-    fn watch_quiet(
-        &mut self,
-        (text, quiet): (&str, Duration),
-        model: &CaseModel,
-    ) -> Option<String> {
-        let until = Instant::now() + quiet;
-        let requests = model.log().len();
-        let stirred = self.until(until, "", |live| {
-            !live.new_runs().is_empty() || model.log().len() > requests
-        });
+/// Watches the sessions for `quiet` after the last tick: the prompts
+/// submitted and model requests made in that time, if any were. Every
+/// session ended, nothing more can come.
+fn watch_quiet(
+    sessions: &mut BTreeMap<String, Live>,
+    (text, quiet): (&str, Duration),
+    model: &CaseModel,
+) -> Option<String> {
+    let until = Instant::now() + quiet;
+    let requests = model.log().len();
+    loop {
+        let stirred = sessions
+            .values_mut()
+            .any(|live| live.holding() || !live.new_runs().is_empty());
+        if stirred || model.log().len() > requests {
+            break;
+        }
         // Running out of time is the quiet held.
-        stirred.is_ok().then(|| {
-            let prompts = self
+        if Instant::now() >= until || sessions.values_mut().all(|l| l.terminal.ended()) {
+            return None;
+        }
+        std::thread::park_timeout(POLL);
+    }
+    let prompts: usize = sessions
+        .values_mut()
+        .map(|live| {
+            let held = usize::from(live.holding());
+            let hooks = live
                 .new_runs()
                 .iter()
                 .filter(|r| is_hook(r, "user-prompt-submit"))
                 .count();
-            format!(
-                "within `quiet: {text}` of the last tick the session submitted {prompts} more prompt(s) and made {} more model request(s) (the model's log is model.log)",
-                model.log().len() - requests
-            )
+            held + hooks
         })
-    }
+        .sum();
+    Some(format!(
+        "within `quiet: {text}` of the last tick the session submitted {prompts} more prompt(s) and made {} more model request(s) (the model's log is model.log)",
+        model.log().len() - requests
+    ))
 }
 
-/// Claude Code's configuration for an unattended interactive session, in
-/// its config directory; that directory.
-fn write_config(tick: &Tick<'_>) -> Result<PathBuf, HarnessError> {
-    let sandbox = tick.run.sandbox;
-    let config = sandbox
+/// Claude Code's config directory for `tick`'s session: the sandbox's
+/// (`CLAUDE_CONFIG_DIR` of the confinement), or a machine's own
+/// `home/.claude`.
+fn config_dir(tick: &Tick<'_>) -> Result<PathBuf, HarnessError> {
+    if let Some(m) = tick.run.machine {
+        let dir = m.home.join(".claude");
+        std::fs::create_dir_all(&dir).map_err(io("create Claude Code's config directory"))?;
+        return Ok(dir);
+    }
+    tick.run
+        .sandbox
         .confinement
         .as_ref()
         .and_then(|c| c.env.iter().find(|(k, _)| k == "CLAUDE_CONFIG_DIR"))
         .map(|(_, v)| PathBuf::from(v))
         .ok_or_else(|| {
             HarnessError::Sandbox("the sandbox has no Claude Code config directory".to_owned())
-        })?;
+        })
+}
+
+/// Claude Code's configuration for an unattended interactive session, in
+/// its config directory; that directory.
+fn write_config(tick: &Tick<'_>) -> Result<PathBuf, HarnessError> {
+    let config = config_dir(tick)?;
     let key_tail: String = {
         let chars: Vec<char> = MODEL_KEY.chars().collect();
         chars[chars.len().saturating_sub(20)..].iter().collect()
     };
     let mut projects = serde_json::Map::new();
     projects.insert(
-        sandbox.project().display().to_string(),
+        tick.run.project().display().to_string(),
         serde_json::json!({ "hasTrustDialogAccepted": true }),
     );
     let state = serde_json::json!({
@@ -341,47 +433,33 @@ fn write_config(tick: &Tick<'_>) -> Result<PathBuf, HarnessError> {
 }
 
 impl RealLoop {
-    /// Runs one tick: the session's next prompt and its turn.
-    pub fn run_tick(&mut self, tick: Tick<'_>) -> Result<Ticked, HarnessError> {
+    /// Runs one tick: its session's next prompt and its turn.
+    pub fn run_tick(&mut self, mut tick: Tick<'_>) -> Result<Ticked, HarnessError> {
         let model = real::model(&tick)?;
         let started = Instant::now();
-        let dir = tick.run.sandbox.root.join("loop");
-        std::fs::create_dir_all(&dir).map_err(io("create the session's directory"))?;
-        std::fs::write(dir.join("now"), tick.run.clock.to_string())
-            .map_err(io("write the engine's clock"))?;
-        let typed = match &mut self.live {
-            None => {
-                let mut live = match Live::start(&tick, dir) {
-                    Ok(live) => live,
-                    Err(HarnessError::Sandbox(why)) => return Ok(failed(tick, why)),
-                    Err(e) => return Err(e),
-                };
-                let prompt = tick.run.case.prompt.clone().unwrap_or_default();
-                live.type_prompt(prompt.trim())?;
-                self.live = Some(live);
-                true
-            }
-            Some(live) => match &tick.run.spec.prompt {
-                Some(p) => {
-                    live.type_prompt(p.trim())?;
-                    true
-                }
-                None => false,
-            },
+        let waited = match tick.run.machine {
+            None => self.next_prompt(&tick),
+            Some(_) => self.next_in_round(&mut tick),
         };
-        let Some(live) = self.live.as_mut() else {
+        let waited = match waited {
+            Ok(waited) => waited,
+            // A session that could not start.
+            Err(HarnessError::Sandbox(why)) => return Ok(failed(tick, why)),
+            Err(e) => return Err(e),
+        };
+        let Some(live) = self.sessions.get_mut(machine_of(tick.run.spec)) else {
             return Ok(failed(tick, "the session did not start".to_owned()));
         };
-        let waited = live.await_tick(tick.run.deadline, typed);
         let runs = live.take_runs(&tick.prepared.dir);
-        let requests = live.requests_seen..model.log().len();
-        live.requests_seen = requests.end;
+        let requests = self.requests_seen..model.log().len();
+        self.requests_seen = requests.end;
         let mut abort = waited.err();
-        if abort.is_none() && tick.run.n == tick.run.case.ticks().len() {
-            abort = quiet(&tick).and_then(|q| live.watch_quiet(q, model));
+        let last = tick.run.n == tick.run.case.ticks().len();
+        if abort.is_none() && last {
+            abort = quiet(&tick).and_then(|q| watch_quiet(&mut self.sessions, q, model));
         }
-        if abort.is_some() || tick.run.n == tick.run.case.ticks().len() {
-            self.live = None;
+        if abort.is_some() || last {
+            self.sessions.clear();
         }
         let output = Output {
             wall: started.elapsed(),
@@ -398,6 +476,160 @@ impl RealLoop {
         record.from_hooks = true;
         Ok((record, abort))
     }
+
+    /// The one session's next prompt: the session started and the case's
+    /// prompt typed at the first tick, a tick's `prompt:` typed later;
+    /// then its turn waited for.
+    fn next_prompt(&mut self, tick: &Tick<'_>) -> Result<Result<(), String>, HarnessError> {
+        let dir = tick.run.sandbox.root.join("loop");
+        std::fs::create_dir_all(&dir).map_err(io("create the session's directory"))?;
+        std::fs::write(dir.join("now"), tick.run.clock.to_string())
+            .map_err(io("write the engine's clock"))?;
+        let typed = match self.sessions.get_mut("") {
+            None => {
+                let now = vec![(NOW_FILE_VAR.to_owned(), dir.join("now").into())];
+                let mut live = Live::start(tick, (dir, "loop".to_owned()), None, now)?;
+                let prompt = tick.run.case.prompt.clone().unwrap_or_default();
+                live.type_prompt(prompt.trim())?;
+                self.sessions.insert(String::new(), live);
+                true
+            }
+            Some(live) => match &tick.run.spec.prompt {
+                Some(p) => {
+                    live.type_prompt(p.trim())?;
+                    true
+                }
+                None => false,
+            },
+        };
+        let live = self
+            .sessions
+            .get_mut("")
+            .ok_or_else(|| HarnessError::Sandbox("the session did not start".to_owned()))?;
+        Ok(live.await_tick(tick.run.deadline, typed))
+    }
+
+    /// A machine's next prompt: at the first tick of a round, every
+    /// session of the round started or typed to, and waited for until
+    /// each has read its backlog; then this tick's engine let go, and its
+    /// turn waited for.
+    fn next_in_round(&mut self, tick: &mut Tick<'_>) -> Result<Result<(), String>, HarnessError> {
+        let case = tick.run.case;
+        let on: Vec<&str> = case.ticks().iter().map(machine_of).collect();
+        let round = rounds(&on)
+            .into_iter()
+            .find(|r| r.contains(&tick.run.n))
+            .unwrap_or(tick.run.n..tick.run.n + 1);
+        if round.start == tick.run.n
+            && let Err(why) = self.begin_round(tick, round)?
+        {
+            return Ok(Err(why));
+        }
+        let name = machine_of(tick.run.spec);
+        let live = self.sessions.get_mut(name).ok_or_else(|| {
+            HarnessError::Sandbox(format!("machine {name}'s session did not start"))
+        })?;
+        if let Some(hold) = &mut live.hold {
+            hold.let_go()?;
+        }
+        Ok(live.await_tick(tick.run.deadline, false))
+    }
+
+    /// The start of a round: each of its ticks' sessions started and
+    /// typed the case's prompt (a machine's first tick), or typed the
+    /// tick's own `prompt:`, all at once; then every one waited for until
+    /// its tick has come (pressing Enter again while a typed prompt is not
+    /// submitted).
+    fn begin_round(
+        &mut self,
+        tick: &mut Tick<'_>,
+        round: Range<usize>,
+    ) -> Result<Result<(), String>, HarnessError> {
+        let run = &tick.run;
+        let (case, deadline) = (run.case, run.deadline);
+        let mut typed: Vec<(&str, String)> = Vec::new();
+        for n in round.clone() {
+            let spec = &case.ticks()[n - 1];
+            let name = machine_of(spec);
+            if !self.sessions.contains_key(name) {
+                let live = start_on(tick, n)?;
+                self.sessions.insert(name.to_owned(), live);
+                typed.push((name, case.prompt.clone().unwrap_or_default()));
+            } else if let Some(p) = &spec.prompt {
+                typed.push((name, p.clone()));
+            }
+        }
+        for (name, text) in &typed {
+            if let Some(live) = self.sessions.get_mut(*name) {
+                live.type_text(text.trim())?;
+            }
+        }
+        // Keystroke pacing, not synchronisation: see the module's comment.
+        std::thread::sleep(KEYSTROKE_GAP);
+        for (name, _) in &typed {
+            if let Some(live) = self.sessions.get_mut(*name) {
+                live.type_text("\r")?;
+            }
+        }
+        let names: Vec<&str> = round.map(|n| machine_of(&case.ticks()[n - 1])).collect();
+        let mut enter_at = Instant::now() + ENTER_AGAIN;
+        loop {
+            let mut waiting = Vec::new();
+            for name in &names {
+                let Some(live) = self.sessions.get_mut(*name) else {
+                    continue;
+                };
+                if live.arrived() {
+                    continue;
+                }
+                let what = format!("machine {name}'s prompt of this round");
+                if let Err(why) = live.alive(deadline, &what) {
+                    return Ok(Err(why));
+                }
+                if typed.iter().any(|(t, _)| t == name) && Instant::now() >= enter_at {
+                    let _ = live.terminal.type_text("\r");
+                }
+                waiting.push(*name);
+            }
+            if waiting.is_empty() {
+                return Ok(Ok(()));
+            }
+            if Instant::now() >= enter_at {
+                enter_at = Instant::now() + ENTER_AGAIN;
+            }
+            std::thread::park_timeout(POLL);
+        }
+    }
+}
+
+/// Starts the session of tick `n`'s machine, from the tick being run.
+fn start_on(tick: &mut Tick<'_>, n: usize) -> Result<Live, HarnessError> {
+    let run = &tick.run;
+    let case = run.case;
+    let spec = &case.ticks()[n - 1];
+    let name = machine_of(spec);
+    let machine = run.sandbox.machine(name).ok_or_else(|| {
+        HarnessError::Sandbox(format!("tick {n} names machine {name}, which is not built"))
+    })?;
+    let its = TickRun {
+        case,
+        spec,
+        n,
+        sandbox: run.sandbox,
+        clock: run.clock,
+        deadline: run.deadline,
+        timeout: run.timeout,
+        opts: run.opts,
+        machine: Some(machine),
+        at_barrier: Vec::new(),
+    };
+    let shown = format!("machines/{name}/loop");
+    let dir = run.sandbox.root.join(&shown);
+    std::fs::create_dir_all(&dir).map_err(io("create the session's directory"))?;
+    let hold = Hold::make(dir.join("pause"))?;
+    let its = Tick::prepare(its, &mut *tick.reaper)?;
+    let config = vec![("CLAUDE_CONFIG_DIR".to_owned(), config_dir(&its)?.into())];
+    Live::start(&its, (dir, shown), Some(hold), config)
 }
 
 /// The case's `quiet:`, when it has one.

@@ -211,12 +211,16 @@ impl Checker<'_> {
             ));
         }
         for (i, tick) in case.ticks.value.iter().enumerate() {
+            // A session's first tick: the case's first, or its machine's.
+            let first = !case.ticks.value[..i].iter().any(|t| {
+                t.machine.as_ref().map(|m| &m.value) == tick.machine.as_ref().map(|m| &m.value)
+            });
             let what = if tick.kill.is_some() {
                 Some("`kill:`")
             } else if tick.session.is_some() {
                 Some("`session:`")
-            } else if i == 0 && tick.prompt.is_some() {
-                Some("a first tick's `prompt:` (the case's `prompt:` is typed then)")
+            } else if first && tick.prompt.is_some() {
+                Some("a session's first tick's `prompt:` (the case's `prompt:` is typed then)")
             } else {
                 None
             };

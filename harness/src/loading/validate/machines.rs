@@ -1,7 +1,8 @@
 //! The checks of a case's simulated machines (`machines:`): their names
 //! and skews, that every tick of a case with machines names where it runs
 //! (and only a case with machines does), that a tick on several machines
-//! at once is a wrapper or real-session tick that kills nothing, and that
+//! at once is a wrapper or real-session tick that kills nothing, that a
+//! real-loop tick is one machine's next prompt with no `before:`, and that
 //! what happens at a barrier is something that can happen while a tick
 //! runs.
 
@@ -40,20 +41,54 @@ impl Checker<'_> {
                 self.skew(skew)?;
             }
         }
-        if !names.is_empty() && !matches!(case.driver, Driver::Wrapper | Driver::RealSession) {
+        if !names.is_empty()
+            && !matches!(
+                case.driver,
+                Driver::Wrapper | Driver::RealSession | Driver::RealLoop
+            )
+        {
             return Err(self.at(
                 self.ticks_at,
-                "machines run wrapper ticks (the engine runs the fake skill) or real-session ticks (a real Claude Code session each) only".to_owned(),
-                format!("drop `driver:`, set `driver: real-session`, or drop the machines ({FORMAT_HELP})"),
+                "machines run wrapper ticks (the engine runs the fake skill), real-session ticks (a real Claude Code session each) or real-loop ticks (an interactive session each) only".to_owned(),
+                format!("drop `driver:`, set `driver: real-session` or `real-loop`, or drop the machines ({FORMAT_HELP})"),
             ));
         }
         for tick in &case.ticks.value {
             self.tick_machines(tick, &names)?;
+            if !names.is_empty() && case.driver == Driver::RealLoop {
+                self.real_loop_tick(tick)?;
+            }
         }
         for a in &case.assertions {
             if let Some(m) = &a.machine {
                 self.machine_name(m, &names)?;
             }
+        }
+        Ok(())
+    }
+
+    /// A real-loop tick on a machine is that machine's session's next
+    /// prompt: on one machine, with nothing changed before it — the
+    /// sessions fire by themselves, so an event between ticks would reach
+    /// a fire already under way.
+    fn real_loop_tick(&self, tick: &TickSpec) -> Checked {
+        if let Some(m) = tick.machines.first() {
+            return Err(self.at(
+                m.referenced,
+                "a real-loop tick is one machine's session's next prompt, not several at once".to_owned(),
+                format!("list a tick for each machine, `machine: a` then `machine: b`: consecutive ticks on different machines are one round, whose fires have all read the backlog before the first is let go ({FORMAT_HELP})"),
+            ));
+        }
+        if !tick.before.is_empty() {
+            let at = tick
+                .machine
+                .as_ref()
+                .map_or(self.ticks_at, |m| m.referenced);
+            return Err(self.at(
+                at,
+                "`before:` events in a real-loop case with machines: the sessions fire by themselves, so an event between ticks would reach a fire already under way".to_owned(),
+                format!("drop `before:`; set the world up in `world:` ({FORMAT_HELP})"),
+            ));
         }
         Ok(())
     }
