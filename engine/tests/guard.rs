@@ -162,6 +162,7 @@ fn journal_holding_1(
             lost: vec![],
             held_by_others: vec![],
         }),
+        window_ceilings: Default::default(),
     }
     .save(path)
     .unwrap();

@@ -1505,6 +1505,7 @@ mod journal_file {
                 claude_md,
                 skill_process,
                 claims: None,
+                window_ceilings: Default::default(),
             },
         )
     }

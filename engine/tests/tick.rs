@@ -1247,6 +1247,7 @@ fn journal_of(
         claude_md: None,
         skill_process: None,
         claims: None,
+        window_ceilings: Default::default(),
     }
 }
 

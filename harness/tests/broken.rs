@@ -42,6 +42,8 @@ use sdd_harness::loading::diagnostics;
 #[case::plugin_without_real_session("plugin-without-real-session")]
 #[case::tick_prompt_without_real_session("tick-prompt-without-real-session")]
 #[case::quiet_without_real_loop("quiet-without-real-loop")]
+#[case::statusline_without_real_loop("statusline-without-real-loop")]
+#[case::dismiss_without_real_loop("dismiss-without-real-loop")]
 #[case::real_loop_without_plugin("real-loop-without-plugin")]
 #[case::real_loop_kill("real-loop-kill")]
 #[case::real_loop_machines_at_once("real-loop-machines-at-once")]

@@ -14,6 +14,7 @@
 //! the spend and PRs the work had reported (its result if it got that far,
 //! else its progress events), so nothing is lost before counters resume.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -104,6 +105,12 @@ pub struct Journal {
     /// (issue 32): renewed while the work runs, released by `end`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claims: Option<Claims>,
+    /// The usage-window ceilings the iteration opened with, in percent
+    /// (`--max-5h-percent`, `--max-week-percent`): a session's `end` is
+    /// not given the loop prompt's flags, and checks its figures against
+    /// these (docs/src/usage-windows.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub window_ceilings: BTreeMap<crate::state::windows::Window, f64>,
 }
 
 /// A tick's claims on the shared remote, as the journal keeps them: what
@@ -324,6 +331,7 @@ mod tests {
                 lost: vec![],
                 held_by_others: vec![],
             }),
+            window_ceilings: BTreeMap::new(),
         };
         j.save(&path).unwrap();
         assert_eq!(Journal::load(&path).unwrap().unwrap(), j);

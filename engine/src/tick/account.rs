@@ -456,7 +456,7 @@ pub(crate) fn finish(ctx: &mut Ctx<'_, '_>, done: Finishing<'_>) -> Result<Concl
     count_qmd(&mut budget, work, error.is_none());
     let tracked = merge_tracked(&journal.tracked_prs, &result.prs);
     let worktrees = worktrees_after(journal, &result);
-    let windows = super::windows::after_work(ctx, &result, error.as_deref())?;
+    let windows = super::windows::after_work(ctx, journal, &result, error.as_deref())?;
     let mut failures = reported_failures(&result);
     refuse_unknown(ctx, &unknown, &mut failures, &mut error);
     if let Some(by) = &work.turn_ended_by {

@@ -84,6 +84,7 @@ pub(crate) fn open(
         claude_md: Some(ctx.cfg.claude_md.clone()),
         skill_process: None,
         claims: ctx.claims.take().filter(|c| !c.held.is_empty()),
+        window_ceilings: ctx.cfg.windows.set().collect(),
     };
     if journal.request.issues.is_empty() && journal.request.prs.is_empty() {
         let nothing = SkillResult {

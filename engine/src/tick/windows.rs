@@ -16,9 +16,9 @@ use super::ctx::{Ctx, Ending};
 use crate::exit;
 use crate::os::clock;
 use crate::rules::stop::Fired;
-use crate::rules::windows::{self as rules, Next};
+use crate::rules::windows::{self as rules, Next, WindowCeilings};
 use crate::state::budget::Budget;
-use crate::state::journal::{Driver, Shown};
+use crate::state::journal::{Driver, Journal, Shown};
 use crate::state::paths::Skill;
 use crate::state::protocol::SkillResult;
 use crate::state::windows::{
@@ -196,9 +196,11 @@ pub(crate) struct AfterWork {
 /// only word of a limit (a wrapped skill that ran `claude -p`).
 pub(crate) fn after_work(
     ctx: &mut Ctx<'_, '_>,
+    journal: &Journal,
     result: &SkillResult,
     error: Option<&str>,
 ) -> Result<AfterWork, Failure> {
+    let ceilings = ceilings(ctx, journal);
     let now = ctx.now();
     let mut report = result.usage_windows.clone().unwrap_or_default();
     if report.limited.is_none()
@@ -207,7 +209,7 @@ pub(crate) fn after_work(
         report.limited = rules::limit_in_text(text, now);
     }
     let path = ctx.paths.windows();
-    if report.is_empty() && !ctx.cfg.windows.any() && !path.exists() {
+    if report.is_empty() && !ceilings.any() && !path.exists() {
         return Ok(AfterWork::default());
     }
     let mut state = load(ctx)?;
@@ -215,10 +217,10 @@ pub(crate) fn after_work(
         Some(agent) => format!("{agent}-stream"),
         None => "skill-result".to_owned(),
     };
-    let mut line = record_figures(ctx, &mut state, &report, &source, now);
+    let mut line = record_figures(ctx, &mut state, (&report, &ceilings), &source, now);
     line.limited = report.limited.clone();
     let mut after = AfterWork::default();
-    match rules::after_work(&state, report.limited.as_ref(), &ctx.cfg.windows, now) {
+    match rules::after_work(&state, report.limited.as_ref(), &ceilings, now) {
         Next::Go => {}
         Next::Wait(wait) => {
             if report.limited.is_some() {
@@ -242,13 +244,25 @@ pub(crate) fn after_work(
     Ok(after)
 }
 
+/// The ceilings the work is checked against: the tick's flags, else the
+/// ones the iteration opened with (a session's `end` is given none).
+fn ceilings(ctx: &Ctx<'_, '_>, journal: &Journal) -> WindowCeilings {
+    if ctx.cfg.windows.any() {
+        return ctx.cfg.windows;
+    }
+    WindowCeilings {
+        five_hour: journal.window_ceilings.get(&Window::FiveHour).copied(),
+        seven_day: journal.window_ceilings.get(&Window::SevenDay).copied(),
+    }
+}
+
 /// Records each figure the work read; notes and logs the tick's share.
 /// A budgeted window the work said nothing of is marked unreported (no
 /// recorded figure either), so the next tick refuses to start on it.
 fn record_figures(
     ctx: &mut Ctx<'_, '_>,
     state: &mut WindowsState,
-    report: &WindowsReport,
+    (report, ceilings): (&WindowsReport, &WindowCeilings),
     source: &str,
     now: jiff::Timestamp,
 ) -> WindowsLine {
@@ -304,7 +318,7 @@ fn record_figures(
                 this_tick: None,
                 resets_at: b.resets_at.clone(),
             });
-        } else if ctx.cfg.windows.get(window).is_some()
+        } else if ceilings.get(window).is_some()
             && report.limited.is_none()
             && !state.unreported.contains(&window)
         {

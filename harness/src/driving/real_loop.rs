@@ -49,7 +49,8 @@
 //! directory (`CLAUDE_CONFIG_DIR`, in the sandbox) as measured in
 //! `reference/real-agents.md`: onboarding done, the scripted model's key
 //! approved, the project trusted, and `Bash`, `Skill`, `ScheduleWakeup`,
-//! `CronCreate` and `CronDelete` allowed without asking. A typed prompt
+//! `CronCreate` and `CronDelete` allowed without asking, and with
+//! `statusline: true` the statusLine `sdd-loop statusline`. A typed prompt
 //! is its text, then Enter a second later (text and Enter in one write
 //! would be read as a paste, the Enter as a new line); Enter is pressed
 //! again while no prompt is submitted.
@@ -267,6 +268,18 @@ impl Live {
         Ok(())
     }
 
+    /// Waits until the session's screen shows `text` — a dialog of
+    /// Claude Code's own — then presses Escape to close it.
+    fn dismiss(&mut self, deadline: Instant, text: &str) -> Result<(), String> {
+        let screen = self.dir.join("screen.txt");
+        let what = format!("the screen to show {text:?} (`dismiss:`)");
+        self.until(deadline, &what, |_| {
+            std::fs::read(&screen).is_ok_and(|b| String::from_utf8_lossy(&b).contains(text))
+        })?;
+        self.type_text("\x1b")
+            .map_err(|e| format!("could not press Escape: {e}"))
+    }
+
     /// Types `text`, then Enter.
     fn type_prompt(&mut self, text: &str) -> Result<(), HarnessError> {
         self.type_text(text)?;
@@ -424,7 +437,12 @@ fn write_config(tick: &Tick<'_>) -> Result<PathBuf, HarnessError> {
         "customApiKeyResponses": { "approved": [key_tail], "rejected": [] },
         "projects": projects,
     });
-    let settings = serde_json::json!({ "permissions": { "allow": ALLOWED } });
+    let mut settings = serde_json::json!({ "permissions": { "allow": ALLOWED } });
+    if tick.run.case.statusline {
+        // The sandbox's `sdd-loop`: it reads the case's clock.
+        settings["statusLine"] =
+            serde_json::json!({ "type": "command", "command": "sdd-loop statusline" });
+    }
     for (name, value) in [(".claude.json", state), ("settings.json", settings)] {
         std::fs::write(config.join(name), format!("{value:#}\n"))
             .map_err(io("write Claude Code's configuration"))?;
@@ -494,13 +512,20 @@ impl RealLoop {
                 self.sessions.insert(String::new(), live);
                 true
             }
-            Some(live) => match &tick.run.spec.prompt {
-                Some(p) => {
-                    live.type_prompt(p.trim())?;
-                    true
+            Some(live) => {
+                if let Some(d) = &tick.run.spec.dismiss
+                    && let Err(why) = live.dismiss(tick.run.deadline, &d.value)
+                {
+                    return Ok(Err(why));
                 }
-                None => false,
-            },
+                match &tick.run.spec.prompt {
+                    Some(p) => {
+                        live.type_prompt(p.trim())?;
+                        true
+                    }
+                    None => false,
+                }
+            }
         };
         let live = self
             .sessions

@@ -88,6 +88,11 @@ pub struct Case {
     /// api-key].
     #[serde(default)]
     pub auth: Auth,
+    /// `driver: real-loop` only: install `sdd-loop statusline` as the
+    /// session's statusLine (in Claude Code's user settings), the command
+    /// that records the usage windows in a session [default: false].
+    #[serde(default)]
+    pub statusline: bool,
     /// Run the engine with `--loop` [default: true]. `false` runs
     /// `sdd-loop <skill>` as a user would without loop mode: the skill runs
     /// once and nothing under `.sdd/loop/` may appear.
@@ -443,6 +448,13 @@ pub struct TickSpec {
     /// input's `prompt`.
     #[serde(default)]
     pub prompt: Option<String>,
+    /// `driver: real-loop` only: a dialog of Claude Code's own the user
+    /// closes before this tick — once the session's screen shows this
+    /// text (e.g. `What do you want to do?`, the options Claude Code opens
+    /// after a 429), Escape is pressed [default: none].
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub dismiss: Option<Spanned<String>>,
     /// `driver: hooks` only: the `UserPromptSubmit` input's `source` — who
     /// sent the prompt (`user`, `sdk`, `loop_wakeup`, `schedule_wakeup`,
     /// `system`, `poll_event`, or any other string) [default: no field,

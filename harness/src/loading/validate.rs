@@ -160,11 +160,13 @@ impl Checker<'_> {
             ));
         }
         for turn in &tick.model {
-            if turn.value.text.is_none() && turn.value.calls.is_empty() {
+            // A `limit:` turn is answered 429, with neither.
+            let limited = turn.value.limit.is_some();
+            if turn.value.text.is_none() && turn.value.calls.is_empty() && !limited {
                 return Err(self.at(
                     at(turn.referenced),
                     "this model turn has neither `text` nor `calls`".to_owned(),
-                    format!("give the turn a `text`, a `calls` list, or both (fixtures/model/README.md; {FORMAT_HELP})"),
+                    format!("give the turn a `text`, a `calls` list, or both, or `limit: five_hour` for a 429 (fixtures/model/README.md; {FORMAT_HELP})"),
                 ));
             }
         }
@@ -190,7 +192,24 @@ impl Checker<'_> {
     /// `driver: real-loop`: the typed `/loop` prompt and the plugin are
     /// what it runs, it kills nothing, and only it watches a `quiet:`.
     fn real_loop(&self, case: &Case) -> Checked {
+        let dismiss = case.ticks.value.iter().find_map(|t| t.dismiss.as_ref());
+        if let Some(d) = dismiss
+            && (case.driver != Driver::RealLoop || !case.machines.is_empty())
+        {
+            return Err(self.at(
+                d.referenced,
+                "`dismiss:` closes a dialog on the screen of one interactive session, and this case runs none".to_owned(),
+                format!("use `driver: real-loop` without `machines:`, or drop `dismiss:` ({FORMAT_HELP})"),
+            ));
+        }
         if case.driver != Driver::RealLoop {
+            if case.statusline {
+                return Err(self.at(
+                    case.id.referenced,
+                    "`statusline: true` installs the statusLine of an interactive session, and this case runs none".to_owned(),
+                    format!("add `driver: real-loop`, or drop `statusline:` ({FORMAT_HELP})"),
+                ));
+            }
             return match &case.quiet {
                 Some(q) => Err(self.at(
                     q.referenced,

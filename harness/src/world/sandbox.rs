@@ -230,7 +230,8 @@ fn shell_quote(text: &str) -> String {
 /// arguments, output and exit status under `ticks/N/engine/` — what the
 /// case reads as the tick's report and exit, since the session's Bash
 /// calls are the only ones that see them (not the plugin launcher's
-/// handshake, `sdd-loop hook --protocol`, run before every hook). In an
+/// handshake, `sdd-loop hook --protocol`, run before every hook, nor the
+/// statusLine, `sdd-loop statusline`, run whenever Claude Code redraws). In an
 /// interactive session (`SDD_EVALS_NOW_FILE` set) each run reads the
 /// engine's clock from that file, so a case's `advance:` reaches a
 /// session started ticks ago.
@@ -249,8 +250,9 @@ fn engine_shim(engine: &Engine) -> String {
          # An interactive session's clock is a file the harness moves per tick.\n\
          if [ -n \"$SDD_EVALS_NOW_FILE\" ]; then SDD_LOOP_NOW=$(cat \"$SDD_EVALS_NOW_FILE\"); export SDD_LOOP_NOW; fi\n\
          if [ -z \"$SDD_EVALS_TICK_DIR\" ]; then exec {run} \"$@\"; fi\n\
-         # The plugin launcher's handshake is no run of the tick.\n\
-         if [ \"$1 $2\" = \"hook --protocol\" ]; then exec {run} \"$@\"; fi\n\
+         # The plugin launcher's handshake is no run of the tick, nor is the\n\
+         # statusLine, which Claude Code runs whenever it redraws.\n\
+         if [ \"$1 $2\" = \"hook --protocol\" ] || [ \"$1\" = statusline ]; then exec {run} \"$@\"; fi\n\
          d=\"$SDD_EVALS_TICK_DIR/engine\"\n\
          mkdir -p \"$d\"\n\
          n=$(($(cat \"$d/count\" 2>/dev/null || echo 0) + 1))\n\
