@@ -135,6 +135,9 @@ pub(crate) struct Ctx<'c, 'w> {
     /// The usage windows before and after the work, for its history line
     /// (`usage_windows`; docs/src/usage-windows.md).
     pub window_log: Option<crate::state::windows::WindowsLine>,
+    /// Posted gates whose answer came before this tick, not yet asked
+    /// again (docs/src/gates-away.md).
+    pub answered_away: Vec<String>,
 }
 
 impl<'c, 'w> Ctx<'c, 'w> {
@@ -168,6 +171,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
             claims: None,
             claim_log: Default::default(),
             window_log: None,
+            answered_away: Vec::new(),
         }
     }
 
@@ -212,13 +216,25 @@ impl<'c, 'w> Ctx<'c, 'w> {
 
     /// Asks one gate and records it (redacted) in this tick's `gates[]`.
     pub fn ask(&mut self, question: Question) -> Result<Answer, Failure> {
-        match self.answerer.answer(&question) {
+        let answered = match self.answerer.answer(&question) {
             Ok(answer) => {
+                super::away::answered_here(self, &question)?;
+                Ok((answer, None))
+            }
+            Err(GateError::Unanswered { .. }) if self.cfg.unattended && self.cfg.loop_mode => {
+                let (answer, by) = super::away::ask(self, &question)?;
+                Ok((answer, Some(by)))
+            }
+            Err(e) => Err(e),
+        };
+        match answered {
+            Ok((answer, answered_by)) => {
                 self.gates.push(GateRecord {
                     name: question.gate.name().to_owned(),
                     question: self.inputs.redactor.apply(&question.text),
                     answer: self.inputs.redactor.apply(&answer.recorded()),
                     at: clock::format(self.now()),
+                    answered_by,
                     extra: Default::default(),
                 });
                 Ok(answer)

@@ -467,6 +467,7 @@ mod tests {
                         .into(),
                     answer: "continue".into(),
                     at: "t".into(),
+                    answered_by: None,
                     extra: Default::default(),
                 },
             )],
