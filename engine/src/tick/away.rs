@@ -109,7 +109,7 @@ pub(crate) fn waiting(ctx: &mut Ctx<'_, '_>) -> Result<Option<AwaitingPerson>, F
     let pending = load(ctx)?;
     let now = ctx.now();
     for gate in &pending.gates {
-        if now > gate.deadline || read_answer(ctx, gate, true)?.is_some() {
+        if read_answer(ctx, gate, true)?.is_some() || now > gate.deadline {
             ctx.answered_away.push(gate.id.clone());
             continue;
         }
