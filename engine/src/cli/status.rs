@@ -547,7 +547,11 @@ impl Status {
                 g.url,
                 crate::rules::replies::answer_text(
                     &g.id,
-                    &format!("<{}>", g.gate.options().join("|"))
+                    &format!(
+                        "<{}>",
+                        crate::rules::gates::GateName::from_name(&g.gate)
+                            .map_or_else(|| "option".to_owned(), |n| n.options().join("|"))
+                    )
                 ),
                 clock::format(g.deadline)
             ));
@@ -576,7 +580,7 @@ impl Status {
                     .gates
                     .iter()
                     .map(|g| json!({
-                        "gate": g.gate.name(), "id": g.id, "question": g.question, "url": g.url,
+                        "gate": g.gate, "id": g.id, "question": g.question, "url": g.url,
                         "posted_on": g.posted_on, "deadline": clock::format(g.deadline),
                     }))
                     .collect::<Vec<_>>()

@@ -14,9 +14,21 @@
 //! itself); and its author has write access to the repository. The first
 //! reply that passes, by creation time, wins; the tick leaves the rest.
 
-use crate::rules::gates::{Answer, parse_answer};
+use crate::rules::gates::{Answer, GateName, parse_answer};
 use crate::state::pending::PendingGate;
-use crate::world::tracker::Reply;
+
+/// A conversation comment with its times and address: a reply to a
+/// posted gate (docs/src/gates-away.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub id: u64,
+    pub author: String,
+    pub body: String,
+    pub created_at: jiff::Timestamp,
+    pub updated_at: jiff::Timestamp,
+    /// `html_url`: where a person reads it.
+    pub url: String,
+}
 
 /// The reply that answers a posted gate: `/answer ID OPTION`.
 pub fn answer_text(id: &str, option: &str) -> String {
@@ -109,7 +121,13 @@ pub fn judge(
     if reply.created_at > gate.deadline {
         return Judged::Refused(Refusal::AfterDeadline);
     }
-    let answer = match parse_answer(gate.gate, text) {
+    let Some(name) = GateName::from_name(&gate.gate) else {
+        return Judged::Refused(Refusal::NotAnAnswer(format!(
+            "the waiting gate's name `{}` is not a gate this engine knows",
+            gate.gate
+        )));
+    };
+    let answer = match parse_answer(name, text) {
         Ok(a) => a,
         Err(detail) => return Judged::Refused(Refusal::NotAnAnswer(detail)),
     };
@@ -126,12 +144,11 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::gates::GateName;
 
     fn gate() -> PendingGate {
         PendingGate {
             id: "g-0000abcd".into(),
-            gate: GateName::BudgetEscalation,
+            gate: GateName::BudgetEscalation.name().into(),
             question: "Approaching minutes (25/30). Continue, raise ceiling, or stop?".into(),
             subject: None,
             posted_on: 7,

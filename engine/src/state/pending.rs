@@ -12,7 +12,6 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rules::gates::GateName;
 use crate::state::files::{self, FileError};
 
 /// The file's content.
@@ -28,7 +27,8 @@ pub struct PendingGates {
 pub struct PendingGate {
     /// The gate's id, which an answer names (`g-` and 8 hex digits).
     pub id: String,
-    pub gate: GateName,
+    /// The gate's name (`budget-escalation`, …).
+    pub gate: String,
     /// The question, redacted, as posted.
     pub question: String,
     /// The issue or PR the question concerns; `None` for a run-wide gate.
@@ -88,7 +88,7 @@ impl PendingGates {
     }
 
     /// The waiting gate that `gate` about `subject` is.
-    pub fn find(&self, gate: GateName, subject: Option<u64>) -> Option<&PendingGate> {
+    pub fn find(&self, gate: &str, subject: Option<u64>) -> Option<&PendingGate> {
         self.gates
             .iter()
             .find(|p| p.gate == gate && p.subject == subject)
@@ -103,10 +103,10 @@ impl PendingGates {
 mod tests {
     use super::*;
 
-    fn gate(id: &str, gate: GateName, subject: Option<u64>) -> PendingGate {
+    fn gate(id: &str, gate: &str, subject: Option<u64>) -> PendingGate {
         PendingGate {
             id: id.into(),
-            gate,
+            gate: gate.into(),
             question: "q".into(),
             subject,
             posted_on: 7,
@@ -123,18 +123,15 @@ mod tests {
         let path = dir.path().join("work.gates.json");
         let mut p = PendingGates {
             gates: vec![
-                gate("g-1", GateName::AmbiguousCriteria, Some(20)),
-                gate("g-2", GateName::BudgetEscalation, None),
+                gate("g-1", "ambiguous-criteria", Some(20)),
+                gate("g-2", "budget-escalation", None),
             ],
         };
         p.save(&path).unwrap();
         let back = PendingGates::load(&path).unwrap();
         assert_eq!(back, p);
-        assert_eq!(
-            back.find(GateName::AmbiguousCriteria, Some(20)).unwrap().id,
-            "g-1"
-        );
-        assert!(back.find(GateName::AmbiguousCriteria, Some(21)).is_none());
+        assert_eq!(back.find("ambiguous-criteria", Some(20)).unwrap().id, "g-1");
+        assert!(back.find("ambiguous-criteria", Some(21)).is_none());
         p.remove("g-1");
         p.remove("g-2");
         p.save(&path).unwrap();

@@ -33,15 +33,7 @@ use crate::world::tracker::Reply;
 /// The label of the loop's dashboard issue.
 pub const DASHBOARD_LABEL: &str = "sdd-loop-dashboard";
 
-/// A tick that waits for a person's answer to a posted gate.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AwaitingPerson {
-    pub id: String,
-    pub gate: GateName,
-    /// The post's address.
-    pub url: String,
-    pub note: String,
-}
+pub use super::awaiting::AwaitingPerson;
 
 /// The status block of a tick that waits for a person: the iteration it
 /// would have been, the budget as recorded (read, never written).
@@ -109,6 +101,7 @@ pub(crate) fn waiting(ctx: &mut Ctx<'_, '_>) -> Result<Option<AwaitingPerson>, F
     let pending = load(ctx)?;
     let now = ctx.now();
     for gate in &pending.gates {
+        let name = gate_name(ctx, gate)?;
         if read_answer(ctx, gate, true)?.is_some() || now > gate.deadline {
             ctx.answered_away.push(gate.id.clone());
             continue;
@@ -118,13 +111,13 @@ pub(crate) fn waiting(ctx: &mut Ctx<'_, '_>) -> Result<Option<AwaitingPerson>, F
             gate.gate,
             gate.id,
             gate.url,
-            replies::answer_text(&gate.id, &format!("<{}>", gate.gate.options().join("|"))),
+            replies::answer_text(&gate.id, &format!("<{}>", name.options().join("|"))),
             clock::format(gate.deadline)
         );
         ctx.note(note.clone());
         return Ok(Some(AwaitingPerson {
             id: gate.id.clone(),
-            gate: gate.gate,
+            gate: name,
             url: gate.url.clone(),
             note,
         }));
@@ -181,12 +174,15 @@ pub(crate) fn ask(
     question: &Question,
 ) -> Result<(Answer, AnsweredBy), Failure> {
     let mut pending = load(ctx)?;
-    let Some(gate) = pending.find(question.gate, question.subject()).cloned() else {
+    let Some(gate) = pending
+        .find(question.gate.name(), question.subject())
+        .cloned()
+    else {
         return Err(post(ctx, &mut pending, question)?);
     };
     ctx.answered_away.retain(|id| *id != gate.id);
     let answered = if ctx.now() > gate.deadline {
-        Some(take_conservative(ctx, &gate)?)
+        Some(take_conservative(ctx, &gate, question.gate)?)
     } else {
         read_answer(ctx, &gate, false)?.map(|(answer, reply)| {
             let by = AnsweredBy {
@@ -208,6 +204,7 @@ pub(crate) fn ask(
     let Some(answered) = answered else {
         return Err(awaiting(
             &gate,
+            question.gate,
             "the gate still waits for a person's reply".into(),
         ));
     };
@@ -224,9 +221,10 @@ pub(crate) fn ask(
 fn take_conservative(
     ctx: &mut Ctx<'_, '_>,
     gate: &PendingGate,
+    name: GateName,
 ) -> Result<(Answer, AnsweredBy), Failure> {
-    let option = gate.gate.conservative();
-    let answer = parse_answer(gate.gate, option).expect("a gate's own option parses");
+    let option = name.conservative();
+    let answer = parse_answer(name, option).expect("a gate's own option parses");
     let body = format!(
         "**sdd-loop {}**: gate `{}` ({}) had no valid answer by its deadline, {}. The loop took the conservative option: `{option}`.",
         ctx.cfg.skill,
@@ -253,11 +251,23 @@ fn take_conservative(
     ))
 }
 
-fn awaiting(gate: &PendingGate, why: String) -> Failure {
+/// The waiting gate's name, or the file's refusal.
+fn gate_name(ctx: &Ctx<'_, '_>, gate: &PendingGate) -> Result<GateName, Failure> {
+    GateName::from_name(&gate.gate).ok_or_else(|| {
+        let shown = ctx.rel(&ctx.paths.gates());
+        Failure::new(
+            exit::DATA,
+            format!("{shown}: gate {} names `{}`, which is no gate", gate.id, gate.gate),
+            format!("the gate is posted at {}; remove its entry from {shown} (or the file) and the next unanswered gate is posted again", gate.url),
+        )
+    })
+}
+
+fn awaiting(gate: &PendingGate, name: GateName, why: String) -> Failure {
     let mut f = Failure::new(exit::TICK_DONE, why, String::new());
     f.awaiting = Some(Box::new(AwaitingPerson {
         id: gate.id.clone(),
-        gate: gate.gate,
+        gate: name,
         url: gate.url.clone(),
         note: String::new(),
     }));
@@ -304,7 +314,7 @@ fn post(
     let posted = ctx.tracker.post_comment(target, &body)?;
     let gate = PendingGate {
         id,
-        gate: question.gate,
+        gate: question.gate.name().to_owned(),
         question: text,
         subject,
         posted_on: target,
@@ -328,9 +338,13 @@ fn post(
         gate.gate,
         gate.id,
         gate.url,
-        replies::answer_text(&gate.id, &format!("<{}>", gate.gate.options().join("|")))
+        replies::answer_text(&gate.id, &format!("<{}>", question.options().join("|")))
     ));
-    Ok(awaiting(&gate, "the gate was posted on the tracker".into()))
+    Ok(awaiting(
+        &gate,
+        question.gate,
+        "the gate was posted on the tracker".into(),
+    ))
 }
 
 fn post_body(
@@ -462,7 +476,10 @@ pub(crate) fn answered_here(ctx: &mut Ctx<'_, '_>, question: &Question) -> Resul
         return Ok(());
     }
     let mut pending = load(ctx)?;
-    let Some(gate) = pending.find(question.gate, question.subject()).cloned() else {
+    let Some(gate) = pending
+        .find(question.gate.name(), question.subject())
+        .cloned()
+    else {
         return Ok(());
     };
     pending.remove(&gate.id);

@@ -20,7 +20,7 @@ use crate::exit;
 use crate::os::clock::{self, Clock};
 use crate::os::liveness::ProcessProbe;
 use crate::rules::claude_md::ClaudeMd;
-use crate::rules::gates::{Answer, Answerer, GateError, Question};
+use crate::rules::gates::Answerer;
 use crate::rules::rates::RateTable;
 use crate::rules::redact::Redactor;
 use crate::rules::stop::Fired;
@@ -212,52 +212,6 @@ impl<'c, 'w> Ctx<'c, 'w> {
     /// A path under the project, as the user sees it.
     pub fn rel(&self, p: &Path) -> String {
         rel(&self.cfg.root, p)
-    }
-
-    /// Asks one gate and records it (redacted) in this tick's `gates[]`.
-    pub fn ask(&mut self, question: Question) -> Result<Answer, Failure> {
-        let answered = match self.answerer.answer(&question) {
-            Ok(answer) => {
-                super::away::answered_here(self, &question)?;
-                Ok((answer, None))
-            }
-            Err(GateError::Unanswered { .. }) if self.cfg.unattended && self.cfg.loop_mode => {
-                let (answer, by) = super::away::ask(self, &question)?;
-                Ok((answer, Some(by)))
-            }
-            Err(e) => Err(e),
-        };
-        match answered {
-            Ok((answer, answered_by)) => {
-                self.gates.push(GateRecord {
-                    name: question.gate.name().to_owned(),
-                    question: self.inputs.redactor.apply(&question.text),
-                    answer: self.inputs.redactor.apply(&answer.recorded()),
-                    at: clock::format(self.now()),
-                    answered_by,
-                    extra: Default::default(),
-                });
-                Ok(answer)
-            }
-            Err(e) => {
-                let code = match &e {
-                    GateError::Unanswered { .. } => exit::NEEDS_ANSWER,
-                    GateError::BadAnswer { source_name, .. } if source_name == "--answer" => {
-                        exit::USAGE
-                    }
-                    GateError::BadAnswer { .. } => exit::DATA,
-                };
-                let help = e.help();
-                let mut message = e.to_string();
-                if code == exit::NEEDS_ANSWER {
-                    message.push_str(" — nothing was changed");
-                }
-                Err(Failure::new(code, message, help).with_question(match e {
-                    GateError::Unanswered { question } => Some(question),
-                    GateError::BadAnswer { .. } => None,
-                }))
-            }
-        }
     }
 
     /// Prints the status block, and the final report when the loop ended.

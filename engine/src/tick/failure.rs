@@ -25,7 +25,7 @@ pub struct Failure {
     pub unanswered: Option<Question>,
     /// Not a failure: the gate is posted on the tracker and the tick waits
     /// for a person (docs/src/gates-away.md); nothing was changed.
-    pub awaiting: Option<Box<super::away::AwaitingPerson>>,
+    pub awaiting: Option<Box<super::awaiting::AwaitingPerson>>,
 }
 
 impl Failure {

@@ -43,6 +43,8 @@
 
 mod account;
 mod acquire;
+mod ask;
+mod awaiting;
 mod away;
 mod claim_log;
 mod claims;

@@ -41,6 +41,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config;
+pub use crate::rules::replies::Reply;
 use crate::state::history::PrState;
 use crate::world::backlog::{self, Issue};
 
@@ -85,19 +86,6 @@ pub struct ReviewComment {
     pub author: String,
     pub body: String,
     pub in_reply_to: Option<u64>,
-}
-
-/// A conversation comment with its times and address: a reply to a
-/// posted gate (docs/src/gates-away.md).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub id: u64,
-    pub author: String,
-    pub body: String,
-    pub created_at: jiff::Timestamp,
-    pub updated_at: jiff::Timestamp,
-    /// `html_url`: where a person reads it.
-    pub url: String,
 }
 
 /// What the tracker made of a post: the issue it is on, its id (a
