@@ -166,6 +166,14 @@ pub struct TickConfig {
     /// Claims on the shared remote; `None`: off (no remote to share, or
     /// `SDD_LOOP_CLAIM_REMOTE=off`).
     pub claims: Option<ClaimSettings>,
+    /// The person's notification URLs, as configured and checked by the
+    /// command line (`--notify`, `SDD_LOOP_NOTIFY`, the variables
+    /// CLAUDE.md's `Loop Notify` names; docs/src/notifications.md).
+    /// Secrets: redacted everywhere, never passed to the work.
+    pub notify: Vec<String>,
+    /// The environment variables that hold them, removed from the work's
+    /// environment.
+    pub notify_vars: Vec<String>,
 }
 
 impl TickConfig {
@@ -206,6 +214,8 @@ impl TickConfig {
             tracker_token: None,
             guard: None,
             claims: None,
+            notify: Vec::new(),
+            notify_vars: Vec::new(),
         }
     }
 

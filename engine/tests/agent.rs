@@ -276,7 +276,7 @@ fn agent(stream: &[&str], exit: i32) -> (Agent, PathBuf) {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\ncat > '{d}/prompt.txt'\nprintf '%s\\n' \"$@\" > '{d}/argv.txt'\necho \"claudecode=${{CLAUDECODE:-unset}} entry=${{CLAUDE_CODE_ENTRYPOINT:-unset}}\" > '{d}/env.txt'\necho 'chatter on stderr' >&2\n{lines}exit {exit}\n",
+            "#!/bin/sh\ncat > '{d}/prompt.txt'\nprintf '%s\\n' \"$@\" > '{d}/argv.txt'\necho \"claudecode=${{CLAUDECODE:-unset}} entry=${{CLAUDE_CODE_ENTRYPOINT:-unset}} notify=${{SDD_LOOP_NOTIFY:-unset}}\" > '{d}/env.txt'\necho 'chatter on stderr' >&2\n{lines}exit {exit}\n",
             d = dir.display()
         ),
     )
@@ -288,7 +288,9 @@ fn agent(stream: &[&str], exit: i32) -> (Agent, PathBuf) {
         env: vec![
             ("CLAUDECODE".into(), "1".into()),
             ("CLAUDE_CODE_ENTRYPOINT".into(), "cli".into()),
+            ("SDD_LOOP_NOTIFY".into(), "https://ntfy.sh/topic".into()),
         ],
+        env_removed: vec!["SDD_LOOP_NOTIFY".into()],
         stall_timeout: Duration::from_secs(60),
         drain_timeout: Duration::from_secs(60),
         stop_file: paths.stop_request(),
@@ -360,7 +362,10 @@ fn claude_gets_the_prompt_on_stdin_no_nested_session_marker_and_its_flags() {
         read(&a.dir, "argv.txt"),
         "-p\n--output-format\nstream-json\n--verbose\n--model\nsonnet\n--max-budget-usd\n12.34\n--permission-mode\nacceptEdits\n"
     );
-    assert_eq!(read(&a.dir, "env.txt"), "claudecode=unset entry=unset\n");
+    assert_eq!(
+        read(&a.dir, "env.txt"),
+        "claudecode=unset entry=unset notify=unset\n"
+    );
     assert!(
         echo.contains("Working.") && echo.contains("chatter on stderr"),
         "{echo}"

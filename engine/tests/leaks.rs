@@ -103,6 +103,8 @@ struct World {
     seen: Vec<(String, PathBuf, Vec<u8>)>,
     /// The tracker URL given to the engine, when not the mock's own.
     tracker_url: Option<String>,
+    /// More environment for every engine process.
+    env: Vec<(String, String)>,
 }
 
 impl World {
@@ -121,6 +123,7 @@ impl World {
             ran: Vec::new(),
             seen: Vec::new(),
             tracker_url: None,
+            env: Vec::new(),
         }
     }
 
@@ -156,6 +159,7 @@ impl World {
             .env("MY_API_KEY", API_KEY)
             .env("SDD_LOOP_SKILL_CMD", "sh ./skill.sh")
             .env("SDD_LOOP_NOW", "2026-05-09T14:00:00Z")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         cmd
     }
@@ -602,6 +606,43 @@ fn tracker_url_credentials(w: &mut World) {
     w.run(&["work", "--loop"], 69);
 }
 
+/// A notification URL's topic and password (`SDD_LOOP_NOTIFY`): no
+/// known shape.
+const NOTIFY_TOPIC: &str = "ntfy-topic-Hh38KdLw02PqZ";
+const NOTIFY_PASSWORD: &str = "ntfypw-Vb61sQeRt8ZmYx";
+
+/// A port nothing listens on.
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A run that stops tells a notification URL that refuses the
+/// connection: the failure is noted, the notice kept for a retry, and the
+/// next tick retries it; the skill tries to echo the URL it cannot see.
+fn notify_url_on_a_stop(w: &mut World) {
+    let url = format!(
+        "http://alice:{NOTIFY_PASSWORD}@127.0.0.1:{}/{NOTIFY_TOPIC}",
+        closed_port()
+    );
+    w.env.push(("SDD_LOOP_NOTIFY".into(), url));
+    w.skill(&result_script(
+        "echo \"notify=$SDD_LOOP_NOTIFY\"\necho \"notify=$SDD_LOOP_NOTIFY\" >&2",
+        "notified $SDD_LOOP_NOTIFY",
+        "[]",
+    ));
+    w.run(&["work", "--loop", "--max-iterations", "1"], 0);
+    w.run(&["work", "--loop"], 3);
+    w.run(&["work", "--loop", "--json"], 3);
+}
+
+/// What the notification row must show: the stop's notice failed, named
+/// by the target's origin alone, and it was kept.
+const NOTIFY_FAILED: &str = "warning: the run-stopped notification to ntfy http://127.0.0.1:";
+
 const GITHUB: &str = "[REDACTED:github-token]";
 const URL_CREDENTIALS: &str = "[REDACTED:url-credentials]";
 const ANTHROPIC: &str = "[REDACTED:anthropic-key]";
@@ -639,6 +680,7 @@ const API_KEY_ENV: &str = "[REDACTED:secret-env:MY_API_KEY]";
 #[case::begin_answer_flag(begin_answer_flag, &[AWS_SESSION], &[AWS])]
 #[case::begin_tracker_error(begin_tracker_error, &[TRACKER_TOKEN], &[TOKEN_ENV])]
 #[case::tracker_url_credentials(tracker_url_credentials, &[URL_PASSWORD], &[URL_CREDENTIALS])]
+#[case::notify_url_on_a_stop(notify_url_on_a_stop, &[NOTIFY_TOPIC, NOTIFY_PASSWORD], &[NOTIFY_FAILED, "work.notify.json for the next tick"])]
 fn a_planted_secret_is_found_nowhere(
     #[case] act: fn(&mut World),
     #[case] secrets: &[&str],
@@ -682,4 +724,35 @@ fn a_planted_secret_is_found_nowhere(
                 .collect::<String>()
         );
     }
+}
+
+/// The work inherits the engine's environment, but never the person's
+/// notification URLs: neither `SDD_LOOP_NOTIFY` nor a variable CLAUDE.md's
+/// `Loop Notify` names (a model that reads the channel reads the gate's
+/// person-only code).
+#[test]
+fn the_work_never_sees_the_notification_urls() {
+    let mut w = World::new();
+    w.write(
+        "CLAUDE.md",
+        "### SDD Configuration\n#### Loop Notify\n- TEAM_HOOK\n",
+    );
+    w.env.push((
+        "SDD_LOOP_NOTIFY".into(),
+        format!("http://127.0.0.1:{}/{NOTIFY_TOPIC}", closed_port()),
+    ));
+    w.env.push((
+        "TEAM_HOOK".into(),
+        format!("slack+http://127.0.0.1:{}/hook", closed_port()),
+    ));
+    w.skill(&result_script(
+        "echo \"notify=${SDD_LOOP_NOTIFY-unset} hook=${TEAM_HOOK-unset} key=${MY_API_KEY:+set}\" > seen.txt",
+        "done",
+        "[]",
+    ));
+    w.run(&["work", "--loop"], 0);
+    assert_eq!(
+        std::fs::read_to_string(w.root().join("seen.txt")).unwrap(),
+        "notify=unset hook=unset key=set\n"
+    );
 }

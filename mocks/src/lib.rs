@@ -14,6 +14,8 @@
 //!   streams;
 //! - [`model`] — `mock-model`, a scripted model API (Anthropic Messages,
 //!   OpenAI Responses) for the real Claude Code and Codex run offline;
+//! - [`notify`] — the notification receiver: records every POST, and
+//!   answers 2xx, another status, or not at all;
 //! - [`gh`] — `fake-gh`, the pull-request subset of GitHub's `gh` CLI
 //!   against the mock tracker, for real agents' shell commands;
 //! - [`yaml`] — typed YAML loading with `file:line:column` errors.
@@ -26,6 +28,7 @@ pub mod gh;
 pub mod git;
 mod hash;
 pub mod model;
+pub mod notify;
 pub mod qmd;
 mod serve;
 pub mod skill;

@@ -344,7 +344,11 @@ fn agent_command(spec: &RunSpec, program: &Path, args: &[OsString]) -> Command {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for name in ENV_REMOVED {
+    for name in ENV_REMOVED
+        .iter()
+        .copied()
+        .chain(spec.env_removed.iter().map(String::as_str))
+    {
         command.env_remove(name);
     }
     // Its own group, as a skill's: the watchdog and the interrupt reach

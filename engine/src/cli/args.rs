@@ -275,6 +275,15 @@ pub struct TickArgs {
     /// iteration before it is killed.
     #[arg(long, value_name = "SECS", default_value_t = config::DEFAULT_DRAIN_SECS)]
     pub drain_timeout: u64,
+    /// Tell this URL when a gate is posted, the run stops or a usage
+    /// window makes the loop wait (repeatable): an ntfy topic, a Slack or
+    /// Discord webhook, or any URL prefixed `ntfy+`, `slack+` or
+    /// `discord+`; each gets a POST bounded to 5 s per tick, and a failure
+    /// never fails the tick. Prefer SDD_LOOP_NOTIFY: a command line is
+    /// visible to other processes (docs/src/notifications.md) [env:
+    /// SDD_LOOP_NOTIFY, URLs separated by spaces or commas]
+    #[arg(long, value_name = "URL")]
+    pub notify: Vec<String>,
     /// CLAUDE.md to read rates, redaction patterns and agent logins from
     /// [default: CLAUDE.md in the project]
     #[arg(long, value_name = "PATH")]
@@ -503,6 +512,11 @@ pub struct DoctorArgs {
     /// instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Post a test message to each notification URL (--notify is a tick's
+    /// flag: doctor reads SDD_LOOP_NOTIFY and CLAUDE.md's `Loop Notify`);
+    /// without it the URLs are only checked for form.
+    #[arg(long)]
+    pub notify_test: bool,
 }
 
 /// `hook`: which event, and for tests the session.

@@ -5,7 +5,9 @@
 //! what to do about each part that is not. It changes nothing but one
 //! probe: to know this clone may create and delete claims (issue 32) it
 //! takes and releases claim `0` (never an issue's number) on the remote.
-//! The plugin's launcher names it when it blocks a loop prompt.
+//! The plugin's launcher names it when it blocks a loop prompt. The
+//! notification URLs are only read, unless `--notify-test` asks for a
+//! test message to each.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -73,6 +75,8 @@ pub struct Inputs<'a> {
     pub project: PathBuf,
     /// This binary.
     pub exe: Option<PathBuf>,
+    /// `--notify-test`: post a test message to each notification URL.
+    pub notify_test: bool,
 }
 
 /// Runs `program args` with the environment `vars`, at most `limit`;
@@ -472,8 +476,80 @@ pub fn checks(inputs: &Inputs<'_>) -> Vec<Check> {
     all.extend(plugin(inputs, shell_only));
     all.extend(tracker_check(inputs));
     all.push(claims_check(inputs));
+    all.extend(notify_check(inputs));
     all.extend(state(inputs));
     all
+}
+
+/// The notification URLs (docs/src/notifications.md), when any are
+/// configured: each well-formed and http(s), a variable CLAUDE.md names
+/// but this shell does not set, a public ntfy topic; with
+/// `--notify-test`, a test message posted to each. Without it nothing is
+/// sent: a URL's only reachability check that means anything is a POST,
+/// and a POST is a message the person receives.
+fn notify_check(inputs: &Inputs<'_>) -> Vec<Check> {
+    use crate::world::notify::{self, Target};
+    let claude_md = inputs.project.join("CLAUDE.md");
+    let (found, named, problems) = super::gather::notify_sources(&[], inputs.vars, &claude_md);
+    let mut checks: Vec<Check> = problems
+        .into_iter()
+        .map(|p| check("notify", Verdict::Fix, p.message, Some(p.help)))
+        .collect();
+    for name in named.iter().filter(|n| !inputs.vars.contains_key(*n)) {
+        checks.push(check(
+            "notify",
+            Verdict::Note,
+            format!("{name}, named under `Loop Notify` in CLAUDE.md, is not set here: nothing is sent through it"),
+            None,
+        ));
+    }
+    let redactor = notify::with_secrets(
+        crate::rules::redact::Redactor::builder(),
+        &found.iter().map(|s| s.url.clone()).collect::<Vec<_>>(),
+    )
+    .build();
+    for source in &found {
+        let target = match Target::parse(&source.url) {
+            Ok(t) => t,
+            Err(e) => {
+                checks.push(check(
+                    "notify",
+                    Verdict::Fix,
+                    format!("{e} (from {})", source.from),
+                    Some(e.help().to_owned()),
+                ));
+                continue;
+            }
+        };
+        let shown = format!("{} (from {})", target.shown(), source.from);
+        if target.is_public_ntfy() {
+            checks.push(check(
+                "notify",
+                Verdict::Note,
+                format!("{shown}: a topic on ntfy.sh without credentials can be read by anyone who knows its name"),
+                Some("a gate's person-only code sent there is no secret: rely on the author check (a reply from an account other than the loop's), or use a topic with access control (docs/src/notifications.md)".to_owned()),
+            ));
+        }
+        checks.push(if inputs.notify_test {
+            match notify::test(&target, &redactor, notify::TICK_LIMIT) {
+                Ok(()) => check("notify", Verdict::Ok, format!("{shown}: a test message was delivered"), None),
+                Err(why) => check(
+                    "notify",
+                    Verdict::Fix,
+                    format!("{shown}: the test message was not delivered: {why}"),
+                    Some("check the URL and that its receiver answers a POST with 2xx; a failed notification never fails a tick, but nobody is told".to_owned()),
+                ),
+            }
+        } else {
+            check(
+                "notify",
+                Verdict::Ok,
+                format!("{shown}: well-formed; not sent (`sdd-loop doctor --notify-test` posts a test message)"),
+                None,
+            )
+        });
+    }
+    checks
 }
 
 /// Whether ticks can claim work on the shared remote: the remote is the
@@ -711,6 +787,7 @@ mod tests {
             vars: &vars,
             project: tmp.path().to_path_buf(),
             exe: None,
+            notify_test: false,
         });
         let work = &checks[0];
         assert_eq!(work.verdict, Verdict::Note);
@@ -732,5 +809,64 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(!text.contains('{'), "no JSON in the text: {text}");
         assert_eq!(checks[1].detail, "the review loop's state is readable");
+    }
+
+    #[test]
+    fn no_notification_url_adds_no_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let vars = BTreeMap::new();
+        let inputs = Inputs {
+            vars: &vars,
+            project: tmp.path().to_path_buf(),
+            exe: None,
+            notify_test: false,
+        };
+        assert!(notify_check(&inputs).is_empty());
+    }
+
+    #[test]
+    fn notification_urls_are_checked_for_form_and_never_shown_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("CLAUDE.md"),
+            "### SDD Configuration\n#### Loop Notify\n- TEAM_HOOK\n",
+        )
+        .unwrap();
+        let vars: BTreeMap<String, String> = [(
+            "SDD_LOOP_NOTIFY".to_owned(),
+            "https://ntfy.sh/my-secret-topic ftp://u:p@host/x".to_owned(),
+        )]
+        .into();
+        let checks = notify_check(&Inputs {
+            vars: &vars,
+            project: tmp.path().to_path_buf(),
+            exe: None,
+            notify_test: false,
+        });
+        let lines: Vec<(Verdict, &str)> = checks
+            .iter()
+            .map(|c| (c.verdict, c.detail.as_str()))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                (
+                    Verdict::Note,
+                    "TEAM_HOOK, named under `Loop Notify` in CLAUDE.md, is not set here: nothing is sent through it"
+                ),
+                (
+                    Verdict::Note,
+                    "ntfy https://ntfy.sh/… (from SDD_LOOP_NOTIFY): a topic on ntfy.sh without credentials can be read by anyone who knows its name"
+                ),
+                (
+                    Verdict::Ok,
+                    "ntfy https://ntfy.sh/… (from SDD_LOOP_NOTIFY): well-formed; not sent (`sdd-loop doctor --notify-test` posts a test message)"
+                ),
+                (
+                    Verdict::Fix,
+                    "notification URL ftp://… is not an http:// or https:// URL (from SDD_LOOP_NOTIFY)"
+                ),
+            ]
+        );
     }
 }

@@ -52,6 +52,13 @@ pub(crate) fn env_redactor(vars: &BTreeMap<String, String>) -> crate::rules::red
     if let Some(token) = crate::world::tracker::token::from_vars(vars) {
         builder = builder.secret("tracker-token", &token.value);
     }
+    if let Some(list) = vars.get(crate::world::notify::ENV_NOTIFY) {
+        let urls: Vec<String> = list
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .map(str::to_owned)
+            .collect();
+        builder = crate::world::notify::with_secrets(builder, &urls);
+    }
     builder.build()
 }
 

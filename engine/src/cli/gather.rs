@@ -210,9 +210,24 @@ pub(super) fn gather(
         &mut problems,
         claims(request, loop_tick, repository.as_deref(), &var, lookups),
     );
+    let notify = match notify::gather(
+        request.args.map_or(&[][..], |a| &a.notify[..]),
+        vars,
+        &claude_md(request),
+    ) {
+        Ok(n) => Some(n),
+        Err(more) => {
+            problems.extend(
+                more.into_iter()
+                    .map(|p| Problem::invalid(p.message, p.help)),
+            );
+            None
+        }
+    };
     let (
         Some(skill_cmd),
         Some(claims),
+        Some(notify),
         Some(clock),
         Some(crash),
         Some(lock_poll),
@@ -222,6 +237,7 @@ pub(super) fn gather(
     ) = (
         skill_cmd,
         claims,
+        notify,
         clock,
         crash,
         lock_poll,
@@ -264,6 +280,8 @@ pub(super) fn gather(
     cfg.environment = vars.clone();
     cfg.tracker_token = token;
     cfg.claims = claims;
+    cfg.notify = notify.urls;
+    cfg.notify_vars = notify.vars;
     cfg.agent = request.agent.map(|k| k.program().to_owned());
     if let Some(args) = request.args {
         apply_tick_flags(&mut cfg, args, request.cwd);
@@ -581,6 +599,15 @@ fn seconds(
     }
 }
 
+/// The CLAUDE.md a tick reads: `--claude-md`, else the project's.
+fn claude_md(request: &Request<'_>) -> PathBuf {
+    request
+        .args
+        .and_then(|a| a.claude_md.as_ref())
+        .map(|p| request.cwd.join(p))
+        .unwrap_or_else(|| root(request).join("CLAUDE.md"))
+}
+
 /// The flags only a tick that runs (`work`, `review`, `begin`) takes.
 fn apply_tick_flags(cfg: &mut TickConfig, args: &TickArgs, cwd: &Path) {
     cfg.claude_md = args
@@ -614,6 +641,9 @@ fn apply_tick_flags(cfg: &mut TickConfig, args: &TickArgs, cwd: &Path) {
     cfg.stall_timeout = Duration::from_secs(args.stall_timeout.max(1));
     cfg.drain_timeout = Duration::from_secs(args.drain_timeout);
 }
+
+mod notify;
+pub(crate) use notify::sources as notify_sources;
 
 #[cfg(test)]
 mod tests;

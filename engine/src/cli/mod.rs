@@ -90,6 +90,7 @@ pub fn run(cli: Cli, env: &mut Env<'_>) -> u8 {
                 vars: &env.vars,
                 project: project.clone(),
                 exe: std::env::current_exe().ok(),
+                notify_test: args.notify_test,
             };
             let checks = crate::cli::doctor::checks(&inputs);
             crate::cli::doctor::report(&checks, &project, args.json, env.stdout)

@@ -163,6 +163,21 @@ impl ClaudeMd {
     }
 }
 
+impl ClaudeMd {
+    /// The environment variables a `Loop Notify` sub-block names, one a
+    /// bullet, with their line numbers: each holds notification URLs
+    /// (docs/src/notifications.md). The URLs themselves never go in
+    /// CLAUDE.md, which the work reads.
+    pub fn notify_vars(&self) -> Vec<(usize, String)> {
+        self.sdd_section("Loop Notify")
+            .map(|s| s.bullets())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
+            .collect()
+    }
+}
+
 fn cells(line: &str) -> Vec<String> {
     let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
     inner
@@ -274,6 +289,19 @@ mod tests {
         );
         assert_eq!(md.agent_logins(), vec!["bot-1"]);
         assert!(ClaudeMd::default().agent_logins().is_empty());
+    }
+
+    #[test]
+    fn notify_vars_are_the_bullets_of_loop_notify() {
+        let md = ClaudeMd::parse(
+            Path::new("CLAUDE.md"),
+            "### SDD Configuration\n#### Loop Notify\n- `NTFY_PHONE`\n- SLACK_HOOK\n#### Loop Logging\n- x\n",
+        );
+        assert_eq!(
+            md.notify_vars(),
+            vec![(3, "NTFY_PHONE".to_owned()), (4, "SLACK_HOOK".to_owned())]
+        );
+        assert!(ClaudeMd::default().notify_vars().is_empty());
     }
 
     #[test]

@@ -35,6 +35,32 @@ pub fn answer_text(id: &str, option: &str) -> String {
     format!("/answer {id} {option}")
 }
 
+/// The hex SHA-1 of an answer code, as `.sdd/loop/{skill}.gates.json`
+/// keeps it.
+pub fn code_hash(code: &str) -> String {
+    use sha1::{Digest, Sha1};
+    Sha1::digest(code.trim().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The answer without its `code=…` word, and the code.
+fn split_code(text: &str) -> (String, Option<&str>) {
+    let mut code = None;
+    let rest: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| match w.strip_prefix("code=") {
+            Some(c) => {
+                code = Some(c);
+                false
+            }
+            None => true,
+        })
+        .collect();
+    (rest.join(" "), code)
+}
+
 /// `(id, answer)` from a reply whose first non-empty line is `/answer …`.
 pub fn answer_line(body: &str) -> Option<(&str, &str)> {
     let line = body.lines().map(str::trim).find(|l| !l.is_empty())?;
@@ -77,6 +103,9 @@ impl Refusal {
             }
             Refusal::AfterDeadline => "it came after the gate's deadline".into(),
             Refusal::NotAnAnswer(detail) => format!("it is not an answer: {detail}"),
+            Refusal::LoopsOwnToken if gate.code_sha1.is_some() => {
+                "its author is the identity the loop's token acts as, which the loop's own work holds, and it carries no `code=` that matches the one sent only to the person".into()
+            }
             Refusal::LoopsOwnToken => {
                 "its author is the identity the loop's token acts as, which the loop's own work holds".into()
             }
@@ -127,12 +156,16 @@ pub fn judge(
             gate.gate
         )));
     };
-    let answer = match parse_answer(name, text) {
+    let (text, code) = split_code(text);
+    let answer = match parse_answer(name, &text) {
         Ok(a) => a,
         Err(detail) => return Judged::Refused(Refusal::NotAnAnswer(detail)),
     };
     if reply.author.eq_ignore_ascii_case(loop_login) {
-        return Judged::Refused(Refusal::LoopsOwnToken);
+        let coded = matches!((&gate.code_sha1, code), (Some(h), Some(c)) if *h == code_hash(c));
+        if !coded {
+            return Judged::Refused(Refusal::LoopsOwnToken);
+        }
     }
     match permission(&reply.author) {
         Ok(p) if matches!(p.as_str(), "admin" | "maintain" | "write") => Judged::Answer(answer),
@@ -156,6 +189,7 @@ mod tests {
             url: "u".into(),
             posted_at: "2026-05-09T14:00:00Z".parse().unwrap(),
             deadline: "2026-05-10T14:00:00Z".parse().unwrap(),
+            code_sha1: None,
         }
     }
 
@@ -240,6 +274,42 @@ mod tests {
         for (r, perm, want) in cases {
             assert_eq!(judged(&r, perm), Judged::Refused(want), "{}", r.body);
         }
+    }
+
+    #[test]
+    fn the_loops_own_identity_answers_only_with_the_code_sent_to_the_person() {
+        let mut g = gate();
+        g.code_sha1 = Some(code_hash("5f0c1e9a7b2d4c68"));
+        let at = "2026-05-09T14:05:00Z";
+        let judged = |body: &str| {
+            judge(&reply("sdd-bot", body, at), &g, "sdd-bot", &mut |_| {
+                Ok("admin".into())
+            })
+        };
+        assert!(matches!(
+            judged("/answer g-0000abcd continue code=5f0c1e9a7b2d4c68"),
+            Judged::Answer(a) if a.option == "continue"
+        ));
+        for body in [
+            "/answer g-0000abcd continue",
+            "/answer g-0000abcd continue code=0000000000000000",
+        ] {
+            assert_eq!(
+                judged(body),
+                Judged::Refused(Refusal::LoopsOwnToken),
+                "{body}"
+            );
+        }
+        // Without a code on file, the loop's identity never answers.
+        let r = reply(
+            "sdd-bot",
+            "/answer g-0000abcd continue code=5f0c1e9a7b2d4c68",
+            at,
+        );
+        assert_eq!(
+            judge(&r, &gate(), "sdd-bot", &mut |_| Ok("admin".into())),
+            Judged::Refused(Refusal::LoopsOwnToken)
+        );
     }
 
     #[test]

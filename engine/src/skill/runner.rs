@@ -87,6 +87,10 @@ pub struct RunSpec {
     pub cwd: PathBuf,
     /// Extra environment for the skill.
     pub env: Vec<(String, String)>,
+    /// Variables removed from the environment the skill inherits: the
+    /// person's notification URLs are never the work's to read
+    /// (docs/src/notifications.md).
+    pub env_removed: Vec<String>,
     pub stall_timeout: Duration,
     pub drain_timeout: Duration,
     /// `.sdd/loop/{skill}.stop`.
@@ -511,6 +515,9 @@ impl SkillRunner for ProcessRunner<'_> {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        for name in &spec.env_removed {
+            command.env_remove(name);
+        }
         // Its own group: terminal Ctrl-C reaches the engine only, which
         // forwards it; and the watchdog can kill the skill's whole tree.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
@@ -746,6 +753,7 @@ mod tests {
             command: String::new(),
             cwd: tmp.path().to_path_buf(),
             env: vec![("EXTRA".into(), "x".into())],
+            env_removed: Vec::new(),
             stall_timeout: Duration::from_secs(60),
             drain_timeout: Duration::from_secs(60),
             stop_file: paths.stop_request(),
@@ -778,6 +786,17 @@ mod tests {
         assert_eq!(outcome.stderr_tail, vec!["x".to_owned()]);
         assert!(ex.read_result().is_ok());
         assert_eq!(outcome.failure(), None);
+    }
+
+    #[test]
+    fn a_removed_variable_does_not_reach_the_skill() {
+        let (_tmp, ex, mut spec) = setup();
+        spec.env_removed = vec!["EXTRA".into()];
+        spec.command =
+            "echo \"extra=${EXTRA-unset}\"; echo '{\"protocol\":1}' > \"$SDD_LOOP_RESULT\"".into();
+        let (outcome, echo) = run(&spec, &ex, &NoInterrupts);
+        assert_eq!(outcome.exit_code, Some(0));
+        assert!(echo.contains("extra=unset"), "{echo}");
     }
 
     // A skill that died while printing a private key left the key's last

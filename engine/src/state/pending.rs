@@ -43,6 +43,11 @@ pub struct PendingGate {
     pub posted_at: jiff::Timestamp,
     /// Past it, the conservative option is taken.
     pub deadline: jiff::Timestamp,
+    /// The SHA-1 of the answer code sent only in the person's
+    /// notification (hex), when notifications are configured: a reply
+    /// under the loop's own token counts only with that code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_sha1: Option<String>,
 }
 
 /// Why the file cannot be read.
@@ -114,6 +119,7 @@ mod tests {
             url: "u".into(),
             posted_at: "2026-05-09T14:00:00Z".parse().unwrap(),
             deadline: "2026-05-10T14:00:00Z".parse().unwrap(),
+            code_sha1: None,
         }
     }
 

@@ -28,6 +28,7 @@ use crate::state::history::{self, AnsweredBy};
 use crate::state::journal::Shown;
 use crate::state::paths::Skill;
 use crate::state::pending::{PendingGate, PendingGates};
+use crate::world::notify::{GatePosted, Notice};
 use crate::world::tracker::Reply;
 
 /// The label of the loop's dashboard issue.
@@ -312,6 +313,7 @@ fn post(
         .redactor
         .apply(&post_body(ctx, &id, question.gate, &text, deadline));
     let posted = ctx.tracker.post_comment(target, &body)?;
+    let code = (!ctx.cfg.notify.is_empty()).then(new_code);
     let gate = PendingGate {
         id,
         gate: question.gate.name().to_owned(),
@@ -327,6 +329,7 @@ fn post(
                 jiff::SignedDuration::try_from(deadline).unwrap_or(jiff::SignedDuration::MAX),
             )
             .unwrap_or(jiff::Timestamp::MAX),
+        code_sha1: code.as_deref().map(replies::code_hash),
     };
     pending.gates.push(gate.clone());
     save(ctx, pending)?;
@@ -340,11 +343,34 @@ fn post(
         gate.url,
         replies::answer_text(&gate.id, &format!("<{}>", question.options().join("|")))
     ));
+    ctx.notify(Notice::GatePosted(GatePosted {
+        skill: ctx.cfg.skill.as_str().to_owned(),
+        gate: gate.gate.clone(),
+        question: gate.question.clone(),
+        options: question.options().iter().map(|o| (*o).to_owned()).collect(),
+        link: gate.url.clone(),
+        code,
+    }));
     Ok(awaiting(
         &gate,
         question.gate,
         "the gate was posted on the tracker".into(),
     ))
+}
+
+/// A fresh answer code, sent only in the person's notification: 16 hex
+/// digits from the system's random source.
+fn new_code() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if read.is_err() {
+        // No random source: the time and the process, hashed — still
+        // never written anywhere but the notification.
+        let seed = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
+        bytes.copy_from_slice(&replies::code_hash(&seed).as_bytes()[..8]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn post_body(

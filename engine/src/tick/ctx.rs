@@ -27,13 +27,14 @@ use crate::rules::stop::Fired;
 use crate::skill::runner::Interrupts;
 use crate::state::budget::Budget;
 use crate::state::exchange::Exchange;
-use crate::state::history::{self, GateRecord};
+use crate::state::history::{self, GateRecord, NotificationFailure, NotificationsLine};
 use crate::state::journal::Shown;
 use crate::state::lock::{self, HeldLock, Identity};
 use crate::state::paths::{Skill, StatePaths};
 use crate::state::protocol::SkillEvent;
 use crate::tick::report::{self, FinalView, StatusView, TickCost};
 use crate::world::git::Git;
+use crate::world::notify::{self, Notice, Outbox, Target};
 use crate::world::tracker::Tracker;
 
 /// What the inputs outside `.sdd/loop` say.
@@ -57,7 +58,7 @@ impl Inputs {
         if let Some(token) = &cfg.tracker_token {
             builder = builder.secret("tracker-token", token);
         }
-        builder
+        crate::world::notify::with_secrets(builder, &cfg.notify)
     }
 
     /// Reads CLAUDE.md: rates, redaction patterns and agent logins.
@@ -138,6 +139,10 @@ pub(crate) struct Ctx<'c, 'w> {
     /// Posted gates whose answer came before this tick, not yet asked
     /// again (docs/src/gates-away.md).
     pub answered_away: Vec<String>,
+    /// Notifications queued for this tick's delivery ([`Ctx::deliver`]).
+    pub notices: Vec<Notice>,
+    /// This tick delivered its notifications (once a tick at most).
+    pub delivered: bool,
 }
 
 impl<'c, 'w> Ctx<'c, 'w> {
@@ -172,6 +177,8 @@ impl<'c, 'w> Ctx<'c, 'w> {
             claim_log: Default::default(),
             window_log: None,
             answered_away: Vec::new(),
+            notices: Vec::new(),
+            delivered: false,
         }
     }
 
@@ -185,6 +192,74 @@ impl<'c, 'w> Ctx<'c, 'w> {
         let line = self.inputs.redactor.apply(&line.into());
         let _ = writeln!(self.report, "{line}");
         self.notes.push(line);
+    }
+
+    /// Queues `notice` for this tick's delivery, when the person gave
+    /// notification URLs (docs/src/notifications.md).
+    pub fn notify(&mut self, notice: Notice) {
+        if self.cfg.loop_mode && !self.cfg.notify.is_empty() {
+            self.notices.push(notice);
+        }
+    }
+
+    /// Delivers this tick's notifications, once: the ones kept from
+    /// earlier ticks are retried once, the queued ones sent, all within
+    /// [`notify::TICK_LIMIT`]; what failed is kept for the next tick and
+    /// said in a note. Never fails the tick. Returns what the history
+    /// line records (`notifications`), when anything was sent.
+    pub fn deliver(&mut self) -> Option<NotificationsLine> {
+        if self.delivered || !self.cfg.loop_mode || self.cfg.notify.is_empty() {
+            return None;
+        }
+        self.delivered = true;
+        let targets: Vec<Target> = self
+            .cfg
+            .notify
+            .iter()
+            .filter_map(|u| Target::parse(u).ok())
+            .collect();
+        let path = notify::pending_path(&self.paths.dir, self.cfg.skill.as_str());
+        if !self.notices.is_empty() {
+            let _ = crate::state::files::ensure_state_dir(&self.paths.dir);
+        }
+        let notices = std::mem::take(&mut self.notices);
+        let delivery = Outbox {
+            targets: &targets,
+            path: path.clone(),
+            redactor: &self.inputs.redactor,
+            limit: notify::TICK_LIMIT,
+        }
+        .deliver(&notices, &clock::format(self.now()));
+        let kept = self.rel(&path);
+        for (event, f) in &delivery.failures {
+            self.note(format!(
+                "warning: the {event} notification to {} failed: {}; kept in {kept} for the next tick (the tick goes on)",
+                f.shown, f.detail
+            ));
+        }
+        for event in &delivery.given_up {
+            self.note(format!(
+                "warning: gave up the {event} notification after {} ticks without delivery",
+                notify::MAX_TICKS
+            ));
+        }
+        if let Some(e) = &delivery.file_error {
+            self.note(format!("warning: {e}"));
+        }
+        (delivery.sent > 0).then(|| NotificationsLine {
+            sent: delivery.sent as u64,
+            delivered: delivery.delivered as u64,
+            failed: delivery
+                .failures
+                .iter()
+                .map(|(event, f)| NotificationFailure {
+                    event: event.clone(),
+                    target: f.shown.clone(),
+                    detail: f.detail.clone(),
+                })
+                .collect(),
+            kept: delivery.kept as u64,
+        })
     }
 
     /// The progress events of `exchange`, saying how many lines of the

@@ -276,6 +276,9 @@ fn drive(
             session::end_tick(&mut ctx, input).map(Produced::Concluded)
         }
     };
+    if retries_notices(&produced) {
+        ctx.deliver();
+    }
     let notes = std::mem::take(&mut ctx.notes);
     let gates = std::mem::take(&mut ctx.gates);
     drop(ctx);
@@ -290,6 +293,17 @@ fn drive(
             TickResult { code, summary }
         }
         Err(f) => report_failure(cfg, &mut **out, &mut **err, phase, f),
+    }
+}
+
+/// Whether a tick that delivered nothing yet retries the notifications
+/// kept from earlier ticks: not one that skipped for the lock (the holder
+/// delivers), nor one that failed.
+fn retries_notices(produced: &Result<Produced, Failure>) -> bool {
+    match produced {
+        Ok(Produced::Concluded(c)) => c.outcome != Outcome::SkippedLock || c.skipped_for_claims,
+        Ok(Produced::Opened(_) | Produced::Waiting(_) | Produced::AwaitingPerson(_)) => true,
+        Err(_) => false,
     }
 }
 
@@ -642,6 +656,7 @@ fn run_spec(ctx: &Ctx<'_, '_>, dollars_left: Option<f64>) -> RunSpec {
         command: ctx.cfg.skill_cmd.clone(),
         cwd: ctx.cfg.root.clone(),
         env: tracker_env(ctx.cfg),
+        env_removed: ctx.cfg.notify_vars.clone(),
         stall_timeout: ctx.cfg.stall_timeout,
         drain_timeout: ctx.cfg.drain_timeout,
         stop_file: ctx.paths.stop_request(),

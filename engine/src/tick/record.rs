@@ -8,13 +8,14 @@ use jiff::Timestamp;
 use super::Failure;
 use super::ctx::Ctx;
 use crate::os::clock;
-use crate::rules::stop::{Fired, StopCause};
+use crate::rules::stop::{self, Fired, StopCause};
 use crate::state::budget::{Budget, RunStop};
 use crate::state::history::{
     self, ActiveWorktree, BudgetSnapshot, Chain, FailureRecord, GateRecord, HistoryLine, Outcome,
     TickRecord, TrackedPr,
 };
 use crate::state::paths::Skill;
+use crate::world::notify::{Notice, RunStopped};
 
 /// Per-iteration deltas recorded on the line.
 #[derive(Debug, Default, Clone)]
@@ -155,6 +156,9 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
         line.extra.insert("claims".into(), claims);
     }
     line.usage_windows = ctx.window_log.take();
+    if lock_held {
+        line.notifications = ctx.deliver();
+    }
     // Everything on the line is redacted: root causes and summaries quote
     // what skills and trackers said.
     let line = ctx.redacted(line);
@@ -199,7 +203,7 @@ pub(crate) fn append(ctx: &mut Ctx<'_, '_>, r: Record<'_>) -> Result<(), Failure
 /// its stop and leaves `stopped` (cause and iteration of the run's end)
 /// as it was.
 pub(crate) fn finish_budget(
-    ctx: &Ctx<'_, '_>,
+    ctx: &mut Ctx<'_, '_>,
     budget: &mut Budget,
     iteration: u64,
     started: Timestamp,
@@ -229,7 +233,36 @@ pub(crate) fn finish_budget(
                 None
             },
         });
+        ctx.notify(run_stopped(ctx.cfg.skill, f, budget));
     }
+}
+
+/// The notification of a run's end: its stop condition and the final
+/// report's figures.
+fn run_stopped(skill: Skill, fired: &Fired, b: &Budget) -> Notice {
+    let mut figures = vec![
+        format!("Iterations: {}/{}", b.iterations_used, b.max_iterations),
+        format!("PRs touched: {}/{}", b.prs_touched.len(), b.max_prs),
+        format!("Minutes: {}/{}", b.minutes_elapsed, b.max_minutes),
+    ];
+    figures.push(if b.max_dollars > 0.0 {
+        format!(
+            "Dollars: {}/{}",
+            stop::dollars(b.dollars_estimate),
+            stop::dollars(b.max_dollars)
+        )
+    } else {
+        format!(
+            "Dollars: {} (no cost ceiling)",
+            stop::dollars(b.dollars_estimate)
+        )
+    });
+    Notice::RunStopped(RunStopped {
+        skill: skill.as_str().to_owned(),
+        cause: fired.cause.name().to_owned(),
+        message: fired.message.clone(),
+        figures,
+    })
 }
 
 /// Rewrites budget.json (the checkpoint after the history line).

@@ -24,6 +24,7 @@ use crate::state::protocol::SkillResult;
 use crate::state::windows::{
     Recorded, Wait, Window, WindowLine, WindowsLine, WindowsReport, WindowsState,
 };
+use crate::world::notify::{Notice, WindowWaits};
 
 /// A tick that waits for a window's reset.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,9 +111,21 @@ pub(crate) fn waiting(ctx: &mut Ctx<'_, '_>, driver: Driver) -> Result<Option<Wa
         };
         state.wait = Some(wait.clone());
         save(ctx, &state)?;
+        ctx.notify(window_waits(ctx, &wait));
         return show_wait(ctx, wait).map(Some);
     }
     Ok(None)
+}
+
+/// The notification of a wait that begins (once: the ticks that find it
+/// running tell nobody again).
+fn window_waits(ctx: &Ctx<'_, '_>, wait: &Wait) -> Notice {
+    Notice::WindowWaits(WindowWaits {
+        skill: ctx.cfg.skill.as_str().to_owned(),
+        window: wait.window.noun().to_owned(),
+        reason: wait.reason.clone(),
+        until: wait.until.clone(),
+    })
 }
 
 /// The note and status block of a tick that waits: the iteration it
@@ -218,6 +231,7 @@ pub(crate) fn after_work(
                 rules::reset_time(now, wait.until().unwrap_or(now))
             ));
             line.wait = Some(wait.clone());
+            ctx.notify(window_waits(ctx, &wait));
             state.wait = Some(wait);
         }
         Next::Stop(fired) => after.fired = Some(fired),

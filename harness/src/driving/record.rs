@@ -126,6 +126,9 @@ pub struct RunRecord {
     pub machines: Vec<MachineRecord>,
     /// The pull requests on the tracker at the end of the run.
     pub pulls: Vec<PullRecord>,
+    /// Every request the notification receiver was sent (`world.notify`),
+    /// in order.
+    pub notifications: Vec<sdd_mocks::notify::Received>,
 }
 
 impl RunRecord {

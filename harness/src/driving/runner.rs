@@ -176,6 +176,11 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         aborted,
         machines: captured,
         pulls: pulls(&sandbox),
+        notifications: sandbox
+            .notify
+            .as_ref()
+            .map(|r| r.received())
+            .unwrap_or_default(),
     };
     let redactor = Redactor::new(
         &sandbox.root,
@@ -183,7 +188,8 @@ pub fn run(case: &Case, opts: &Options) -> Result<CaseRun, HarnessError> {
         &opts.workspace,
         sandbox.tracker.address().port(),
     )
-    .dead_endpoint(&sandbox.dead_url);
+    .dead_endpoint(&sandbox.dead_url)
+    .notify_receiver(sandbox.notify.as_ref().map(|r| r.uri()).as_deref());
     drop(reaper);
     phases.capture = lap.lap();
     // Not kept, the sandbox is dropped with the closure: the tracker stops

@@ -30,6 +30,9 @@ use crate::world::spawn::{self, Invocation, Ran};
 /// How long the engine's `--lock=wait` polls sleep, in milliseconds.
 const POLL_MS: &str = "10";
 
+/// The topic the notification receiver is given as, after its address.
+pub const NOTIFY_TOPIC: &str = "sdd-evals-topic";
+
 /// How long a real agent's processes may take to end once its engine was
 /// killed (its guard stops them at once, SIGKILLs them 3 s later).
 const STRAYS_WITHIN: Duration = Duration::from_secs(10);
@@ -162,7 +165,8 @@ impl<'a> Tick<'a> {
     /// The environment every process of a tick gets (nothing is
     /// inherited): the sandbox's PATH, HOME and TMPDIR, the frozen and
     /// simulated clock, the tracker, the fake skill's script and mock qmd,
-    /// and the case's marker.
+    /// the notification receiver's topic URL (`world.notify`), and the
+    /// case's marker.
     pub fn env(&self) -> Env {
         let TickRun { sandbox, opts, .. } = self.run;
         let script = &self.prepared.script;
@@ -209,6 +213,12 @@ impl<'a> Tick<'a> {
             var("MOCK_QMD_STATE", &sandbox.qmd_state),
             var("MOCK_QMD_FIXTURES", &opts.fixtures.qmd()),
         ];
+        if let Some(receiver) = &sandbox.notify {
+            env.push(var(
+                "SDD_LOOP_NOTIFY",
+                &format!("{}/{NOTIFY_TOPIC}", receiver.uri()),
+            ));
+        }
         if let Some(m) = machine {
             // A claim names its holder's machine: each machine its own.
             env.push(var("SDD_LOOP_HOST", &m.name));

@@ -18,8 +18,8 @@ use super::status_layout;
 use crate::driving::record::RunRecord;
 use crate::loading::check::{
     BudgetField, Check, Comparison, ExitCheck, GateCheck, GatesInOrder, HistoryField, ModelRequest,
-    ModelRequests, ModelTotals, OutcomeCheck, PullRequests, RepoFileContains, SkillDocs, Stream,
-    TextCheck, TickRef, TrackerRequests,
+    ModelRequests, ModelTotals, Notifications, OutcomeCheck, PullRequests, RepoFileContains,
+    SkillDocs, Stream, TextCheck, TickRef, TrackerRequests,
 };
 use crate::loading::names::NO_STOP;
 
@@ -204,6 +204,7 @@ pub fn judge(check: &Check, run: &RunRecord) -> (bool, String) {
         Check::ModelRequests(c) => model_requests(run, c),
         Check::ModelTotals(c) => model_totals(run, c),
         Check::TrackerRequests(c) => tracker_requests(run, c),
+        Check::Notifications(c) => notifications(run, c),
         Check::PullRequests(c) => pull_requests(run, c),
     }
 }
@@ -475,6 +476,34 @@ fn tracker_requests(run: &RunRecord, c: &TrackerRequests) -> (bool, String) {
             c.path
         ),
     )
+}
+
+fn notifications(run: &RunRecord, c: &Notifications) -> (bool, String) {
+    let texts: Vec<String> = run.notifications.iter().map(|r| r.text()).collect();
+    let mut passed = true;
+    let mut evidence = Vec::new();
+    if let Some(is) = &c.is {
+        let (ok, seen) = compare(is, Some(&Value::from(texts.len())), &Value::Null);
+        passed &= ok;
+        evidence.push(format!("notifications received: {seen}"));
+    }
+    for want in &c.contains {
+        let found = texts.iter().position(|t| t.contains(want.as_str()));
+        passed &= found.is_some();
+        evidence.push(match found {
+            Some(i) => format!("{want:?} in notification {}", i + 1),
+            None => format!("{want:?} in no notification"),
+        });
+    }
+    for unwanted in &c.not_contains {
+        let found = texts.iter().position(|t| t.contains(unwanted.as_str()));
+        passed &= found.is_none();
+        evidence.push(match found {
+            Some(i) => format!("{unwanted:?} in notification {}: {}", i + 1, texts[i]),
+            None => format!("{unwanted:?} in none of {}", texts.len()),
+        });
+    }
+    (passed, evidence.join("; "))
 }
 
 fn pull_requests(run: &RunRecord, c: &PullRequests) -> (bool, String) {

@@ -277,6 +277,34 @@ pub struct World {
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub start: Option<Spanned<String>>,
+    /// A notification receiver on 127.0.0.1, given to every tick as
+    /// `SDD_LOOP_NOTIFY` (an ntfy-style topic URL): `{}` answers 204,
+    /// `{fail: 500}` that status, `{hang: true}` never.
+    #[serde(default)]
+    pub notify: Option<NotifySpec>,
+}
+
+/// How the notification receiver answers.
+#[derive(Debug, Default, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotifySpec {
+    /// Answer every POST with this HTTP status (e.g. 500).
+    #[serde(default)]
+    pub fail: Option<u16>,
+    /// Never answer: the engine's own time limit must end each POST.
+    #[serde(default)]
+    pub hang: bool,
+}
+
+impl NotifySpec {
+    /// The receiver's answer.
+    pub fn answer(self) -> sdd_mocks::notify::Answer {
+        match (self.hang, self.fail) {
+            (true, _) => sdd_mocks::notify::Answer::Hang,
+            (false, Some(status)) => sdd_mocks::notify::Answer::Status(status),
+            (false, None) => sdd_mocks::notify::Answer::Accept,
+        }
+    }
 }
 
 /// One simulated machine.

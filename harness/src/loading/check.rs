@@ -62,6 +62,9 @@ pub enum Check {
     RepoFileContains(RepoFileContains),
     /// How many requests the mock tracker answered on a route.
     TrackerRequests(TrackerRequests),
+    /// What the notification receiver (`world.notify`) was sent: how many
+    /// POSTs, texts one of them holds (headers or body), texts none holds.
+    Notifications(Notifications),
     /// How many pull requests the tracker holds at the end of the run (of
     /// every machine: the tracker is shared), or how many of them close
     /// issue N (`Closes #N` in the body).
@@ -231,6 +234,20 @@ pub struct TrackerRequests {
     pub path: String,
     /// Compared with the number of matching requests.
     pub is: Comparison,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Notifications {
+    /// Compared with the number of requests received [default: not compared].
+    #[serde(default)]
+    pub is: Option<Comparison>,
+    /// Each text is in some request (a header's value or the body).
+    #[serde(default)]
+    pub contains: Vec<String>,
+    /// No request holds any of these texts.
+    #[serde(default)]
+    pub not_contains: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -701,6 +701,15 @@ impl Checker<'_> {
             }
             Check::RepoFileContains(c) => self.relative(&c.path, "the repository"),
             Check::TrackerRequests(c) => self.comparison(&c.is, None),
+            Check::Notifications(c) => match &c.is {
+                Some(is) => self.comparison(is, None),
+                None if c.contains.is_empty() && c.not_contains.is_empty() => Err(self.at(
+                    self.ticks_at,
+                    "`notifications` checks nothing".to_owned(),
+                    format!("give it `is`, `contains` or `not_contains` ({FORMAT_HELP})"),
+                )),
+                None => Ok(()),
+            },
             Check::PullRequests(c) => self.comparison(&c.is, None),
             Check::ModelRequest(_) | Check::ModelRequests(_) | Check::ModelTotals(_)
                 if self.driver.real_cli().is_none() =>

@@ -7,7 +7,8 @@
 //! - the sandbox directory → `[ROOT]`, the workspace → `[WORKSPACE]`, and
 //!   the sandbox project's Claude Code folder name (its path with every
 //!   non-alphanumeric character turned into `-`) → `[PROJECT-SLUG]`;
-//! - the mock tracker's port → `[PORT]`, and the loopback address a
+//! - the mock tracker's port → `[PORT]`, the notification receiver's
+//!   (`world.notify`) → `[NOTIFY-PORT]`, and the loopback address a
 //!   partitioned machine is pointed at → `[DEAD-ENDPOINT]`;
 //! - a real Claude Code session's id (the name of its transcript under
 //!   `[ROOT]/claude-config/projects/`) → `[SESSION-1]`, `[SESSION-2]`, …
@@ -168,6 +169,25 @@ impl Redactor {
         {
             self.rules.insert(0, (curl, "[DEAD-ENDPOINT]".to_owned()));
         }
+        self
+    }
+
+    /// Also redacts the notification receiver's port (`uri` is
+    /// `http://127.0.0.1:PORT`, when the case has one) as `[NOTIFY-PORT]`.
+    pub fn notify_receiver(mut self, uri: Option<&str>) -> Self {
+        let Some(port) = uri
+            .and_then(|u| u.rsplit_once(':'))
+            .and_then(|(_, p)| p.parse::<u16>().ok())
+        else {
+            return self;
+        };
+        self.rules.insert(
+            0,
+            (
+                Regex::new(&format!(r"\b127\.0\.0\.1:{port}\b")).expect("valid pattern"),
+                "127.0.0.1:[NOTIFY-PORT]".to_owned(),
+            ),
+        );
         self
     }
 

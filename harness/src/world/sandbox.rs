@@ -27,7 +27,9 @@
 //! on 127.0.0.1 with its log in `[ROOT]/model.log` ([`CaseModel`]).
 //!
 //! plus the mock tracker on 127.0.0.1, bound to the origin so pull
-//! requests' heads are live; it stops when the sandbox is dropped. The
+//! requests' heads are live, and with `world.notify` a notification
+//! receiver on 127.0.0.1 (`sdd_mocks::notify`); they stop when the
+//! sandbox is dropped. The
 //! directory is removed on drop unless it is kept for debugging.
 //!
 //! Where the sandboxes go is the caller's choice; [`ram_dir`] offers a RAM
@@ -95,6 +97,8 @@ pub struct Sandbox {
     /// Where a partitioned machine's origin and tracker point: a loopback
     /// port nobody listens on.
     pub dead_url: String,
+    /// The notification receiver (`world.notify`; stops with the sandbox).
+    pub notify: Option<sdd_mocks::notify::Receiver>,
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
@@ -387,6 +391,11 @@ impl Sandbox {
             confinement,
             machines: Vec::new(),
             dead_url: String::new(),
+            notify: world_spec
+                .notify
+                .map(|n| sdd_mocks::notify::Receiver::start(n.answer()))
+                .transpose()
+                .map_err(io("start the notification receiver"))?,
         };
         if let Some(text) = claude_md {
             sandbox.write_file("CLAUDE.md", &text)?;
@@ -475,10 +484,12 @@ impl Sandbox {
             dir,
             tracker,
             model,
+            notify,
             ..
         } = self;
         drop(tracker);
         drop(model);
+        drop(notify);
         let _ = dir.into_persistent();
         root
     }

@@ -23,7 +23,8 @@ pub use log::{
 };
 pub use schema::{
     ActiveWorktree, AnsweredBy, Autofix, BudgetSnapshot, Chain, FailureRecord, GateRecord,
-    HistoryLine, Outcome, PrState, TickRecord, TrackedPr, parse_line,
+    HistoryLine, NotificationFailure, NotificationsLine, Outcome, PrState, TickRecord, TrackedPr,
+    parse_line,
 };
 
 #[cfg(test)]

@@ -285,8 +285,35 @@ pub struct HistoryLine {
     /// only on lines of a loop that reads the windows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_windows: Option<crate::state::windows::WindowsLine>,
+    /// What the tick's notifications did (docs/src/notifications.md);
+    /// only on lines of a tick that sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notifications: Option<NotificationsLine>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A history line's `notifications`: the POSTs a tick made (one per
+/// notice and URL, retries included), how many were delivered, each that
+/// failed, and how many notices are kept for the next tick. URLs are
+/// never recorded: a target is named by its format and `scheme://host`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NotificationsLine {
+    pub sent: u64,
+    pub delivered: u64,
+    pub failed: Vec<NotificationFailure>,
+    pub kept: u64,
+}
+
+/// One notification that was not delivered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NotificationFailure {
+    /// `gate-posted`, `run-stopped` or `window-waits`.
+    pub event: String,
+    /// The target's format and `scheme://host/…`.
+    pub target: String,
+    /// Why: `HTTP 500: …`, `no answer within …`, `unreachable: …`.
+    pub detail: String,
 }
 
 impl HistoryLine {
@@ -427,6 +454,7 @@ impl From<TickRecord> for HistoryLine {
             autofix_pr_invoked,
             autofix_pr_invocation_status: autofix_status,
             usage_windows: None,
+            notifications: None,
             extra: Map::new(),
         }
     }
