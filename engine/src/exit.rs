@@ -45,8 +45,7 @@ pub const CANT_WRITE: u8 = 73;
 /// The table printed at the end of `--help`.
 pub const HELP_TABLE: &str = "\
 Exit status:
-  0   tick done, the loop continues (a tick waiting for a usage window's reset, or with
-      --unattended for a person's reply to a gate posted on the tracker, too)
+  0   tick done, the loop continues (a tick waiting for a usage window's reset, or for a reply to a posted gate, too)
   3   loop ended (a stop condition fired; final report printed)
   4   a gate needs an answer and none could be had (nothing was changed)
   5   begin: nothing to do this tick (lock held elsewhere, or nothing selected)
