@@ -28,6 +28,32 @@ pub const DEFAULT_MAX_AGENTS: u64 = 4;
 pub const DEFAULT_STALL_SECS: u64 = 1200;
 pub const DEFAULT_DRAIN_SECS: u64 = 60;
 pub const DEFAULT_LOCK_POLL_MS: u64 = 5000;
+/// How long a posted gate waits for a person (a day).
+pub const DEFAULT_GATE_DEADLINE_SECS: u64 = 24 * 60 * 60;
+
+/// `--gate-deadline`: a whole number with a unit, `s`, `m`, `h` or `d`.
+pub fn parse_deadline(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 90m, 24h or 2d"))?;
+    let unit_secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("`{text}` needs a unit: s, m, h or d (e.g. 24h)")),
+    };
+    match n.checked_mul(unit_secs) {
+        Some(secs) if secs > 0 => Ok(Duration::from_secs(secs)),
+        _ => Err(format!("`{text}` is not a positive duration")),
+    }
+}
+
 pub const DEFAULT_TRACKER_URL: &str = "https://api.github.com";
 /// Longest one tracker request may take, from connecting to the last byte
 /// of the response (`--tracker-timeout`). A page of 100 issues from the
@@ -107,6 +133,12 @@ pub struct TickConfig {
     pub skill_cmd: String,
     pub answers: Vec<AnswerFlag>,
     pub answers_file: Option<PathBuf>,
+    /// Nobody is at this loop: an unanswered gate is posted on the tracker
+    /// and the tick waits (`--unattended`; docs/src/gates-away.md).
+    pub unattended: bool,
+    /// How long a posted gate waits before its conservative option is
+    /// taken (`--gate-deadline`).
+    pub gate_deadline: Duration,
     pub json: bool,
     /// `owner/name` on the tracker, when known.
     pub repository: Option<String>,
@@ -168,6 +200,8 @@ impl TickConfig {
             skill_cmd: skill_cmd.into(),
             answers: Vec::new(),
             answers_file: None,
+            unattended: false,
+            gate_deadline: Duration::from_secs(DEFAULT_GATE_DEADLINE_SECS),
             json: false,
             repository: None,
             tracker_url: None,

@@ -9,7 +9,9 @@
 
 /// The tick finished; the loop continues. A tick that waits for a usage
 /// window's reset exits here too: it did nothing, and the shell loop's
-/// next tick after the reset goes on (docs/src/usage-windows.md).
+/// next tick after the reset goes on (docs/src/usage-windows.md). So does
+/// an `--unattended` tick that posted a gate on the tracker or waits for
+/// a person's reply to one (docs/src/gates-away.md).
 pub const TICK_DONE: u8 = 0;
 /// The loop ended (a stop condition fired; the final report was printed).
 pub const LOOP_ENDED: u8 = 3;
@@ -43,7 +45,7 @@ pub const CANT_WRITE: u8 = 73;
 /// The table printed at the end of `--help`.
 pub const HELP_TABLE: &str = "\
 Exit status:
-  0   tick done, the loop continues (a tick waiting for a usage window's reset too)
+  0   tick done, the loop continues (a tick waiting for a usage window's reset, or for a reply to a posted gate, too)
   3   loop ended (a stop condition fired; final report printed)
   4   a gate needs an answer and none could be had (nothing was changed)
   5   begin: nothing to do this tick (lock held elsewhere, or nothing selected)

@@ -866,6 +866,53 @@ fn on_native_windows_a_loop_prompt_is_blocked_with_wsl() {
 }
 
 #[test]
+fn doctor_checks_the_tokens_right_to_post_gates() {
+    let backlog = sdd_mocks::fixture::Backlog::parse(
+        std::path::Path::new("b.yaml"),
+        "repository: acme/app\nagent_logins: [sdd-worker]\nissues: []\n",
+    )
+    .unwrap();
+    let tracker = sdd_mocks::tracker::MockTracker::builder()
+        .backlog(backlog)
+        .token("doctor-token")
+        .start_blocking()
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let out = Command::new(engine())
+        .args(["doctor", "--json", "-C"])
+        .arg(project.path())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home.path())
+        .env("SDD_LOOP_REPO", "acme/app")
+        .env("SDD_LOOP_TRACKER_URL", tracker.uri())
+        .env("SDD_LOOP_TRACKER_TOKEN", "doctor-token")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gates: Vec<&Value> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["part"] == "gates")
+        .collect();
+    assert_eq!(gates.len(), 1, "{report}");
+    assert_eq!(gates[0]["verdict"], "ok", "{report}");
+    assert!(
+        gates[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the token acts as sdd-worker, with write access to acme/app"),
+        "{report}"
+    );
+    assert_eq!(
+        tracker.count("GET", "/repos/acme/app/collaborators/sdd-worker/permission"),
+        1
+    );
+}
+
+#[test]
 fn doctor_names_each_part_that_is_not_usable_and_what_to_do() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();

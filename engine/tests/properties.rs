@@ -460,6 +460,7 @@ mod history_lines {
                 question,
                 answer,
                 at,
+                answered_by: None,
                 extra,
             },
         )

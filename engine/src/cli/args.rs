@@ -46,6 +46,8 @@ Environment:
   SDD_LOOP_TRACKER_TOKEN   bearer token for the tracker, else GITHUB_TOKEN, else the token of a
                            logged-in gh (`gh auth token --hostname HOST`, asked once, 5 s at most);
                            never printed; a tick with none says which source was missing
+  SDD_LOOP_UNATTENDED      1: nobody is at this loop (same as --unattended): gates are posted on
+                           the tracker and the tick waits for a reply
   SDD_LOOP_TRACKER_TIMEOUT, SDD_LOOP_TRACKER_RETRY_BUDGET
                            tracker time limits in seconds (same as the flags)
   SDD_LOOP_NOTIFY          notification URLs (spaces or commas between them), added to --notify
@@ -253,6 +255,18 @@ pub struct TickArgs {
     /// A scripted user: YAML list of `{gate, answer, match?, iteration?}`.
     #[arg(long, value_name = "FILE")]
     pub answers: Option<PathBuf>,
+    /// Nobody is at this loop: a gate that --answer, --answers and a
+    /// terminal do not answer is posted on the tracker (on the issue or PR
+    /// it concerns, else on the loop's dashboard issue) and the tick waits
+    /// for a person's reply, exiting 0 (docs/src/gates-away.md)
+    /// [env: SDD_LOOP_UNATTENDED=1]
+    #[arg(long)]
+    pub unattended: bool,
+    /// How long a posted gate waits for its answer: past it, the gate's
+    /// conservative option is taken and said where it was asked (`90m`,
+    /// `24h`, `2d`) [default: 24h]
+    #[arg(long, value_name = "DURATION", value_parser = crate::config::parse_deadline)]
+    pub gate_deadline: Option<std::time::Duration>,
     #[command(flatten)]
     pub common: CommonArgs,
     /// Most issues (work) or PRs (review) dispatched in one tick.

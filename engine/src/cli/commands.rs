@@ -52,6 +52,24 @@ impl Tracker for NoTracker {
     fn login(&self) -> Result<String, TrackerError> {
         Err(TrackerError::NotConfigured)
     }
+    fn post_comment(&self, _: u64, _: &str) -> Result<tracker::Posted, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn replies(&self, _: u64, _: jiff::Timestamp) -> Result<Vec<tracker::Reply>, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn permission(&self, _: &str) -> Result<String, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn find_issue(&self, _: &str, _: &str) -> Result<Option<u64>, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn open_issue(&self, _: &str, _: &str, _: &[&str]) -> Result<tracker::Posted, TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
+    fn edit_issue_body(&self, _: u64, _: &str) -> Result<(), TrackerError> {
+        Err(TrackerError::NotConfigured)
+    }
 }
 
 /// A tick's configuration and the world it runs in, from flags and env.

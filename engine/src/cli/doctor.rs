@@ -390,17 +390,52 @@ fn tracker_check(inputs: &Inputs<'_>) -> Vec<Check> {
             Some(e.help().to_owned()),
         )),
     }
-    if token.is_some()
-        && let Err(e) = client.login()
-    {
-        checks.push(check(
-            "tracker",
-            Verdict::Fix,
-            format!("the token is not accepted by {url}: {e}"),
-            Some(replace_token(found.as_ref().ok().map(|t| &t.source))),
-        ));
+    if token.is_some() {
+        match client.login() {
+            Err(e) => checks.push(check(
+                "tracker",
+                Verdict::Fix,
+                format!("the token is not accepted by {url}: {e}"),
+                Some(replace_token(found.as_ref().ok().map(|t| &t.source))),
+            )),
+            Ok(login) => checks.push(gates_check(&client, &repo, &login)),
+        }
     }
     checks
+}
+
+/// Whether gates can be posted on the tracker (`--unattended`,
+/// docs/src/gates-away.md): the token's identity may comment on the
+/// repository's issues.
+fn gates_check(client: &HttpTracker, repo: &str, login: &str) -> Check {
+    match client.permission(login) {
+        Ok(p) if p != "none" => check(
+            "gates",
+            Verdict::Ok,
+            format!(
+                "the token acts as {login}, with {p} access to {repo}: an unattended loop (--unattended) can post its gates there; replies by {login} never answer them"
+            ),
+            None,
+        ),
+        Ok(p) => check(
+            "gates",
+            Verdict::Fix,
+            format!(
+                "the token acts as {login}, with {p} access to {repo}: an unattended loop cannot post its gates there"
+            ),
+            Some(format!(
+                "give {login} at least read access to {repo} (commenting on issues), or use a token of an account that has it"
+            )),
+        ),
+        Err(e) => check(
+            "gates",
+            Verdict::Fix,
+            format!(
+                "{login}'s access to {repo} cannot be read, so whether gates can be posted is unknown: {e}"
+            ),
+            Some(e.help().to_owned()),
+        ),
+    }
 }
 
 /// How to replace a refused token: where it came from, which wins over

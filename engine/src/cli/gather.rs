@@ -285,6 +285,11 @@ pub(super) fn gather(
     cfg.agent = request.agent.map(|k| k.program().to_owned());
     if let Some(args) = request.args {
         apply_tick_flags(&mut cfg, args, request.cwd);
+        cfg.unattended = args.unattended
+            || matches!(
+                vars.get("SDD_LOOP_UNATTENDED").map(|v| v.trim()),
+                Some("1" | "true" | "yes")
+            );
     }
     Ok(Gathered {
         cfg,
@@ -629,6 +634,9 @@ fn apply_tick_flags(cfg: &mut TickConfig, args: &TickArgs, cwd: &Path) {
     cfg.dry_run = args.dry_run;
     cfg.answers = args.answer.clone();
     cfg.answers_file = args.answers.as_ref().map(|p| cwd.join(p));
+    if let Some(deadline) = args.gate_deadline {
+        cfg.gate_deadline = deadline;
+    }
     cfg.max_agents = args.max_agents.max(1);
     cfg.stall_timeout = Duration::from_secs(args.stall_timeout.max(1));
     cfg.drain_timeout = Duration::from_secs(args.drain_timeout);

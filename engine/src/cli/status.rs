@@ -34,6 +34,7 @@ use crate::state::history::{self, HistoryLine};
 use crate::state::journal::Journal;
 use crate::state::lock;
 use crate::state::paths::{Skill, StatePaths};
+use crate::state::pending::PendingGates;
 use crate::state::reconcile::{self, State};
 use crate::state::windows::{Window, WindowsState};
 use crate::tick::report;
@@ -237,6 +238,8 @@ struct Status {
     last: Option<HistoryLine>,
     torn: Option<usize>,
     inflight: Option<InFlight>,
+    /// The gates posted on the tracker that wait for a person.
+    pending: PendingGates,
 }
 
 /// The fields of budget.json history restored, from its line of
@@ -319,6 +322,8 @@ fn gather(
     let windows = WindowsState::load(&paths.windows())
         .ok()
         .filter(|w| *w != WindowsState::default());
+    let pending =
+        PendingGates::load(&paths.gates()).map_err(|e| (exit::DATA, e.to_string(), e.help()))?;
     Ok(Status {
         claims: None,
         windows,
@@ -331,6 +336,7 @@ fn gather(
         last: tail.last().cloned(),
         torn: tail.torn.map(|t| t.bytes.len()),
         inflight,
+        pending,
     })
 }
 
@@ -532,6 +538,24 @@ impl Status {
         if let Some(w) = &self.windows {
             s.push_str(&windows_text(w, self.now));
         }
+        for g in &self.pending.gates {
+            s.push_str(&format!(
+                "Waiting for a person: gate {} ({}) — {} — posted at {}; reply `{}`, by {}\n",
+                g.gate,
+                g.id,
+                g.question,
+                g.url,
+                crate::rules::replies::answer_text(
+                    &g.id,
+                    &format!(
+                        "<{}>",
+                        crate::rules::gates::GateName::from_name(&g.gate)
+                            .map_or_else(|| "option".to_owned(), |n| n.options().join("|"))
+                    )
+                ),
+                clock::format(g.deadline)
+            ));
+        }
         let files: Vec<String> = [paths.budget().to_path_buf(), paths.history()]
             .into_iter()
             .filter(|p| p.exists())
@@ -550,6 +574,18 @@ impl Status {
 
     fn json(&self, root: &Path, paths: &StatePaths) -> serde_json::Value {
         let mut v = self.json_without_windows(root, paths);
+        if !self.pending.gates.is_empty() {
+            v["waiting_for_person"] = json!(
+                self.pending
+                    .gates
+                    .iter()
+                    .map(|g| json!({
+                        "gate": g.gate, "id": g.id, "question": g.question, "url": g.url,
+                        "posted_on": g.posted_on, "deadline": clock::format(g.deadline),
+                    }))
+                    .collect::<Vec<_>>()
+            );
+        }
         if let Some(w) = &self.windows {
             v["usage_windows"] = json!({
                 "five_hour": w.five_hour.as_ref().map(|r| json!({"used_percent": r.used_at(self.now), "resets_at": r.resets_at, "read_at": r.read_at})),
@@ -652,6 +688,30 @@ mod tests {
         assert_eq!(
             v["usage_windows"]["waiting"]["until"],
             "2026-05-09T19:00:00Z"
+        );
+    }
+
+    #[test]
+    fn gates_posted_on_the_tracker_are_listed_with_their_links() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(tmp.path(), Skill::Work, None);
+        std::fs::create_dir_all(&paths.dir).unwrap();
+        std::fs::write(
+            paths.gates(),
+            r#"{"gates":[{"id":"g-0000abcd","gate":"budget-escalation","question":"Approaching minutes (16/20). Continue, raise ceiling, or stop?","subject":null,"posted_on":6,"comment_id":9,"url":"https://github.com/acme/app/issues/6#issuecomment-9","posted_at":"2026-05-09T14:16:00Z","deadline":"2026-05-10T14:16:00Z"}]}"#,
+        )
+        .unwrap();
+        let (code, out, _) = status(tmp.path(), false);
+        assert_eq!(code, 0);
+        assert!(
+            out.contains("Waiting for a person: gate budget-escalation (g-0000abcd) — Approaching minutes (16/20). Continue, raise ceiling, or stop? — posted at https://github.com/acme/app/issues/6#issuecomment-9; reply `/answer g-0000abcd <continue|raise|stop>`, by 2026-05-10T14:16:00Z"),
+            "{out}"
+        );
+        let (_, json, _) = status(tmp.path(), true);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            v["waiting_for_person"][0]["url"],
+            "https://github.com/acme/app/issues/6#issuecomment-9"
         );
     }
 

@@ -265,8 +265,15 @@ fn decide(
                 return Answer::Context(rearm_only(tick, reason, &notes));
             }
             let _ = record(None, None).save(paths, redactor);
+            // A gate posted on the tracker: the tick waits and records
+            // nothing (docs/src/gates-away.md).
+            let recorded = if summary.get("waiting_for_person").is_some() {
+                "Nothing is recorded until a person answers"
+            } else {
+                "The tick is recorded"
+            };
             Answer::BlockPrompt(format!(
-                "sdd-loop: nothing to do this tick of the {skill} loop — {reason}. The tick is recorded; the model was not called.{notes}"
+                "sdd-loop: nothing to do this tick of the {skill} loop — {reason}. {recorded}; the model was not called.{notes}"
             ))
         }
         exit::LOOP_ENDED => {

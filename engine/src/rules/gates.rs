@@ -19,13 +19,13 @@ use std::fmt;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::state::budget::Dimension;
 use crate::yaml::{self, YamlError};
 
 /// The gates, in the order a tick asks them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GateName {
     ForceUnlock,
@@ -73,6 +73,20 @@ impl GateName {
         }
     }
 
+    /// The option taken when a posted gate's deadline passes with no
+    /// answer (docs/src/gates-away.md): the one that changes least — stop
+    /// where going on would spend or decide, skip or hold where the gate
+    /// concerns one target.
+    pub fn conservative(self) -> &'static str {
+        match self {
+            GateName::ForceUnlock => "no",
+            GateName::ResumeDivergence | GateName::RepeatedFailure => "skip",
+            GateName::AmbiguousCriteria => "skip",
+            GateName::PostFeedbackMerge => "hold",
+            GateName::BacklogDrift | GateName::BudgetEscalation => "stop",
+        }
+    }
+
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|g| g.name() == name)
     }
@@ -94,6 +108,17 @@ pub struct Question {
 impl Question {
     pub fn options(&self) -> &'static [&'static str] {
         self.gate.options()
+    }
+
+    /// The issue or PR the question concerns (the first `#N` in it), or
+    /// `None` for a run-wide gate (budgets, drift, the lock).
+    pub fn subject(&self) -> Option<u64> {
+        let at = self.text.find('#')?;
+        let digits: String = self.text[at + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
     }
 
     pub fn backlog_drift() -> Self {

@@ -6,7 +6,8 @@
 //! journal ([`journal`]); how far a loop got, kept out of the model's
 //! reach ([`witness`]) and the claims a clone left standing on the shared
 //! remote ([`standing`]); the account's usage windows and the wait
-//! for their reset ([`windows`]); the files a tick shares with its wrapped skill
+//! for their reset ([`windows`]); the gates posted on the tracker that wait
+//! for a person ([`pending`]); the files a tick shares with its wrapped skill
 //! ([`protocol`], [`exchange`]); and the JSON Schemas of them all
 //! ([`schema`]).
 
@@ -18,6 +19,7 @@ pub mod holder;
 pub mod journal;
 pub mod lock;
 pub mod paths;
+pub mod pending;
 pub mod protocol;
 pub mod reconcile;
 pub mod schema;

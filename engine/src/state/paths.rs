@@ -126,6 +126,12 @@ impl StatePaths {
         self.dir.join("windows.json")
     }
 
+    /// `{skill}.gates.json` — the gates posted on the tracker and waiting
+    /// for a person (docs/src/gates-away.md).
+    pub fn gates(&self) -> PathBuf {
+        self.file("gates.json")
+    }
+
     /// Per-tick exchange directory with the wrapped skill.
     pub fn exchange_dir(&self) -> PathBuf {
         self.file("exchange")

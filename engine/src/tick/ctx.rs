@@ -20,7 +20,7 @@ use crate::exit;
 use crate::os::clock::{self, Clock};
 use crate::os::liveness::ProcessProbe;
 use crate::rules::claude_md::ClaudeMd;
-use crate::rules::gates::{Answer, Answerer, GateError, Question};
+use crate::rules::gates::Answerer;
 use crate::rules::rates::RateTable;
 use crate::rules::redact::Redactor;
 use crate::rules::stop::Fired;
@@ -138,6 +138,9 @@ pub(crate) struct Ctx<'c, 'w> {
     pub window_log: Option<crate::state::windows::WindowsLine>,
     /// The status block's `Usage windows:` line for this tick.
     pub window_status: Option<String>,
+    /// Posted gates whose answer came before this tick, not yet asked
+    /// again (docs/src/gates-away.md).
+    pub answered_away: Vec<String>,
     /// Notifications queued for this tick's delivery ([`Ctx::deliver`]).
     pub notices: Vec<Notice>,
     /// This tick delivered its notifications (once a tick at most).
@@ -176,6 +179,7 @@ impl<'c, 'w> Ctx<'c, 'w> {
             claim_log: Default::default(),
             window_log: None,
             window_status: None,
+            answered_away: Vec::new(),
             notices: Vec::new(),
             delivered: false,
         }
@@ -286,40 +290,6 @@ impl<'c, 'w> Ctx<'c, 'w> {
     /// A path under the project, as the user sees it.
     pub fn rel(&self, p: &Path) -> String {
         rel(&self.cfg.root, p)
-    }
-
-    /// Asks one gate and records it (redacted) in this tick's `gates[]`.
-    pub fn ask(&mut self, question: Question) -> Result<Answer, Failure> {
-        match self.answerer.answer(&question) {
-            Ok(answer) => {
-                self.gates.push(GateRecord {
-                    name: question.gate.name().to_owned(),
-                    question: self.inputs.redactor.apply(&question.text),
-                    answer: self.inputs.redactor.apply(&answer.recorded()),
-                    at: clock::format(self.now()),
-                    extra: Default::default(),
-                });
-                Ok(answer)
-            }
-            Err(e) => {
-                let code = match &e {
-                    GateError::Unanswered { .. } => exit::NEEDS_ANSWER,
-                    GateError::BadAnswer { source_name, .. } if source_name == "--answer" => {
-                        exit::USAGE
-                    }
-                    GateError::BadAnswer { .. } => exit::DATA,
-                };
-                let help = e.help();
-                let mut message = e.to_string();
-                if code == exit::NEEDS_ANSWER {
-                    message.push_str(" — nothing was changed");
-                }
-                Err(Failure::new(code, message, help).with_question(match e {
-                    GateError::Unanswered { question } => Some(question),
-                    GateError::BadAnswer { .. } => None,
-                }))
-            }
-        }
     }
 
     /// Prints the status block, and the final report when the loop ended.

@@ -23,6 +23,9 @@ pub struct Failure {
     /// The gate that could not get an answer (exit 4): what `begin --json`
     /// hands the agent to ask the user.
     pub unanswered: Option<Question>,
+    /// Not a failure: the gate is posted on the tracker and the tick waits
+    /// for a person (docs/src/gates-away.md); nothing was changed.
+    pub awaiting: Option<Box<super::awaiting::AwaitingPerson>>,
 }
 
 impl Failure {
@@ -32,6 +35,7 @@ impl Failure {
             message: message.into(),
             help: help.into(),
             unanswered: None,
+            awaiting: None,
         }
     }
 

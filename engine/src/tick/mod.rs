@@ -43,6 +43,9 @@
 
 mod account;
 mod acquire;
+mod ask;
+mod awaiting;
+mod away;
 mod claim_log;
 mod claims;
 mod concluded;
@@ -164,18 +167,35 @@ enum Produced {
     Opened(Opened),
     /// Waiting for a usage window's reset: nothing was done.
     Waiting(windows::Waiting),
+    /// Waiting for a person's answer to a gate posted on the tracker:
+    /// nothing was done (docs/src/gates-away.md).
+    AwaitingPerson(away::AwaitingPerson),
 }
 
-/// `go`, unless the loop waits for a usage window's reset.
+/// `go`, unless the loop waits for a usage window's reset or for a
+/// person's answer to a posted gate.
 fn unless_waiting(
     ctx: &mut Ctx<'_, '_>,
     driver: Driver,
     go: impl FnOnce(&mut Ctx<'_, '_>) -> Result<Produced, Failure>,
 ) -> Result<Produced, Failure> {
-    match windows::waiting(ctx, driver)? {
-        Some(w) => Ok(Produced::Waiting(w)),
-        None => go(ctx),
+    if let Some(w) = windows::waiting(ctx, driver)? {
+        return Ok(Produced::Waiting(w));
     }
+    if let Some(a) = away::waiting(ctx)? {
+        away::show(ctx, &a)?;
+        return Ok(Produced::AwaitingPerson(a));
+    }
+    let produced = match go(ctx) {
+        Err(f) if f.awaiting.is_some() => {
+            let a = f.awaiting.expect("checked");
+            away::show(ctx, &a)?;
+            return Ok(Produced::AwaitingPerson(*a));
+        }
+        other => other?,
+    };
+    away::forget_unasked(ctx)?;
+    Ok(produced)
 }
 
 fn drive(
@@ -284,7 +304,7 @@ fn drive(
 fn retries_notices(produced: &Result<Produced, Failure>) -> bool {
     match produced {
         Ok(Produced::Concluded(c)) => c.outcome != Outcome::SkippedLock || c.skipped_for_claims,
-        Ok(Produced::Opened(_) | Produced::Waiting(_)) => true,
+        Ok(Produced::Opened(_) | Produced::Waiting(_) | Produced::AwaitingPerson(_)) => true,
         Err(_) => false,
     }
 }
@@ -358,6 +378,28 @@ fn summarise(
         .map(|g| json!({"name": g.name, "question": g.question, "answer": g.answer}))
         .collect();
     match produced {
+        Produced::AwaitingPerson(a) => {
+            let code = if phase == Phase::Begin {
+                exit::NOTHING_TO_DO
+            } else {
+                exit::TICK_DONE
+            };
+            let mut summary = json!({
+                "skill": cfg.skill.as_str(),
+                "outcome": "wait",
+                "exit_code": code,
+                "waiting_for_person": {"gate": a.gate.name(), "id": a.id, "url": a.url},
+                "gates": gates_json,
+                "notes": notes,
+            });
+            if phase == Phase::Begin {
+                summary["phase"] = json!("begin");
+                summary["outcome"] = json!("skip");
+                summary["reason"] =
+                    json!("a gate posted on the tracker waits for a person's answer");
+            }
+            (code, summary)
+        }
         Produced::Waiting(w) => {
             let code = if phase == Phase::Begin {
                 exit::NOTHING_TO_DO

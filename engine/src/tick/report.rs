@@ -477,6 +477,7 @@ mod tests {
                         .into(),
                     answer: "continue".into(),
                     at: "t".into(),
+                    answered_by: None,
                     extra: Default::default(),
                 },
             )],

@@ -103,8 +103,8 @@ pub(crate) fn plan(
     }))
 }
 
-/// The backlog: open issues, less those an open PR closes and those
-/// deferred.
+/// The backlog: open issues, less those an open PR closes, those
+/// deferred, and the loops' dashboard issues (docs/src/gates-away.md).
 fn discover(ctx: &Ctx<'_, '_>, run: &Loaded) -> Result<Backlog, Failure> {
     let deferred: BTreeSet<u64> = run
         .budget
@@ -112,7 +112,8 @@ fn discover(ctx: &Ctx<'_, '_>, run: &Loaded) -> Result<Backlog, Failure> {
         .iter()
         .filter_map(|t| t.trim_start_matches('#').parse().ok())
         .collect();
-    let issues = ctx.tracker.open_issues()?;
+    let mut issues = ctx.tracker.open_issues()?;
+    issues.retain(|i| !i.has_label(super::away::DASHBOARD_LABEL));
     let pulls = ctx.tracker.open_pulls()?;
     let linked: BTreeSet<u64> = pulls.iter().flat_map(Pull::closes).collect();
     Ok(Backlog::discover(issues, &linked, &deferred))

@@ -41,6 +41,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config;
+pub use crate::rules::replies::Reply;
 use crate::state::history::PrState;
 use crate::world::backlog::{self, Issue};
 
@@ -85,6 +86,16 @@ pub struct ReviewComment {
     pub author: String,
     pub body: String,
     pub in_reply_to: Option<u64>,
+}
+
+/// What the tracker made of a post: the issue it is on, its id (a
+/// comment's; an issue's number for a new issue), its address and time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Posted {
+    pub number: u64,
+    pub id: u64,
+    pub url: String,
+    pub created_at: jiff::Timestamp,
 }
 
 /// Why the tracker could not answer.
@@ -312,6 +323,20 @@ pub trait Tracker: fmt::Debug {
     /// The login the token acts as (`GET /user`): whose comments and
     /// merges a tick made when its work reports none itself.
     fn login(&self) -> Result<String, TrackerError>;
+    /// Posts a comment on an issue or PR and says where it landed.
+    fn post_comment(&self, number: u64, body: &str) -> Result<Posted, TrackerError>;
+    /// Conversation comments on an issue or PR updated at or after
+    /// `since` (GitHub's `since`: an edited older comment is listed too).
+    fn replies(&self, number: u64, since: jiff::Timestamp) -> Result<Vec<Reply>, TrackerError>;
+    /// `login`'s permission on the repository (`admin`, `write`, `read`,
+    /// `none`), from the collaborator-permission endpoint.
+    fn permission(&self, login: &str) -> Result<String, TrackerError>;
+    /// The open issue labelled `label` whose title is `title`, if any.
+    fn find_issue(&self, label: &str, title: &str) -> Result<Option<u64>, TrackerError>;
+    /// Opens an issue.
+    fn open_issue(&self, title: &str, body: &str, labels: &[&str]) -> Result<Posted, TrackerError>;
+    /// Replaces an issue's body.
+    fn edit_issue_body(&self, number: u64, body: &str) -> Result<(), TrackerError>;
 }
 
 /// Connection settings for [`HttpTracker`].
@@ -447,6 +472,31 @@ struct CommentJson {
     in_reply_to_id: Option<u64>,
 }
 
+#[derive(Deserialize)]
+struct ReplyJson {
+    id: u64,
+    #[serde(default)]
+    body: Option<String>,
+    user: Option<User>,
+    created_at: jiff::Timestamp,
+    updated_at: jiff::Timestamp,
+    html_url: String,
+}
+
+#[derive(Deserialize)]
+struct CreatedJson {
+    id: u64,
+    #[serde(default)]
+    number: Option<u64>,
+    html_url: String,
+    created_at: jiff::Timestamp,
+}
+
+#[derive(Deserialize)]
+struct PermissionJson {
+    permission: String,
+}
+
 impl From<PullJson> for Pull {
     fn from(p: PullJson) -> Self {
         let merged = p.merged.unwrap_or(false) || p.merged_at.is_some();
@@ -557,6 +607,38 @@ pub fn parse_issue_comments(url: &str, text: &str) -> Result<Vec<ReviewComment>,
         .collect())
 }
 
+/// One page of `GET /repos/{repo}/issues/{number}/comments?since=…`,
+/// with the comments' times.
+pub fn parse_replies(url: &str, text: &str) -> Result<Vec<Reply>, TrackerError> {
+    Ok(parse::<Vec<ReplyJson>>(url, text)?
+        .into_iter()
+        .map(|c| Reply {
+            id: c.id,
+            author: c.user.map(|u| u.login).unwrap_or_default(),
+            body: lf(c.body.unwrap_or_default()),
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+            url: c.html_url,
+        })
+        .collect())
+}
+
+/// A created comment or issue (`201`): where it is, and when.
+pub fn parse_created(url: &str, number: u64, text: &str) -> Result<Posted, TrackerError> {
+    let c = parse::<CreatedJson>(url, text)?;
+    Ok(Posted {
+        number: c.number.unwrap_or(number),
+        id: c.id,
+        url: c.html_url,
+        created_at: c.created_at,
+    })
+}
+
+/// `GET /repos/{repo}/collaborators/{user}/permission`: the permission.
+pub fn parse_permission(url: &str, text: &str) -> Result<String, TrackerError> {
+    Ok(parse::<PermissionJson>(url, text)?.permission)
+}
+
 /// `GET /user`: the login.
 pub fn parse_login(url: &str, text: &str) -> Result<String, TrackerError> {
     Ok(parse::<User>(url, text)?.login)
@@ -629,10 +711,13 @@ impl HttpTracker {
     ) -> Result<Page, Failure> {
         let auth = self.config.token.as_ref().map(|t| format!("Bearer {t}"));
         let result = match (method, body) {
-            ("POST", Some(json)) => {
-                let mut req = self
-                    .agent
-                    .post(url)
+            ("POST" | "PATCH", Some(json)) => {
+                let builder = if method == "PATCH" {
+                    self.agent.patch(url)
+                } else {
+                    self.agent.post(url)
+                };
+                let mut req = builder
                     .config()
                     .timeout_global(Some(limit))
                     .build()
@@ -894,6 +979,53 @@ impl Tracker for HttpTracker {
         let url = format!("{}/user", self.config.base_url);
         let page = self.send("GET", &url, None)?;
         parse_login(&url, &page.body)
+    }
+
+    fn post_comment(&self, number: u64, body: &str) -> Result<Posted, TrackerError> {
+        let url = self.url(&format!("/issues/{number}/comments"));
+        let page = self.send("POST", &url, Some(&serde_json::json!({ "body": body })))?;
+        parse_created(&url, number, &page.body)
+    }
+
+    fn replies(&self, number: u64, since: jiff::Timestamp) -> Result<Vec<Reply>, TrackerError> {
+        self.get_all(
+            self.url(&format!(
+                "/issues/{number}/comments?since={}&per_page=100",
+                crate::os::clock::format(since)
+            )),
+            parse_replies,
+        )
+    }
+
+    fn permission(&self, login: &str) -> Result<String, TrackerError> {
+        let url = self.url(&format!("/collaborators/{login}/permission"));
+        let page = self.send("GET", &url, None)?;
+        parse_permission(&url, &page.body)
+    }
+
+    fn find_issue(&self, label: &str, title: &str) -> Result<Option<u64>, TrackerError> {
+        let issues = self.get_all(
+            self.url(&format!("/issues?state=open&labels={label}&per_page=100")),
+            parse_issues,
+        )?;
+        Ok(issues
+            .into_iter()
+            .filter(|i| i.title == title)
+            .map(|i| i.number)
+            .min())
+    }
+
+    fn open_issue(&self, title: &str, body: &str, labels: &[&str]) -> Result<Posted, TrackerError> {
+        let url = self.url("/issues");
+        let json = serde_json::json!({ "title": title, "body": body, "labels": labels });
+        let page = self.send("POST", &url, Some(&json))?;
+        parse_created(&url, 0, &page.body)
+    }
+
+    fn edit_issue_body(&self, number: u64, body: &str) -> Result<(), TrackerError> {
+        let url = self.url(&format!("/issues/{number}"));
+        self.send("PATCH", &url, Some(&serde_json::json!({ "body": body })))?;
+        Ok(())
     }
 }
 

@@ -24,7 +24,7 @@ use sdd_loop::state::protocol::{ModelUsage, PrReport, SkillRequest, SkillResult}
 use sdd_loop::tick::{self, World};
 use sdd_loop::world::backlog::Issue;
 use sdd_loop::world::git::{Git, GitError, WorktreeState};
-use sdd_loop::world::tracker::{Pull, ReviewComment, Tracker, TrackerError};
+use sdd_loop::world::tracker::{Posted, Pull, Reply, ReviewComment, Tracker, TrackerError};
 
 // ------------------------------------------------------------------ fakes
 
@@ -112,6 +112,37 @@ impl Tracker for FakeTracker {
     fn login(&self) -> Result<String, TrackerError> {
         self.check()?;
         Ok("sdd-worker".into())
+    }
+    fn post_comment(&self, number: u64, body: &str) -> Result<Posted, TrackerError> {
+        self.check()?;
+        self.posted.borrow_mut().push((number, body.to_owned()));
+        let id = self.posted.borrow().len() as u64;
+        Ok(Posted {
+            number,
+            id,
+            url: format!("https://example.test/issues/{number}#issuecomment-{id}"),
+            created_at: jiff::Timestamp::UNIX_EPOCH,
+        })
+    }
+    fn replies(&self, _: u64, _: jiff::Timestamp) -> Result<Vec<Reply>, TrackerError> {
+        self.check()?;
+        Ok(Vec::new())
+    }
+    fn permission(&self, _: &str) -> Result<String, TrackerError> {
+        self.check()?;
+        Ok("read".into())
+    }
+    fn find_issue(&self, _: &str, _: &str) -> Result<Option<u64>, TrackerError> {
+        self.check()?;
+        Ok(None)
+    }
+    fn open_issue(&self, _: &str, _: &str, _: &[&str]) -> Result<Posted, TrackerError> {
+        self.check()?;
+        Err(TrackerError::NotConfigured)
+    }
+    fn edit_issue_body(&self, _: u64, _: &str) -> Result<(), TrackerError> {
+        self.check()?;
+        Ok(())
     }
 }
 

@@ -295,6 +295,9 @@ fn apply_events(
             Event::Advance(d) => {
                 let d = signed(&d.value).map_err(fail)?;
                 *clock = clock.checked_add(d).map_err(|e| fail(e.to_string()))?;
+                // The tracker dates what it is sent by the case's clock: a
+                // reply to a posted gate is compared with the post's time.
+                sandbox.tracker.set_time(*clock);
             }
             Event::Skew { .. } | Event::Partition(_) | Event::Heal(_) => {
                 let changes = live_changes(std::slice::from_ref(event)).map_err(fail)?;

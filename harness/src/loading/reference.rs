@@ -363,7 +363,7 @@ mod tests {
         );
         assert!(md.contains("| `skipped_lock` | Another tick held the lock; nothing advanced. |"));
         assert!(md.contains("| `/budget_snapshot/` |"));
-        assert!(md.contains("| `/gates/N/` | `name`, `question`, `answer`, `at` |"));
+        assert!(md.contains("| `/gates/N/` | `name`, `question`, `answer`, `at`, `answered_by` |"));
     }
 
     #[test]

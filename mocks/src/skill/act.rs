@@ -140,6 +140,17 @@ impl Actor {
                 self.tracker()?.comment(*on, body)?;
                 sink.comment(*on, body)?;
             }
+            Action::AnswerGate { answer } => {
+                let tracker = self.tracker()?;
+                let Some((on, id)) = tracker.latest_gate()? else {
+                    return Err(ActError::Io(std::io::Error::other(
+                        "answer_gate: no gate is posted on a dashboard issue",
+                    )));
+                };
+                let body = format!("/answer {id} {answer}");
+                tracker.comment(on, &body)?;
+                sink.comment(on, &body)?;
+            }
             Action::Reply { pr, to, body } => {
                 self.tracker()?.reply(*pr, *to, body)?;
                 sink.comment(*pr, body)?;

@@ -213,6 +213,33 @@ impl TrackerClient {
         .map(drop)
     }
 
+    /// The latest gate the loop posted on an open dashboard issue
+    /// (labelled `sdd-loop-dashboard`): the issue and the gate's id.
+    pub fn latest_gate(&self) -> Result<Option<(u64, String)>, TrackerError> {
+        let issues = self.json("GET", "/issues?state=open&labels=sdd-loop-dashboard", None)?;
+        let mut latest = None;
+        for number in issues
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i["number"].as_u64())
+        {
+            let comments = self.json(
+                "GET",
+                &format!("/issues/{number}/comments?per_page=100"),
+                None,
+            )?;
+            for c in comments.as_array().into_iter().flatten() {
+                let body = c["body"].as_str().unwrap_or_default();
+                if let Some(at) = body.find("id `g-") {
+                    let id: String = body[at + 4..].chars().take_while(|ch| *ch != '`').collect();
+                    latest = Some((number, id));
+                }
+            }
+        }
+        Ok(latest)
+    }
+
     pub fn reply(&self, pr: u64, to: u64, body: &str) -> Result<(), TrackerError> {
         self.json(
             "POST",

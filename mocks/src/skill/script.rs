@@ -197,6 +197,13 @@ pub enum Action {
         on: u64,
         body: String,
     },
+    /// Reply to the latest gate the loop posted on its dashboard issue
+    /// with the exact answer (`/answer ID ANSWER`), under the token the
+    /// skill was given: what a model in the loop holding the loop's token
+    /// could do (docs/src/gates-away.md).
+    AnswerGate {
+        answer: String,
+    },
     /// A reply in a review thread.
     Reply {
         pr: u64,

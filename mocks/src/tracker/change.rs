@@ -17,7 +17,18 @@
 //! - add_labels: { number: 1, labels: [do-not-merge] }
 //! - remove_label: { number: 1, label: in-progress }
 //! - set_head_sha: { pr: 10, sha: 0123abcd }
+//! - reply_to_gate: { author: alice, answer: continue }
+//! - reply_to_gate: { author: mallory, answer: continue, permission: read }
+//! - reply_to_gate: { author: alice, answer: stop, gate: previous }
+//! - reply_to_gate: { author: alice, answer: continue, edited_from_older: true }
 //! ```
+//!
+//! `reply_to_gate` answers a gate the loop posted (docs/src/gates-away.md):
+//! a reply under the post — the latest gate post, or with `gate: previous`
+//! the one before it — whose body is `/answer ID ANSWER` (or `body`, where
+//! `{gate}` stands for the id), by `author`, whose repository permission
+//! `permission` sets first; with `edited_from_older` the comment is
+//! written a minute before the post and edited into the answer now.
 
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +83,27 @@ pub enum WorldChange {
         pr: u64,
         sha: String,
     },
+    ReplyToGate {
+        author: String,
+        answer: String,
+        #[serde(default)]
+        gate: GatePick,
+        #[serde(default)]
+        permission: Option<String>,
+        #[serde(default)]
+        edited_from_older: bool,
+        #[serde(default)]
+        body: Option<String>,
+    },
+}
+
+/// Which gate post a scripted reply answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GatePick {
+    #[default]
+    Latest,
+    Previous,
 }
 
 impl WorldChange {
@@ -118,6 +150,50 @@ impl WorldChange {
                 world.remove_label(*number, label).map(drop)
             }
             WorldChange::SetHeadSha { pr, sha } => world.set_head_sha(*pr, sha),
+            WorldChange::ReplyToGate {
+                author,
+                answer,
+                gate,
+                permission,
+                edited_from_older,
+                body,
+            } => {
+                let posts = world.gate_posts();
+                let pick = match gate {
+                    GatePick::Latest => posts.len().checked_sub(1),
+                    GatePick::Previous => posts.len().checked_sub(2),
+                };
+                let Some((number, _, id, posted)) = pick.and_then(|i| posts.get(i)).cloned() else {
+                    return Err(WorldError::Invalid(format!(
+                        "reply_to_gate: the tracker holds {} gate post(s), none to answer as the {gate:?} one",
+                        posts.len()
+                    )));
+                };
+                if let Some(p) = permission {
+                    world.set_permission(author, p);
+                }
+                let text = match body {
+                    Some(b) => b.replace("{gate}", &id),
+                    None => format!("/answer {id} {answer}"),
+                };
+                if *edited_from_older {
+                    let before = posted
+                        .checked_sub(jiff::SignedDuration::from_mins(1))
+                        .unwrap_or(posted);
+                    let comment = world.add_issue_comment_at(
+                        number,
+                        author,
+                        "I will look at this.",
+                        before,
+                    )?;
+                    world.edit_issue_comment(comment, &text).map(drop)
+                } else {
+                    let now = world.now();
+                    world
+                        .add_issue_comment_at(number, author, &text, now)
+                        .map(drop)
+                }
+            }
         }
     }
 }

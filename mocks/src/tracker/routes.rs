@@ -4,7 +4,9 @@
 //!
 //! Under `/repos/{owner}/{repo}`: `GET /issues` (issues and pull requests,
 //! as GitHub lists them), `POST /issues`, `GET /issues/{n}`,
-//! `GET|POST /issues/{n}/comments`,
+//! `GET|POST /issues/{n}/comments` (`since` filters by last update),
+//! `PATCH /issues/{n}`, `PATCH /issues/comments/{id}`,
+//! `GET /collaborators/{user}/permission`,
 //! `GET|POST|PUT /issues/{n}/labels`, `DELETE /issues/{n}/labels/{name}`,
 //! `GET|POST /pulls`, `GET /pulls/{n}`, `GET|PUT /pulls/{n}/merge`,
 //! `GET|POST /pulls/{n}/comments`,
@@ -176,29 +178,19 @@ fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
             let items = ordered(world.list_issues(state, &labels), req);
             Ok(paginate(world, req, items))
         }
-        ("POST", ["issues"]) => {
-            let body = json_body(req)?;
-            let new = NewIssue {
-                number: None,
-                title: required_str(&body, "Issue", "title")?,
-                body: body
-                    .get("body")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-                labels: match body.get("labels") {
-                    Some(_) => label_list(&body)?,
-                    None => Vec::new(),
-                },
-                author: viewer.clone(),
-            };
-            let n = world.add_issue(&new)?;
-            Ok(ApiResponse::json(201, world.issue_view(n)?))
-        }
+        ("POST", ["issues"]) => create_issue(world, req, viewer),
         ("GET", ["issues", n]) => Ok(ApiResponse::json(200, world.issue_view(number(n)?)?)),
-        ("GET", ["issues", n, "comments"]) => {
-            let items = world.issue_comments(number(n)?)?;
-            Ok(paginate(world, req, items))
+        ("GET", ["issues", n, "comments"]) => list_comments(world, req, number(n)?),
+        ("PATCH", ["issues", "comments", id]) => {
+            let body = required_str(&json_body(req)?, "IssueComment", "body")?;
+            Ok(ApiResponse::json(
+                200,
+                world.edit_issue_comment(number(id)?, &body)?,
+            ))
+        }
+        ("PATCH", ["issues", n]) => edit_issue(world, req, number(n)?),
+        ("GET", ["collaborators", user, "permission"]) => {
+            Ok(ApiResponse::json(200, world.permission_view(user)))
         }
         ("POST", ["issues", n, "comments"]) => {
             let body = required_str(&json_body(req)?, "IssueComment", "body")?;
@@ -300,6 +292,49 @@ fn repo_route(world: &mut World, req: &ApiRequest, rest: &[&str]) -> Answer {
         }
         _ => Err(ApiResponse::not_found()),
     }
+}
+
+/// `POST /issues`: a new issue by the viewer.
+fn create_issue(world: &mut World, req: &ApiRequest, viewer: String) -> Answer {
+    let body = json_body(req)?;
+    let new = NewIssue {
+        number: None,
+        title: required_str(&body, "Issue", "title")?,
+        body: body
+            .get("body")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        labels: match body.get("labels") {
+            Some(_) => label_list(&body)?,
+            None => Vec::new(),
+        },
+        author: viewer.clone(),
+    };
+    let n = world.add_issue(&new)?;
+    Ok(ApiResponse::json(201, world.issue_view(n)?))
+}
+
+/// `GET /issues/{n}/comments`, `since` keeping those updated at or after it.
+fn list_comments(world: &World, req: &ApiRequest, n: u64) -> Answer {
+    let since = match req.query("since") {
+        Some(s) => Some(s.parse::<jiff::Timestamp>().map_err(|_| {
+            ApiResponse::validation(
+                json!({ "resource": "IssueComment", "code": "invalid", "field": "since" }),
+            )
+        })?),
+        None => None,
+    };
+    let items = world.issue_comments_since(n, since)?;
+    Ok(paginate(world, req, items))
+}
+
+/// `PATCH /issues/{n}`: the body, when given.
+fn edit_issue(world: &mut World, req: &ApiRequest, n: u64) -> Answer {
+    if let Some(body) = json_body(req)?.get("body").and_then(Value::as_str) {
+        world.edit_issue_body(n, body)?;
+    }
+    Ok(ApiResponse::json(200, world.issue_view(n)?))
 }
 
 /// GitHub lists issues and pulls newest first unless `direction=asc`.

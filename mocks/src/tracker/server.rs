@@ -430,6 +430,11 @@ impl MockTracker {
         change.apply(&mut lock(&self.state).world)
     }
 
+    /// Moves a fixed clock: what "now" is for what the world writes next.
+    pub fn set_time(&self, at: Timestamp) {
+        lock(&self.state).world.set_time(at);
+    }
+
     pub fn add_issue(&self, issue: &NewIssue) -> Result<u64, WorldError> {
         lock(&self.state).world.add_issue(issue)
     }

@@ -22,8 +22,9 @@ pub use log::{
     foreign_note, read_all, read_tail, read_tail_held, repair_torn, set_aside_foreign, torn_note,
 };
 pub use schema::{
-    ActiveWorktree, Autofix, BudgetSnapshot, Chain, FailureRecord, GateRecord, HistoryLine,
-    NotificationFailure, NotificationsLine, Outcome, PrState, TickRecord, TrackedPr, parse_line,
+    ActiveWorktree, AnsweredBy, Autofix, BudgetSnapshot, Chain, FailureRecord, GateRecord,
+    HistoryLine, NotificationFailure, NotificationsLine, Outcome, PrState, TickRecord, TrackedPr,
+    parse_line,
 };
 
 #[cfg(test)]

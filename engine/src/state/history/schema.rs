@@ -93,8 +93,23 @@ pub struct GateRecord {
     pub question: String,
     pub answer: String,
     pub at: String,
+    /// A gate answered on the tracker: who answered, and where
+    /// (docs/src/gates-away.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<AnsweredBy>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Who answered a posted gate, and where: a person's reply (its author
+/// and address), or the deadline (`login` is `deadline`, `url` the notice
+/// that said so).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AnsweredBy {
+    pub login: String,
+    pub url: String,
+    /// The gate's id on the tracker.
+    pub gate_id: String,
 }
 
 /// A failed target with its root cause (drives repeated-failure, #6).

@@ -22,6 +22,7 @@ impl World {
             author: author.to_owned(),
             body: body.to_owned(),
             at: self.clock.now(),
+            edited: None,
         };
         let view = self.conversation_json(number, &comment);
         let comments = match (self.issues.get_mut(&number), self.pulls.get_mut(&number)) {
@@ -32,6 +33,62 @@ impl World {
         comments.push(comment);
         self.next_id += 1;
         Ok(view)
+    }
+
+    /// A conversation comment written at `at` (a reply scripted by a case).
+    pub fn add_issue_comment_at(
+        &mut self,
+        number: u64,
+        author: &str,
+        body: &str,
+        at: jiff::Timestamp,
+    ) -> Result<u64, WorldError> {
+        let id = self.next_id;
+        let comment = Conversation {
+            id,
+            author: author.to_owned(),
+            body: body.to_owned(),
+            at,
+            edited: None,
+        };
+        let comments = match (self.issues.get_mut(&number), self.pulls.get_mut(&number)) {
+            (Some(i), _) => &mut i.comments,
+            (None, Some(p)) => &mut p.comments,
+            (None, None) => return Err(WorldError::NoSuchNumber(number)),
+        };
+        comments.push(comment);
+        self.next_id += 1;
+        Ok(id)
+    }
+
+    /// `PATCH /issues/comments/{id}`: a new body, edited now.
+    pub fn edit_issue_comment(&mut self, id: u64, body: &str) -> Result<Value, WorldError> {
+        let now = self.clock.now();
+        let found = self
+            .issues
+            .values_mut()
+            .map(|i| (i.number, &mut i.comments))
+            .chain(self.pulls.values_mut().map(|p| (p.number, &mut p.comments)))
+            .find_map(|(n, comments)| comments.iter_mut().find(|c| c.id == id).map(|c| (n, c)));
+        let Some((number, comment)) = found else {
+            return Err(WorldError::NoSuchNumber(id));
+        };
+        comment.body = body.to_owned();
+        comment.edited = Some(now);
+        let comment = comment.clone();
+        Ok(self.conversation_json(number, &comment))
+    }
+
+    /// `PATCH /issues/{n}`: a new body.
+    pub fn edit_issue_body(&mut self, number: u64, body: &str) -> Result<(), WorldError> {
+        if let Some(issue) = self.issues.get_mut(&number) {
+            issue.body = body.to_owned();
+            return Ok(());
+        }
+        self.pulls
+            .get_mut(&number)
+            .map(|p| p.body = body.to_owned())
+            .ok_or(WorldError::NoSuchNumber(number))
     }
 
     /// Adds labels (no duplicates); the labels now on `number`.

@@ -12,6 +12,8 @@ pub(super) struct Conversation {
     pub(super) author: String,
     pub(super) body: String,
     pub(super) at: Timestamp,
+    /// When it was last edited (GitHub's `updated_at`), if ever.
+    pub(super) edited: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone)]
@@ -73,5 +75,6 @@ pub(super) fn conversation(c: &fixture::Comment) -> Conversation {
         author: c.author.clone(),
         body: c.body.clone(),
         at: c.at,
+        edited: None,
     }
 }

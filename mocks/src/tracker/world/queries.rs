@@ -52,6 +52,16 @@ impl World {
     }
 
     pub fn issue_comments(&self, number: u64) -> Result<Vec<Value>, WorldError> {
+        self.issue_comments_since(number, None)
+    }
+
+    /// Conversation comments updated at or after `since` (GitHub's
+    /// `since`: an older comment edited since is listed too).
+    pub fn issue_comments_since(
+        &self,
+        number: u64,
+        since: Option<jiff::Timestamp>,
+    ) -> Result<Vec<Value>, WorldError> {
         let comments = match (self.issues.get(&number), self.pulls.get(&number)) {
             (Some(i), _) => &i.comments,
             (None, Some(p)) => &p.comments,
@@ -59,8 +69,45 @@ impl World {
         };
         Ok(comments
             .iter()
+            .filter(|c| since.is_none_or(|s| c.edited.unwrap_or(c.at) >= s))
             .map(|c| self.conversation_json(number, c))
             .collect())
+    }
+
+    /// `GET /repos/{owner}/{repo}/collaborators/{username}/permission`.
+    pub fn permission_view(&self, login: &str) -> Value {
+        let permission = self.permission(login);
+        let mut user = self.site().user(login);
+        user["role_name"] = Value::String(permission.clone());
+        serde_json::json!({
+            "permission": permission,
+            "role_name": permission,
+            "user": user,
+        })
+    }
+
+    /// The gate posts on the tracker (comments by the viewer naming a
+    /// gate id, `` id `g-…` ``), oldest first: `(issue, comment id, gate id, at)`.
+    pub fn gate_posts(&self) -> Vec<(u64, u64, String, jiff::Timestamp)> {
+        let mut posts = Vec::new();
+        let conversations = self
+            .issues
+            .values()
+            .map(|i| (i.number, &i.comments))
+            .chain(self.pulls.values().map(|p| (p.number, &p.comments)));
+        for (number, comments) in conversations {
+            for c in comments.iter().filter(|c| c.author == self.viewer) {
+                if let Some(at) = c.body.find("id `g-") {
+                    let id: String = c.body[at + 4..]
+                        .chars()
+                        .take_while(|ch| *ch != '`')
+                        .collect();
+                    posts.push((number, c.id, id, c.at));
+                }
+            }
+        }
+        posts.sort_by_key(|(_, id, _, at)| (*at, *id));
+        posts
     }
 
     pub fn labels(&self, number: u64) -> Result<Vec<String>, WorldError> {

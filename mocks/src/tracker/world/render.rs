@@ -243,7 +243,7 @@ impl World {
             "user": site.user(&c.author),
             "author_association": self.association(&c.author),
             "created_at": c.at.to_string(),
-            "updated_at": c.at.to_string(),
+            "updated_at": c.edited.unwrap_or(c.at).to_string(),
         })
     }
 

@@ -29,6 +29,9 @@ pub struct World {
     pub(super) base_uri: String,
     pub(super) line_endings: LineEndings,
     pub(super) has_issues: bool,
+    /// Repository permissions set by the case (`admin`, `write`, `read`,
+    /// `none`); see [`World::permission`] for everyone else.
+    pub(super) permissions: BTreeMap<String, String>,
 }
 
 impl World {
@@ -128,6 +131,7 @@ impl World {
             base_uri: String::new(),
             line_endings: backlog.line_endings,
             has_issues: backlog.has_issues,
+            permissions: BTreeMap::new(),
         };
         world.next_id = world.max_id() + 1;
         world
@@ -177,6 +181,34 @@ impl World {
     /// What "now" is for this world.
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// Moves a fixed clock (the harness's, as a case advances it).
+    pub fn set_time(&mut self, at: Timestamp) {
+        if let Clock::Fixed(_) = self.clock {
+            self.clock = Clock::Fixed(at);
+        }
+    }
+
+    /// `login`'s permission on the repository: as the case set it, else
+    /// `admin` for the owner, `write` for the viewer and the agents,
+    /// `read` for anyone else (a public repository's reader).
+    pub fn permission(&self, login: &str) -> String {
+        if let Some(p) = self.permissions.get(login) {
+            return p.clone();
+        }
+        if login == self.owner {
+            "admin".into()
+        } else if login == self.viewer || self.agent_logins.iter().any(|a| a == login) {
+            "write".into()
+        } else {
+            "read".into()
+        }
+    }
+
+    pub fn set_permission(&mut self, login: &str, permission: &str) {
+        self.permissions
+            .insert(login.to_owned(), permission.to_owned());
     }
 
     /// A body as served: in `own` line endings, else the world's.
