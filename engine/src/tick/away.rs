@@ -26,7 +26,6 @@ use crate::rules::replies::{self, Judged};
 use crate::state::budget::Budget;
 use crate::state::history::{self, AnsweredBy};
 use crate::state::journal::Shown;
-use crate::state::paths::Skill;
 use crate::state::pending::{PendingGate, PendingGates};
 use crate::world::notify::{GatePosted, Notice};
 use crate::world::tracker::Reply;
@@ -40,13 +39,8 @@ pub use super::awaiting::AwaitingPerson;
 /// would have been, the budget as recorded (read, never written).
 pub(crate) fn show(ctx: &mut Ctx<'_, '_>, waiting: &AwaitingPerson) -> Result<(), Failure> {
     let budget = Budget::load(ctx.paths.budget()).ok().flatten();
-    let not_examined = "not examined — waiting for a person's answer to a gate";
     let shown = Shown {
-        context: match (ctx.cfg.skill, ctx.cfg.pr.filter(|_| ctx.cfg.single_pr())) {
-            (Skill::Work, _) => format!("Backlog: {not_examined}"),
-            (Skill::Review, Some(n)) => format!("Tracked PR: #{n} ({not_examined})"),
-            (Skill::Review, None) => format!("Tracked PRs: {not_examined}"),
-        },
+        context: super::windows::not_examined(ctx, "waiting for a person's answer to a gate"),
         plan: format!(
             "none — gate {} ({}) waits for a reply at {}",
             waiting.gate, waiting.id, waiting.url

@@ -378,7 +378,22 @@ fn summarise(
         .map(|g| json!({"name": g.name, "question": g.question, "answer": g.answer}))
         .collect();
     match produced {
-        Produced::AwaitingPerson(a) => {
+        Produced::AwaitingPerson(_) | Produced::Waiting(_) => {
+            // A tick that waits (for a person's answer, or a usage
+            // window's reset): exit 0, or `begin`'s "nothing to do".
+            let (key, what, reason) = match &produced {
+                Produced::AwaitingPerson(a) => (
+                    "waiting_for_person",
+                    json!({"gate": a.gate.name(), "id": a.id, "url": a.url}),
+                    json!("a gate posted on the tracker waits for a person's answer"),
+                ),
+                Produced::Waiting(w) => (
+                    "wait",
+                    json!({"window": w.wait.window, "until": w.wait.until, "reason": w.wait.reason}),
+                    json!(w.note),
+                ),
+                _ => unreachable!("matched above"),
+            };
             let code = if phase == Phase::Begin {
                 exit::NOTHING_TO_DO
             } else {
@@ -388,36 +403,14 @@ fn summarise(
                 "skill": cfg.skill.as_str(),
                 "outcome": "wait",
                 "exit_code": code,
-                "waiting_for_person": {"gate": a.gate.name(), "id": a.id, "url": a.url},
-                "gates": gates_json,
-                "notes": notes,
             });
+            summary[key] = what;
+            summary["gates"] = json!(gates_json);
+            summary["notes"] = json!(notes);
             if phase == Phase::Begin {
                 summary["phase"] = json!("begin");
                 summary["outcome"] = json!("skip");
-                summary["reason"] =
-                    json!("a gate posted on the tracker waits for a person's answer");
-            }
-            (code, summary)
-        }
-        Produced::Waiting(w) => {
-            let code = if phase == Phase::Begin {
-                exit::NOTHING_TO_DO
-            } else {
-                exit::TICK_DONE
-            };
-            let mut summary = json!({
-                "skill": cfg.skill.as_str(),
-                "outcome": "wait",
-                "exit_code": code,
-                "wait": {"window": w.wait.window, "until": w.wait.until, "reason": w.wait.reason},
-                "gates": gates_json,
-                "notes": notes,
-            });
-            if phase == Phase::Begin {
-                summary["phase"] = json!("begin");
-                summary["outcome"] = json!("skip");
-                summary["reason"] = json!(w.note);
+                summary["reason"] = reason;
             }
             (code, summary)
         }

@@ -128,6 +128,16 @@ fn window_waits(ctx: &Ctx<'_, '_>, wait: &Wait) -> Notice {
     })
 }
 
+/// The status block's context line of a tick that waits (for a window's
+/// reset, or a person's answer): the backlog or PRs left unread, and why.
+pub(crate) fn not_examined(ctx: &Ctx<'_, '_>, why: &str) -> String {
+    match (ctx.cfg.skill, ctx.cfg.pr.filter(|_| ctx.cfg.single_pr())) {
+        (Skill::Work, _) => format!("Backlog: not examined — {why}"),
+        (Skill::Review, Some(n)) => format!("Tracked PR: #{n} (not examined — {why})"),
+        (Skill::Review, None) => format!("Tracked PRs: not examined — {why}"),
+    }
+}
+
 /// The note and status block of a tick that waits: the iteration it
 /// would have been, the budget as recorded (read, never written).
 fn show_wait(ctx: &mut Ctx<'_, '_>, wait: Wait) -> Result<Waiting, Failure> {
@@ -135,13 +145,8 @@ fn show_wait(ctx: &mut Ctx<'_, '_>, wait: Wait) -> Result<Waiting, Failure> {
     let note = rules::waiting_note(&wait, now);
     ctx.note(note.clone());
     let budget = Budget::load(ctx.paths.budget()).ok().flatten();
-    let not_examined = "not examined — waiting for a usage window's reset";
     let shown = Shown {
-        context: match (ctx.cfg.skill, ctx.cfg.pr.filter(|_| ctx.cfg.single_pr())) {
-            (Skill::Work, _) => format!("Backlog: {not_examined}"),
-            (Skill::Review, Some(n)) => format!("Tracked PR: #{n} ({not_examined})"),
-            (Skill::Review, None) => format!("Tracked PRs: {not_examined}"),
-        },
+        context: not_examined(ctx, "waiting for a usage window's reset"),
         plan: format!(
             "none — waiting for the {} window's reset",
             wait.window.noun()
