@@ -5,6 +5,18 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Claude Code runs the statusLine command at every refresh: the user's
+    // own status command replaces this process once the windows are read.
+    #[cfg(unix)]
+    {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let chained = std::panic::catch_unwind(|| sdd_loop::cli::statusline::main_in_place(&args));
+        match chained {
+            Ok(Some(code)) => return ExitCode::from(code),
+            Ok(None) => {}
+            Err(_) => return ExitCode::from(sdd_loop::exit::INTERNAL),
+        }
+    }
     let signals = sdd_loop::skill::runner::SignalFlag::install().ok();
     let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr().lock());
     let stdin = std::io::stdin();

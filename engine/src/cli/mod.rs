@@ -34,9 +34,10 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, env: &mut E
     if let Some((what, parent)) = args.get(1..).and_then(crate::skill::guard::parse) {
         return crate::skill::guard::run(&what, parent, keeping(env));
     }
-    // Claude Code runs the statusLine command at every refresh: `sdd-loop
-    // statusline -- CMD` skips building the whole parser (what it would
-    // parse is the same); `--help` and the rest go through it.
+    // `sdd-loop statusline -- CMD` skips building the whole parser (what
+    // it would parse is the same); `--help` and the rest go through it.
+    // The binary itself takes this call earlier, its process replaced by
+    // the user's command (`statusline::main_in_place`).
     if args.get(1).is_some_and(|a| a == "statusline") && args.get(2).is_some_and(|a| a == "--") {
         let command = args[3..]
             .iter()

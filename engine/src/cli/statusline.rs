@@ -186,6 +186,77 @@ pub fn chain(
     }
 }
 
+/// The binary's `statusline`: as [`run`], except that the user's command
+/// replaces this process (`exec`) instead of running as its child, so the
+/// chain adds no second process, no copy of the output and no wait: its
+/// stdout, stderr and exit status are the user's command's own. `None`
+/// when `args` (the program name first) is not `statusline` alone or
+/// `statusline -- CMD…`: `--help` and the rest go through the parser
+/// ([`crate::cli::main_with`]).
+#[cfg(unix)]
+pub fn main_in_place(args: &[std::ffi::OsString]) -> Option<u8> {
+    use std::os::unix::process::CommandExt;
+
+    if args.get(1).is_none_or(|a| a != "statusline") || args.get(2).is_some_and(|a| a != "--") {
+        return None;
+    }
+    let vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let command = if args.len() > 3 {
+        Some(
+            args[3..]
+                .iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    } else {
+        vars.get(ENV_CMD).cloned()
+    };
+    let now =
+        super::env::clock_from_vars(&vars).map_or_else(|_| jiff::Timestamp::now(), |c| c.now());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let mut input = Vec::new();
+    let _ = std::io::stdin().lock().read_to_end(&mut input);
+    let root = record_input(&input, &cwd, now, &mut std::io::stderr());
+    let command = command.filter(|c| !c.trim().is_empty())?;
+    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    if input.len() > PIPE_ROOM {
+        // Would not fit in the pipe before the command reads it.
+        return Some(chain(&command, &root, &input, &mut out, &mut err));
+    }
+    let stdin = match std::io::pipe().and_then(|(reader, mut writer)| {
+        writer.write_all(&input)?;
+        Ok(reader)
+    }) {
+        Ok(reader) => reader,
+        Err(_) => return Some(chain(&command, &root, &input, &mut out, &mut err)),
+    };
+    // Returns only when the command could not be started.
+    let e = Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .current_dir(&root)
+        .stdin(stdin)
+        .exec();
+    let _ = writeln!(err, "sdd-loop statusline: cannot run {command:?}: {e}");
+    Some(1)
+}
+
+/// Reads the statusLine input's project and records its windows there
+/// (a failure noted on `err` only: the status line itself stays the
+/// user's); the project, where the user's command runs.
+fn record_input(input: &[u8], cwd: &Path, now: jiff::Timestamp, err: &mut dyn Write) -> PathBuf {
+    let parsed: Value = serde_json::from_slice(input).unwrap_or(Value::Null);
+    let root = project_of(&parsed).unwrap_or_else(|| cwd.to_path_buf());
+    if let Err(e) = record(&root, &parsed, now) {
+        let _ = writeln!(
+            err,
+            "sdd-loop statusline: the usage windows were not recorded: {e}"
+        );
+    }
+    root
+}
+
 /// The whole command: read stdin, record, chain.
 pub fn run(
     command: Option<String>,
@@ -199,15 +270,7 @@ pub fn run(
     if let Some(r) = stdin {
         let _ = r.read_to_end(&mut input);
     }
-    let parsed: Value = serde_json::from_slice(&input).unwrap_or(Value::Null);
-    let root = project_of(&parsed).unwrap_or_else(|| cwd.to_path_buf());
-    if let Err(e) = record(&root, &parsed, now) {
-        // On stderr only: the status line itself stays the user's.
-        let _ = writeln!(
-            err,
-            "sdd-loop statusline: the usage windows were not recorded: {e}"
-        );
-    }
+    let root = record_input(&input, cwd, now, err);
     match command {
         Some(c) if !c.trim().is_empty() => chain(&c, &root, &input, out, err),
         _ => 0,
