@@ -54,6 +54,7 @@ use sdd_harness::loading::diagnostics;
 #[case::edit_line_of_a_document("edit-line-of-a-document")]
 #[case::source_without_hooks("source-without-hooks")]
 #[case::release_lock_without_live_holder("release-lock-without-live-holder")]
+#[case::answer_code_without_receiver("answer-code-without-receiver")]
 fn broken_case_is_refused_at_its_location(#[case] name: &str) {
     let path = Path::new("tests/broken").join(format!("{name}.yaml"));
     let err = Case::load(&path, &support::fixtures()).expect_err("a broken case must not load");

@@ -107,6 +107,9 @@ fn schema_describes_the_format_for_editors() {
     }
     let required = schema["required"].as_array().unwrap();
     assert!(required.contains(&"ticks".into()) && required.contains(&"id".into()));
+    // A `tracker:` event's names once lacked `reply_to_gate`, so an editor
+    // flagged every case that scripts a reply to a posted gate.
+    assert!(out.contains("\"reply_to_gate\""), "{out}");
 }
 
 #[test]

@@ -33,6 +33,7 @@ use crate::loading::duration;
 use crate::world::edit;
 use crate::world::error::HarnessError;
 use crate::world::machines::{self, Change};
+use crate::world::notify;
 use crate::world::procs::Reaper;
 use crate::world::redact::Redactor;
 use crate::world::sandbox::Sandbox;
@@ -306,10 +307,15 @@ fn apply_events(
                     .map_err(|e| fail(e.to_string()))?;
             }
             Event::Qmd(state) => sandbox.set_qmd(*state).map_err(|e| fail(e.to_string()))?,
-            Event::Tracker(change) => sandbox
-                .tracker
-                .apply(change)
-                .map_err(|e| fail(e.to_string()))?,
+            Event::Tracker(change) => {
+                let received = sandbox.notify.as_ref().map(|r| r.received());
+                sandbox
+                    .tracker
+                    .apply_with_codes(&change.value, &|post| {
+                        notify::answer_code(received.as_deref(), post)
+                    })
+                    .map_err(|e| fail(e.to_string()))?;
+            }
             Event::Push {
                 branch,
                 commits,

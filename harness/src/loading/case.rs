@@ -502,7 +502,7 @@ pub enum Event {
     /// mock-qmd's state from now on.
     Qmd(#[schemars(schema_with = "schema_parts::qmd_state")] QmdState),
     /// A change "elsewhere" on the tracker (fixtures/README.md, "World changes").
-    Tracker(#[schemars(schema_with = "schema_parts::world_change")] WorldChange),
+    Tracker(#[schemars(schema_with = "schema_parts::world_change")] Spanned<WorldChange>),
     /// New commits on a branch, pushed to origin from another clone.
     Push {
         branch: String,

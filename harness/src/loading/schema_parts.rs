@@ -142,7 +142,7 @@ pub fn world_change(_: &mut SchemaGenerator) -> Schema {
             "enum": [
                 "add_issue", "close_issue", "merge_pr", "close_pr", "add_review_comment",
                 "reply_to_review_comment", "add_issue_comment", "add_review", "set_labels",
-                "add_labels", "remove_label", "set_head_sha"
+                "add_labels", "remove_label", "set_head_sha", "reply_to_gate"
             ]
         }
     })

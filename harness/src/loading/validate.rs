@@ -20,6 +20,7 @@ use sdd_loop::rules::stop::StopCause;
 use sdd_mocks::agent::script::AgentTick;
 use sdd_mocks::skill::exit::is_reserved;
 use sdd_mocks::skill::{Action, ResultMode};
+use sdd_mocks::tracker::{AnswerCode, WorldChange};
 use sdd_mocks::yaml::YamlError;
 use serde_saphyr::{Location, Spanned};
 
@@ -46,6 +47,8 @@ struct Checker<'a> {
     driver: Driver,
     /// `world.lock.pid: live`.
     live_lock: bool,
+    /// `world.notify`: a notification receiver.
+    notify: bool,
     /// Top-level fields the case's `world` writes into history lines and
     /// budget.json: a pointer may name them even when the engine does not.
     seeded_history: Vec<&'a str>,
@@ -393,6 +396,7 @@ impl Checker<'_> {
                     self.relative(path, "the project")?;
                 }
                 Event::Edit(edit) => self.edit(edit)?,
+                Event::Tracker(change) => self.tracker_change(change)?,
                 Event::Truncate(t) => {
                     self.edited_file(&t.file)?;
                     if let Some(n) = &t.drop
@@ -525,6 +529,24 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// A reply that takes its answer code from the notification needs a
+    /// receiver to have recorded one.
+    fn tracker_change(&self, change: &Spanned<WorldChange>) -> Checked {
+        if let WorldChange::ReplyToGate {
+            code: Some(AnswerCode::FromNotification),
+            ..
+        } = &change.value
+            && !self.notify
+        {
+            return Err(self.at(
+                change.referenced,
+                "`code: from_notification` reads the code from the notification receiver, and this case has none".to_owned(),
+                format!("add `notify: {{}}` under `world:` — the engine then tells each posted gate there with its code ({FORMAT_HELP})"),
+            ));
+        }
+        Ok(())
+    }
+
     fn check(&self, check: &Check) -> Checked {
         match check {
             Check::StopCause(c) => self.stop_cause(c),
@@ -648,6 +670,7 @@ pub fn case(case: &Case, fixtures: &Fixtures) -> Result<(), YamlError> {
             .lock
             .as_ref()
             .is_some_and(|l| l.pid == PidSpec::Live),
+        notify: world.notify.is_some(),
         seeded_history: world
             .history
             .iter()

@@ -7,8 +7,9 @@
 //! ([`model`]), how a process is spawned, steered and
 //! timed out ([`spawn`]) or run on a pseudo-terminal ([`pty`]), and reaped with everything it started
 //! ([`procs`]), the redaction rules for what varies between worlds and
-//! the secrets planted in them ([`redact`]), and the errors of building
-//! and running one ([`error`]).
+//! the secrets planted in them ([`redact`]), what the notification
+//! receiver recorded, read as the person would ([`notify`]), and the
+//! errors of building and running one ([`error`]).
 //!
 //! Uses only loading (the case's `world:`). Hands on: a
 //! [`sandbox::Sandbox`] and a [`procs::Reaper`] to the driver.
@@ -19,6 +20,7 @@ pub mod edit;
 pub mod error;
 pub mod machines;
 pub mod model;
+pub mod notify;
 pub mod procs;
 pub mod pty;
 pub mod redact;

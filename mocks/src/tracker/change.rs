@@ -21,6 +21,7 @@
 //! - reply_to_gate: { author: mallory, answer: continue, permission: read }
 //! - reply_to_gate: { author: alice, answer: stop, gate: previous }
 //! - reply_to_gate: { author: alice, answer: continue, edited_from_older: true }
+//! - reply_to_gate: { author: sdd-worker, answer: continue, code: from_notification }
 //! ```
 //!
 //! `reply_to_gate` answers a gate the loop posted (docs/src/gates-away.md):
@@ -28,7 +29,11 @@
 //! the one before it — whose body is `/answer ID ANSWER` (or `body`, where
 //! `{gate}` stands for the id), by `author`, whose repository permission
 //! `permission` sets first; with `edited_from_older` the comment is
-//! written a minute before the post and edited into the answer now.
+//! written a minute before the post and edited into the answer now. With
+//! `code: from_notification` its first line ends with `code=CODE`, the
+//! answer code the person was sent for that post: the tracker does not
+//! know it, so whoever applies the change reads it where the
+//! notification arrived ([`WorldChange::apply_with_codes`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -94,8 +99,22 @@ pub enum WorldChange {
         edited_from_older: bool,
         #[serde(default)]
         body: Option<String>,
+        #[serde(default)]
+        code: Option<AnswerCode>,
     },
 }
+
+/// Where a scripted reply's answer code comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerCode {
+    /// The code the gate's notification carried, as the person received it.
+    FromNotification,
+}
+
+/// Finds the answer code sent for the gate posted at an address (the post
+/// comment's `html_url`); an error says why there is none.
+pub type CodeLookup<'a> = &'a dyn Fn(&str) -> Result<String, String>;
 
 /// Which gate post a scripted reply answers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,7 +126,21 @@ pub enum GatePick {
 }
 
 impl WorldChange {
+    /// Applies the change; a reply's `code: from_notification` is refused
+    /// here, where no notification is at hand.
     pub fn apply(&self, world: &mut World) -> Result<(), WorldError> {
+        self.apply_with_codes(world, &|_| {
+            Err("no notification receiver is at hand to read the code from".to_owned())
+        })
+    }
+
+    /// Applies the change, reading a reply's `code: from_notification` with
+    /// `codes`.
+    pub fn apply_with_codes(
+        &self,
+        world: &mut World,
+        codes: CodeLookup<'_>,
+    ) -> Result<(), WorldError> {
         match self {
             WorldChange::AddIssue(issue) => world.add_issue(issue).map(drop),
             WorldChange::CloseIssue(n) => world.close_issue(*n),
@@ -157,13 +190,15 @@ impl WorldChange {
                 permission,
                 edited_from_older,
                 body,
+                code,
             } => {
                 let posts = world.gate_posts();
                 let pick = match gate {
                     GatePick::Latest => posts.len().checked_sub(1),
                     GatePick::Previous => posts.len().checked_sub(2),
                 };
-                let Some((number, _, id, posted)) = pick.and_then(|i| posts.get(i)).cloned() else {
+                let Some((number, comment, id, posted)) = pick.and_then(|i| posts.get(i)).cloned()
+                else {
                     return Err(WorldError::Invalid(format!(
                         "reply_to_gate: the tracker holds {} gate post(s), none to answer as the {gate:?} one",
                         posts.len()
@@ -172,10 +207,19 @@ impl WorldChange {
                 if let Some(p) = permission {
                     world.set_permission(author, p);
                 }
-                let text = match body {
+                let mut text = match body {
                     Some(b) => b.replace("{gate}", &id),
                     None => format!("/answer {id} {answer}"),
                 };
+                if let Some(AnswerCode::FromNotification) = code {
+                    let url = world.issue_comment_html_url(number, comment);
+                    let code = codes(&url).map_err(|e| {
+                        WorldError::Invalid(format!(
+                            "reply_to_gate: `code: from_notification` for the gate posted at {url}: {e}"
+                        ))
+                    })?;
+                    text = with_code(&text, &code);
+                }
                 if *edited_from_older {
                     let before = posted
                         .checked_sub(jiff::SignedDuration::from_mins(1))
@@ -195,6 +239,15 @@ impl WorldChange {
                 }
             }
         }
+    }
+}
+
+/// `text` with ` code=CODE` at the end of its first line, where the
+/// engine reads an answer.
+fn with_code(text: &str, code: &str) -> String {
+    match text.split_once('\n') {
+        Some((first, rest)) => format!("{first} code={code}\n{rest}"),
+        None => format!("{text} code={code}"),
     }
 }
 
@@ -228,6 +281,84 @@ mod tests {
             world.list_issues("open", &[]).len(),
             2,
             "#1 and the new #11"
+        );
+    }
+
+    fn world_with_a_gate_post() -> World {
+        let backlog = crate::fixture::Backlog::parse(
+            Path::new("b.yaml"),
+            "repository: a/b\nissues: [{ number: 1, title: x }]\n",
+        )
+        .unwrap();
+        let mut world = World::new(
+            &backlog,
+            "bot".into(),
+            None,
+            super::super::world::Clock::System,
+        );
+        world
+            .add_issue_comment(
+                1,
+                "bot",
+                "**sdd-loop work asks** — gate `budget-escalation`, id `g-0000abcd`",
+            )
+            .unwrap();
+        world
+    }
+
+    #[test]
+    fn a_reply_with_the_code_from_the_notification_carries_it_on_its_answer_line() {
+        let change: WorldChange = crate::yaml::parse(
+            Path::new("c.yaml"),
+            "reply_to_gate: { author: bot, answer: continue, code: from_notification }",
+            "h",
+        )
+        .unwrap();
+        let mut world = world_with_a_gate_post();
+        let post = world.issue_comments(1).unwrap()[0]["html_url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let asked = std::cell::RefCell::new(Vec::new());
+        change
+            .apply_with_codes(&mut world, &|url| {
+                asked.borrow_mut().push(url.to_owned());
+                Ok("5f0c1e9a7b2d4c68".to_owned())
+            })
+            .unwrap();
+        assert_eq!(
+            asked.into_inner(),
+            vec![post],
+            "the code is looked up by the post's address"
+        );
+        assert_eq!(
+            world.issue_comments(1).unwrap()[1]["body"],
+            "/answer g-0000abcd continue code=5f0c1e9a7b2d4c68"
+        );
+    }
+
+    #[test]
+    fn a_reply_whose_code_cannot_be_read_is_not_written() {
+        let change = WorldChange::ReplyToGate {
+            author: "bot".into(),
+            answer: "continue".into(),
+            gate: GatePick::Latest,
+            permission: None,
+            edited_from_older: false,
+            body: Some("/answer {gate} continue\nThanks".into()),
+            code: Some(AnswerCode::FromNotification),
+        };
+        let mut world = world_with_a_gate_post();
+        let err = change.apply(&mut world).unwrap_err().to_string();
+        assert!(err.contains("no notification receiver"), "{err}");
+        assert_eq!(world.issue_comments(1).unwrap().len(), 1);
+        change
+            .apply_with_codes(&mut world, &|_| Ok("c0de".to_owned()))
+            .unwrap();
+        assert_eq!(
+            world.issue_comments(1).unwrap()[1]["body"],
+            "/answer g-0000abcd continue code=c0de\nThanks",
+            "the code ends the first line, where the engine reads the answer"
         );
     }
 

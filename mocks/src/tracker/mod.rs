@@ -16,7 +16,7 @@ pub mod shapes;
 pub mod standalone;
 pub mod world;
 
-pub use change::WorldChange;
+pub use change::{AnswerCode, CodeLookup, WorldChange};
 pub use faults::{Fault, FaultId, FaultKind};
 pub use journal::RecordedRequest;
 pub use server::{BlockingMockTracker, MockTracker, MockTrackerBuilder};

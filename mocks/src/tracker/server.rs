@@ -26,7 +26,7 @@ use percent_encoding::percent_decode_str;
 use serde_json::Value;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::change::WorldChange;
+use super::change::{CodeLookup, WorldChange};
 use super::faults::{Fault, FaultId, FaultKind, Faults};
 use super::journal::{Journal, RecordedRequest};
 use super::pattern::RouteMatcher;
@@ -428,6 +428,16 @@ impl MockTracker {
 
     pub fn apply(&self, change: &WorldChange) -> Result<(), WorldError> {
         change.apply(&mut lock(&self.state).world)
+    }
+
+    /// [`MockTracker::apply`], a reply's `code: from_notification` read
+    /// with `codes` ([`WorldChange::apply_with_codes`]).
+    pub fn apply_with_codes(
+        &self,
+        change: &WorldChange,
+        codes: CodeLookup<'_>,
+    ) -> Result<(), WorldError> {
+        change.apply_with_codes(&mut lock(&self.state).world, codes)
     }
 
     /// Moves a fixed clock: what "now" is for what the world writes next.

@@ -86,6 +86,15 @@ impl World {
         })
     }
 
+    /// The address a person opens for issue (or PR) `number`'s comment `id`:
+    /// its `html_url`.
+    pub fn issue_comment_html_url(&self, number: u64, id: u64) -> String {
+        format!(
+            "{}/issues/{number}#issuecomment-{id}",
+            self.site().html_url()
+        )
+    }
+
     /// The gate posts on the tracker (comments by the viewer naming a
     /// gate id, `` id `g-…` ``), oldest first: `(issue, comment id, gate id, at)`.
     pub fn gate_posts(&self) -> Vec<(u64, u64, String, jiff::Timestamp)> {

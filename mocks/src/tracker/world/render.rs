@@ -237,7 +237,7 @@ impl World {
             "id": c.id,
             "node_id": shapes::node_id("IC", c.id),
             "url": format!("{}/issues/comments/{}", site.repo_url(), c.id),
-            "html_url": format!("{}/issues/{number}#issuecomment-{}", site.html_url(), c.id),
+            "html_url": self.issue_comment_html_url(number, c.id),
             "issue_url": format!("{}/issues/{number}", site.repo_url()),
             "body": self.body(&c.body, None),
             "user": site.user(&c.author),
