@@ -68,7 +68,7 @@ fn main() {
     );
     let project = std::env::temp_dir().join(format!("sdd-statusline-{}", std::process::id()));
     std::fs::create_dir_all(project.join(".sdd")).expect("project");
-    // Every call a new figure, so every chained call writes windows.json.
+    // Every call a new figure, so every chained call writes statusline.json.
     let user = r#"printf '%s' "$(head -c 40)""#;
     let (mut direct, mut chained) = (Vec::new(), Vec::new());
     let mut differ = 0;
@@ -91,7 +91,7 @@ fn main() {
         direct.push(d);
         chained.push(c);
     }
-    let recorded = std::fs::read_to_string(project.join(".sdd/loop/windows.json")).is_ok();
+    let recorded = std::fs::read_to_string(project.join(".sdd/loop/statusline.json")).is_ok();
     let _ = std::fs::remove_dir_all(&project);
     let (d, c) = (median(direct), median(chained));
     let added = c.saturating_sub(d);

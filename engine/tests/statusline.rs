@@ -53,7 +53,7 @@ fn the_users_command_replaces_the_engine_with_the_same_stdin_after_the_windows_a
         format!("{} \x1b[1m{}\x1b[0m", std::process::id(), text.len())
     );
     assert_eq!(out.stderr, b"warn");
-    let windows = std::fs::read_to_string(dir.path().join(".sdd/loop/windows.json")).unwrap();
+    let windows = std::fs::read_to_string(dir.path().join(".sdd/loop/statusline.json")).unwrap();
     assert!(windows.contains(r#""used_percent": 42.0"#), "{windows}");
     assert!(windows.contains(r#""used_percent": 17.0"#), "{windows}");
 }
@@ -84,7 +84,7 @@ fn an_input_larger_than_a_pipe_holds_still_reaches_the_users_command_whole() {
         String::from_utf8(out.stdout).unwrap().trim(),
         text.len().to_string()
     );
-    assert!(dir.path().join(".sdd/loop/windows.json").is_file());
+    assert!(dir.path().join(".sdd/loop/statusline.json").is_file());
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn without_a_command_the_windows_are_recorded_and_nothing_is_printed() {
     let out = statusline(&[], input(dir.path(), 0).as_bytes(), dir.path());
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty() && out.stderr.is_empty());
-    assert!(dir.path().join(".sdd/loop/windows.json").is_file());
+    assert!(dir.path().join(".sdd/loop/statusline.json").is_file());
 }
 
 #[test]

@@ -225,7 +225,8 @@ impl Claims {
 
 struct Status {
     claims: Option<Claims>,
-    /// `windows.json`, when the loop reads the usage windows.
+    /// `windows.json` with the statusLine's figures, when the loop reads
+    /// the usage windows.
     windows: Option<WindowsState>,
     now: jiff::Timestamp,
     skill: Skill,
@@ -319,7 +320,7 @@ fn gather(
             .unwrap_or(0);
         (b.elapsed_seconds() + gap) / 60
     });
-    let windows = WindowsState::load(&paths.windows())
+    let windows = WindowsState::load_with_statusline(&paths.windows(), &paths.statusline_windows())
         .ok()
         .filter(|w| *w != WindowsState::default());
     let pending =

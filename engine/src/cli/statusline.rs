@@ -3,7 +3,7 @@
 //! session"). An interactive session passes the account's usage windows
 //! only to this command's stdin (`rate_limits.five_hour.used_percentage`,
 //! `.resets_at`, and `seven_day`); they are recorded in the project's
-//! `.sdd/loop/windows.json` for the loop's window budgets, and then the
+//! `.sdd/loop/statusline.json` for the loop's window budgets, and then the
 //! user's status command — its arguments, else `SDD_LOOP_STATUSLINE_CMD` —
 //! runs with the same stdin and its output is printed byte for byte, its
 //! exit status passed on. Chained, never replaced: nothing of ours is
@@ -78,9 +78,12 @@ pub fn project_of(input: &Value) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// Records the windows `input` carries into `root`'s `.sdd/loop/windows.json`
-/// — only in a project that has `.sdd/` (a project the loop runs in), and
-/// only when a figure changed. Whether it wrote.
+/// Records the windows `input` carries into `root`'s
+/// `.sdd/loop/statusline.json` — only in a project that has `.sdd/` (a
+/// project the loop runs in), and only when a figure changed. Whether it
+/// wrote. The file is this command's alone: the ticks read it over
+/// `windows.json` ([`WindowsState::load_with_statusline`]) and never write
+/// it, so a refresh never overwrites a tick's wait.
 pub fn record(root: &Path, input: &Value, now: jiff::Timestamp) -> Result<bool, String> {
     let Some(limits) = input.get("rate_limits") else {
         return Ok(false);
@@ -89,7 +92,8 @@ pub fn record(root: &Path, input: &Value, now: jiff::Timestamp) -> Result<bool, 
         return Ok(false);
     }
     let paths = StatePaths::new(root, Skill::Work, None);
-    let mut state = WindowsState::load(&paths.windows()).map_err(|e| e.to_string())?;
+    // A damaged file is written again whole.
+    let mut state = WindowsState::load(&paths.statusline_windows()).unwrap_or_default();
     let mut changed = false;
     for w in Window::ALL {
         let Some(win) = limits.get(w.name()) else {
@@ -111,18 +115,16 @@ pub fn record(root: &Path, input: &Value, now: jiff::Timestamp) -> Result<bool, 
                 read_at: clock::format(now),
                 source: "statusline".to_owned(),
             });
-            state.unreported.retain(|u| *u != w);
             changed = true;
         }
     }
     if changed {
         files::ensure_state_dir(&paths.dir).map_err(|e| e.to_string())?;
-        // The old file or the whole new one, never a torn one, without
-        // waiting for the rename to reach the disk: a figure lost to a
-        // power cut is read again at the next refresh, and the status
-        // line is drawn on every keystroke's refresh.
+        // Not waited for on the disk: the status line is drawn at every
+        // refresh, and a figure lost to a power cut — or a file left torn,
+        // read as no figure — is written again at the next one.
         state
-            .save_with(&paths.windows(), files::Durability::OldOrNew)
+            .save_with(&paths.statusline_windows(), files::Durability::Transient)
             .map_err(|e| e.to_string())?;
     }
     Ok(changed)
@@ -306,7 +308,7 @@ mod tests {
         assert_eq!(code, 3);
         assert_eq!(out, format!("\x1b[1m{}\x1b[0m", text.len()).into_bytes());
         assert!(err.is_empty(), "{}", String::from_utf8_lossy(&err));
-        let state = WindowsState::load(&tmp.path().join(".sdd/loop/windows.json")).unwrap();
+        let state = WindowsState::load(&tmp.path().join(".sdd/loop/statusline.json")).unwrap();
         let five = state.five_hour.unwrap();
         assert_eq!(
             (
@@ -344,6 +346,34 @@ mod tests {
         assert!(is_installed(command));
         assert!(is_installed("/usr/local/bin/sdd-loop statusline"));
         assert!(!is_installed("~/.claude/my-status.sh"));
+    }
+
+    #[test]
+    fn a_refresh_never_writes_the_ticks_windows_file() {
+        // A tick's wait in windows.json, saved while a refresh runs, is
+        // not overwritten by the refresh's figures.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".sdd/loop");
+        std::fs::create_dir_all(&dir).unwrap();
+        let ticks = r#"{"wait":{"window":"five_hour","until":"2026-05-09T19:00:00Z","reason":"5-hour window at 80% (ceiling 75%)","since":"2026-05-09T14:20:00Z"}}"#;
+        std::fs::write(dir.join("windows.json"), ticks).unwrap();
+        let v: Value = serde_json::from_str(&input(tmp.path())).unwrap();
+        assert!(record(tmp.path(), &v, "2026-05-09T14:30:00Z".parse().unwrap()).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(dir.join("windows.json")).unwrap(),
+            ticks
+        );
+        let merged = WindowsState::load_with_statusline(
+            &dir.join("windows.json"),
+            &dir.join("statusline.json"),
+        )
+        .unwrap();
+        assert_eq!(merged.five_hour.unwrap().used_percent, 42.0);
+        assert!(merged.wait.is_some());
+        // A torn statusLine file is written again whole at the next refresh.
+        std::fs::write(dir.join("statusline.json"), "{\"five").unwrap();
+        assert!(record(tmp.path(), &v, "2026-05-09T14:31:00Z".parse().unwrap()).unwrap());
+        assert!(WindowsState::load(&dir.join("statusline.json")).is_ok());
     }
 
     #[test]

@@ -378,7 +378,9 @@ pub enum Durability {
     /// next tick reads correctly.
     OldOrNew,
     /// Nothing is synced: a file read only while the process that wrote
-    /// it lives, and replaced before it is read again.
+    /// it lives, and replaced before it is read again — or one whose loss
+    /// or damage costs nothing, its reader taking a damaged one as none
+    /// (the statusLine's figures, written again at the next refresh).
     Transient,
 }
 

@@ -126,6 +126,13 @@ impl StatePaths {
         self.dir.join("windows.json")
     }
 
+    /// `statusline.json` — the usage windows a Claude Code session's
+    /// statusLine command last recorded (`sdd-loop statusline`), read over
+    /// `windows.json`'s figures where newer; the command's only file.
+    pub fn statusline_windows(&self) -> PathBuf {
+        self.dir.join("statusline.json")
+    }
+
     /// `{skill}.gates.json` — the gates posted on the tracker and waiting
     /// for a person (docs/src/gates-away.md).
     pub fn gates(&self) -> PathBuf {

@@ -305,6 +305,33 @@ impl WindowsState {
         })
     }
 
+    /// `windows.json` at `path` with the figures of a session's statusLine
+    /// (`statusline.json` at `statusline`) over its own where those are as
+    /// new or newer: the statusLine writes only its own file, so a tick's
+    /// wait is never overwritten by a refresh. A damaged or unreadable
+    /// `statusline.json` is no figure (the next refresh writes it whole).
+    pub fn load_with_statusline(path: &Path, statusline: &Path) -> Result<Self, WindowsError> {
+        let mut state = Self::load(path)?;
+        let Ok(seen) = Self::load(statusline) else {
+            return Ok(state);
+        };
+        for w in Window::ALL {
+            let Some(fig) = seen.recorded(w) else {
+                continue;
+            };
+            let newer = match (state.recorded(w), clock_of(&fig.read_at)) {
+                (None, _) => true,
+                (Some(own), Some(read)) => clock_of(&own.read_at).is_none_or(|o| read >= o),
+                (Some(_), None) => false,
+            };
+            if newer {
+                *state.recorded_mut(w) = Some(fig.clone());
+                state.unreported.retain(|u| *u != w);
+            }
+        }
+        Ok(state)
+    }
+
     /// Replaces the file atomically and durably.
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
         self.save_with(path, files::Durability::Durable)
@@ -317,6 +344,10 @@ impl WindowsState {
         json.push(b'\n');
         files::write_atomic_with(path, &json, durability)
     }
+}
+
+fn clock_of(t: &str) -> Option<Timestamp> {
+    t.parse().ok()
 }
 
 #[cfg(test)]
@@ -369,6 +400,64 @@ mod tests {
             WindowsState::load(&path),
             Err(WindowsError::Invalid { .. })
         ));
+    }
+
+    #[test]
+    fn the_statuslines_figures_are_read_over_the_ticks_where_as_new_or_newer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (own, seen) = (
+            dir.path().join("windows.json"),
+            dir.path().join("statusline.json"),
+        );
+        let fig = |used: f64, read_at: &str, source: &str| Recorded {
+            used_percent: used,
+            resets_at: "2026-05-09T19:00:00Z".into(),
+            read_at: read_at.into(),
+            source: source.into(),
+        };
+        let wait = Wait {
+            window: Window::FiveHour,
+            until: "2026-05-09T19:00:00Z".into(),
+            reason: "x".into(),
+            since: "2026-05-09T14:00:00Z".into(),
+        };
+        WindowsState {
+            five_hour: Some(fig(50.0, "2026-05-09T14:10:00Z", "claude-stream")),
+            seven_day: Some(fig(20.0, "2026-05-09T14:10:00Z", "claude-stream")),
+            wait: Some(wait.clone()),
+            unreported: vec![Window::SevenDay],
+        }
+        .save(&own)
+        .unwrap();
+        // No statusLine file: windows.json as it is.
+        let alone = WindowsState::load_with_statusline(&own, &seen).unwrap();
+        assert_eq!(alone, WindowsState::load(&own).unwrap());
+        WindowsState {
+            five_hour: Some(fig(55.0, "2026-05-09T14:10:00Z", "statusline")),
+            seven_day: Some(fig(10.0, "2026-05-09T14:00:00Z", "statusline")),
+            ..WindowsState::default()
+        }
+        .save(&seen)
+        .unwrap();
+        let merged = WindowsState::load_with_statusline(&own, &seen).unwrap();
+        // As new: the statusLine's; older: the tick's own, still unreported.
+        assert_eq!(merged.five_hour.as_ref().unwrap().used_percent, 55.0);
+        assert_eq!(merged.seven_day.as_ref().unwrap().used_percent, 20.0);
+        assert_eq!(merged.unreported, vec![Window::SevenDay]);
+        assert_eq!(merged.wait, Some(wait.clone()));
+        WindowsState {
+            seven_day: Some(fig(25.0, "2026-05-09T14:20:00Z", "statusline")),
+            ..WindowsState::default()
+        }
+        .save(&seen)
+        .unwrap();
+        let merged = WindowsState::load_with_statusline(&own, &seen).unwrap();
+        assert_eq!(merged.seven_day.as_ref().unwrap().used_percent, 25.0);
+        assert!(merged.unreported.is_empty(), "a figure read is reported");
+        // A torn statusLine file is no figure, never an error.
+        std::fs::write(&seen, "{\"five_h").unwrap();
+        let torn = WindowsState::load_with_statusline(&own, &seen).unwrap();
+        assert_eq!(torn, WindowsState::load(&own).unwrap());
     }
 
     #[test]

@@ -33,20 +33,22 @@ pub struct Waiting {
     pub note: String,
 }
 
+/// `windows.json`, with the figures a session's statusLine recorded since.
 fn load(ctx: &Ctx<'_, '_>) -> Result<WindowsState, Failure> {
-    WindowsState::load(&ctx.paths.windows()).map_err(|e| {
-        Failure::new(
-            exit::DATA,
-            format!("{}", e).replace(
-                &ctx.paths.windows().display().to_string(),
-                &ctx.rel(&ctx.paths.windows()),
-            ),
-            e.help().replace(
-                &ctx.paths.windows().display().to_string(),
-                &ctx.rel(&ctx.paths.windows()),
-            ),
-        )
-    })
+    WindowsState::load_with_statusline(&ctx.paths.windows(), &ctx.paths.statusline_windows())
+        .map_err(|e| {
+            Failure::new(
+                exit::DATA,
+                format!("{}", e).replace(
+                    &ctx.paths.windows().display().to_string(),
+                    &ctx.rel(&ctx.paths.windows()),
+                ),
+                e.help().replace(
+                    &ctx.paths.windows().display().to_string(),
+                    &ctx.rel(&ctx.paths.windows()),
+                ),
+            )
+        })
 }
 
 fn save(ctx: &Ctx<'_, '_>, state: &WindowsState) -> Result<(), Failure> {
@@ -213,8 +215,11 @@ pub(crate) fn after_work(
     {
         report.limited = rules::limit_in_text(text, now);
     }
-    let path = ctx.paths.windows();
-    if report.is_empty() && !ceilings.any() && !path.exists() {
+    if report.is_empty()
+        && !ceilings.any()
+        && !ctx.paths.windows().exists()
+        && !ctx.paths.statusline_windows().exists()
+    {
         return Ok(AfterWork::default());
     }
     let mut state = load(ctx)?;
