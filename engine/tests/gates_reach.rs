@@ -1,7 +1,8 @@
 //! Gates that reach the person (issue 48), in-process: a gate asked where
 //! the loop runs (exit 4) is told to the notification URLs once, however
 //! often the loop asks it again, and again once a tick has got past it;
-//! and its notice is retried by the ticks that ask.
+//! its notice is retried by the ticks that ask; and the dashboard issue's
+//! body lists the claims this clone holds.
 
 #[expect(dead_code, reason = "the tick tests use the rest of the fakes")]
 mod support;
@@ -11,7 +12,9 @@ use std::path::PathBuf;
 
 use sdd_loop::config::TickConfig;
 use sdd_loop::exit;
+use sdd_loop::state::journal::HeldClaim;
 use sdd_loop::state::paths::Skill;
+use sdd_loop::state::standing::{self, Standing};
 use sdd_mocks::notify::{Answer, Receiver};
 use support::*;
 
@@ -172,4 +175,62 @@ fn an_undelivered_gate_notice_is_retried_by_the_ticks_that_ask() {
     assert_eq!(got.len(), 2, "the kept one, retried; no new one");
     assert_eq!(got[0].body, got[1].body);
     assert!(got[1].body.starts_with(AMBIGUOUS));
+}
+
+fn claim(number: u64, expires_at: &str) -> HeldClaim {
+    HeldClaim {
+        number,
+        commit: format!("c{number}"),
+        expires_at: expires_at.into(),
+    }
+}
+
+/// The dashboard the run-wide gate is posted on: `drift` for the work
+/// loop of `s` after one tick, unattended.
+fn post_drift(s: &mut Sandbox) -> String {
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.max_agents = 1;
+    assert_eq!(s.tick(&cfg).code, exit::TICK_DONE);
+    s.tracker.issues.borrow_mut().push(issue(3, CLEAR));
+    cfg.unattended = true;
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains("Gate backlog-drift posted on #900"),
+        "{}",
+        r.out
+    );
+    let edited = s.tracker.edited_bodies.borrow();
+    edited.last().expect("the dashboard's body").1.clone()
+}
+
+#[test]
+fn the_dashboard_lists_the_claims_this_clone_holds_with_their_lease() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    Standing {
+        claims: vec![
+            claim(2, "2026-05-09T15:00:00Z"),
+            claim(5, "2026-05-09T13:59:00Z"),
+        ],
+    }
+    .save(&standing::path(s.root(), Skill::Work));
+    let body = post_drift(&mut s);
+    assert!(
+        body.contains(
+            "\n## Claims\n\n- issue #2 — lease until 2026-05-09T15:00:00Z\n\n## Last ticks\n"
+        ),
+        "a lapsed lease is no claim held: {body}"
+    );
+    let order: Vec<usize> = ["## Waiting", "## Budgets", "## Claims", "## Last ticks"]
+        .iter()
+        .map(|h| body.find(h).unwrap_or_else(|| panic!("{h}: {body}")))
+        .collect();
+    assert!(order.is_sorted(), "{body}");
+}
+
+#[test]
+fn a_dashboard_with_no_claim_says_so() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let body = post_drift(&mut s);
+    assert!(body.contains("\n## Claims\n\nNone held.\n"), "{body}");
 }
