@@ -177,6 +177,33 @@ fn an_undelivered_gate_notice_is_retried_by_the_ticks_that_ask() {
     assert!(got[1].body.starts_with(AMBIGUOUS));
 }
 
+/// The question is redacted in the notification and in what is kept of
+/// it, as everything the loop writes or sends.
+#[test]
+fn the_told_question_is_redacted_where_it_is_sent_and_kept() {
+    let receiver = Receiver::start(Answer::Accept).unwrap();
+    let mut s = Sandbox::new().with_issues(vec![issue(149, "none")]);
+    std::fs::write(
+        s.root().join("CLAUDE.md"),
+        "### SDD Configuration\n#### Loop Logging\n| Pattern | Replacement |\n|---|---|\n| `#149` | #[ISSUE] |\n",
+    )
+    .unwrap();
+    let cfg = notifying(&s, &receiver);
+    assert_eq!(s.tick(&cfg).code, exit::NEEDS_ANSWER);
+    let got = receiver.received();
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0]
+            .body
+            .starts_with("Issue #[ISSUE] has ambiguous criteria."),
+        "{}",
+        got[0].body
+    );
+    let kept = std::fs::read_to_string(s.paths(Skill::Work).asked()).unwrap();
+    assert!(kept.contains("Issue #[ISSUE] has"), "{kept}");
+    assert!(!kept.contains("#149") && !got[0].text().contains("#149"));
+}
+
 fn claim(number: u64, expires_at: &str) -> HeldClaim {
     HeldClaim {
         number,
