@@ -16,7 +16,6 @@
 //! is told again. That file and the notifications' own are all such a
 //! tick writes.
 
-use super::Phase;
 use super::ctx::Ctx;
 use crate::os::clock;
 use crate::rules::gates::Question;
@@ -24,9 +23,18 @@ use crate::state::asked::Asked;
 use crate::state::files;
 use crate::world::notify::{GateAsked, Notice};
 
+/// Where the gate was asked, which says where it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AskedIn {
+    /// `begin`: the session that runs the loop asks it.
+    Session,
+    /// A wrapper tick, from a shell: the tick is run again with the answer.
+    Shell,
+}
+
 /// The tick ends asking `question`: tells the person, unless this gate is
 /// the one already told.
-pub(super) fn tell(ctx: &mut Ctx<'_, '_>, question: &Question, phase: Phase) {
+pub(super) fn tell(ctx: &mut Ctx<'_, '_>, question: &Question, asked_in: AskedIn) {
     if !tells(ctx) {
         return;
     }
@@ -42,7 +50,7 @@ pub(super) fn tell(ctx: &mut Ctx<'_, '_>, question: &Question, phase: Phase) {
         gate: gate.to_owned(),
         question: text.clone(),
         options: question.options().iter().map(|o| (*o).to_owned()).collect(),
-        answer_with: answer_with(question, phase),
+        answer_with: answer_with(question, asked_in),
     }));
     let told = Asked {
         gate: gate.to_owned(),
@@ -75,17 +83,17 @@ fn tells(ctx: &Ctx<'_, '_>) -> bool {
 }
 
 /// Where and how the gate is answered, after "Answer ".
-fn answer_with(question: &Question, phase: Phase) -> String {
+fn answer_with(question: &Question, asked_in: AskedIn) -> String {
     let flag = format!(
         "`--answer {}=<{}>`",
         question.gate,
         question.options().join("|")
     );
-    match phase {
-        Phase::Begin | Phase::End => format!(
+    match asked_in {
+        AskedIn::Session => format!(
             "in the session that runs the loop: its question, or the loop prompt sent again with {flag}."
         ),
-        Phase::Wrapper => format!(
+        AskedIn::Shell => format!(
             "where the loop runs: the tick run again with {flag} (or an entry in an `--answers` file)."
         ),
     }
@@ -101,11 +109,11 @@ mod tests {
         let q = Question::backlog_drift();
         assert_eq!(q.gate, GateName::BacklogDrift);
         assert_eq!(
-            answer_with(&q, Phase::Begin),
+            answer_with(&q, AskedIn::Session),
             "in the session that runs the loop: its question, or the loop prompt sent again with `--answer backlog-drift=<re-propose|continue|stop>`."
         );
         assert_eq!(
-            answer_with(&q, Phase::Wrapper),
+            answer_with(&q, AskedIn::Shell),
             "where the loop runs: the tick run again with `--answer backlog-drift=<re-propose|continue|stop>` (or an entry in an `--answers` file)."
         );
     }

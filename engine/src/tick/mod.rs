@@ -280,7 +280,11 @@ fn drive(
     match &produced {
         Err(f) if f.code == exit::NEEDS_ANSWER => {
             if let Some(question) = &f.unanswered {
-                asked::tell(&mut ctx, question, phase);
+                let asked_in = match phase {
+                    Phase::Wrapper => asked::AskedIn::Shell,
+                    Phase::Begin | Phase::End => asked::AskedIn::Session,
+                };
+                asked::tell(&mut ctx, question, asked_in);
             }
         }
         Ok(p) if past_gates(p) => asked::passed(&mut ctx),
