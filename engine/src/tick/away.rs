@@ -26,6 +26,7 @@ use crate::rules::replies::{self, Judged};
 use crate::state::budget::Budget;
 use crate::state::history::{self, AnsweredBy};
 use crate::state::journal::Shown;
+use crate::state::paths::Skill;
 use crate::state::pending::{PendingGate, PendingGates};
 use crate::state::standing;
 use crate::world::notify::{GatePosted, Notice};
@@ -479,8 +480,8 @@ fn dashboard_body(ctx: &Ctx<'_, '_>, pending: &PendingGates) -> String {
 fn claims_held(ctx: &Ctx<'_, '_>) -> String {
     let skill = ctx.cfg.skill;
     let kind = match skill {
-        crate::state::paths::Skill::Work => "issue",
-        crate::state::paths::Skill::Review => "PR",
+        Skill::Work => "issue",
+        Skill::Review => "PR",
     };
     let now = ctx.now();
     let mut all = standing::Standing::load(&standing::path(&ctx.cfg.root, skill));

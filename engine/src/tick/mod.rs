@@ -277,19 +277,7 @@ fn drive(
             session::end_tick(&mut ctx, input).map(Produced::Concluded)
         }
     };
-    match &produced {
-        Err(f) if f.code == exit::NEEDS_ANSWER => {
-            if let Some(question) = &f.unanswered {
-                let asked_in = match phase {
-                    Phase::Wrapper => asked::AskedIn::Shell,
-                    Phase::Begin | Phase::End => asked::AskedIn::Session,
-                };
-                asked::tell(&mut ctx, question, asked_in);
-            }
-        }
-        Ok(p) if past_gates(p) => asked::passed(&mut ctx),
-        _ => {}
-    }
+    keep_asked(&mut ctx, &produced, phase);
     // A queued notice is an event that happened: told even when the tick
     // then failed (a gate posted, and the tick waits for its answer).
     if !ctx.notices.is_empty() || retries_notices(&produced) {
@@ -309,6 +297,24 @@ fn drive(
             TickResult { code, summary }
         }
         Err(f) => report_failure(cfg, &mut **out, &mut **err, phase, f),
+    }
+}
+
+/// A gate this tick asked and nobody answered is told to the person once
+/// (`asked`); a tick that got past its gates forgets the gate it told.
+fn keep_asked(ctx: &mut Ctx<'_, '_>, produced: &Result<Produced, Failure>, phase: Phase) {
+    match produced {
+        Err(f) if f.code == exit::NEEDS_ANSWER => {
+            if let Some(question) = &f.unanswered {
+                let asked_in = match phase {
+                    Phase::Wrapper => asked::AskedIn::Shell,
+                    Phase::Begin | Phase::End => asked::AskedIn::Session,
+                };
+                asked::tell(ctx, question, asked_in);
+            }
+        }
+        Ok(p) if past_gates(p) => asked::passed(ctx),
+        _ => {}
     }
 }
 
