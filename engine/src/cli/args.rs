@@ -52,9 +52,10 @@ Environment:
                            tracker time limits in seconds (same as the flags)
   SDD_LOOP_NOTIFY          notification URLs (spaces or commas between them), added to --notify
                            and to the variables CLAUDE.md's `Loop Notify` names: ntfy topics,
-                           Slack or Discord webhooks; told when a run stops or a usage window
-                           makes the loop wait, 5 s per tick at most, a failure only noted;
-                           removed from the work's environment, redacted everywhere
+                           Slack or Discord webhooks; told when a gate is posted or asked (once
+                           per gate), a run stops or a usage window makes the loop wait, 5 s per
+                           tick at most, a failure only noted; removed from the work's
+                           environment, redacted everywhere
   SDD_LOOP_NOW             RFC 3339 instant the engine's clock reads for the whole tick (tests)
   SDD_LOOP_NOW_FILE        a file holding an RFC 3339 instant, read on every reading of the clock
                            (tests): replacing it by rename moves the clock during a tick
@@ -280,8 +281,8 @@ pub struct TickArgs {
     /// iteration before it is killed.
     #[arg(long, value_name = "SECS", default_value_t = config::DEFAULT_DRAIN_SECS)]
     pub drain_timeout: u64,
-    /// Tell this URL when a gate is posted, the run stops or a usage
-    /// window makes the loop wait (repeatable): an ntfy topic, a Slack or
+    /// Tell this URL when a gate is posted or asked (once per gate), the
+    /// run stops or a usage window makes the loop wait (repeatable): an ntfy topic, a Slack or
     /// Discord webhook, or any URL prefixed `ntfy+`, `slack+` or
     /// `discord+`; each gets a POST bounded to 5 s per tick, and a failure
     /// never fails the tick. Prefer SDD_LOOP_NOTIFY: a command line is

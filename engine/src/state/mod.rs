@@ -7,10 +7,12 @@
 //! reach ([`witness`]) and the claims a clone left standing on the shared
 //! remote ([`standing`]); the account's usage windows and the wait
 //! for their reset ([`windows`]); the gates posted on the tracker that wait
-//! for a person ([`pending`]); the files a tick shares with its wrapped skill
+//! for a person ([`pending`]) and the gate last asked here and told to
+//! the person ([`asked`]); the files a tick shares with its wrapped skill
 //! ([`protocol`], [`exchange`]); and the JSON Schemas of them all
 //! ([`schema`]).
 
+pub mod asked;
 pub mod budget;
 pub mod exchange;
 pub mod files;

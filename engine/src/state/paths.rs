@@ -139,6 +139,12 @@ impl StatePaths {
         self.file("gates.json")
     }
 
+    /// `{skill}.asked.json` — the gate last asked here (exit 4) and told
+    /// to the person's notification URLs (docs/src/notifications.md).
+    pub fn asked(&self) -> PathBuf {
+        self.file("asked.json")
+    }
+
     /// Per-tick exchange directory with the wrapped skill.
     pub fn exchange_dir(&self) -> PathBuf {
         self.file("exchange")

@@ -26,7 +26,9 @@ use crate::rules::replies::{self, Judged};
 use crate::state::budget::Budget;
 use crate::state::history::{self, AnsweredBy};
 use crate::state::journal::Shown;
+use crate::state::paths::Skill;
 use crate::state::pending::{PendingGate, PendingGates};
+use crate::state::standing;
 use crate::world::notify::{GatePosted, Notice};
 use crate::world::tracker::Reply;
 
@@ -418,8 +420,9 @@ fn refresh_dashboard(
     Ok(())
 }
 
-/// The dashboard's body: what waits for a person, the budgets, the last
-/// ticks — the run's state as `budget.json` and history hold it.
+/// The dashboard's body: what waits for a person, the budgets, the claims
+/// this clone holds, the last ticks — the run's state as `budget.json`,
+/// the standing claims and history hold it.
 fn dashboard_body(ctx: &Ctx<'_, '_>, pending: &PendingGates) -> String {
     let mut text = format!(
         "The state of the `sdd-loop {}` loop on this repository, kept by the loop. Answer a gate by replying to its comment as it says.\n\n## Waiting for a person\n\n",
@@ -453,6 +456,8 @@ fn dashboard_body(ctx: &Ctx<'_, '_>, pending: &PendingGates) -> String {
         )),
         None => text.push_str("No run recorded yet.\n"),
     }
+    text.push_str("\n## Claims\n\n");
+    text.push_str(&claims_held(ctx));
     text.push_str("\n## Last ticks\n\n");
     let tail = history::read_tail(&ctx.paths.history(), 5).unwrap_or_default();
     if tail.lines.is_empty() {
@@ -467,6 +472,40 @@ fn dashboard_body(ctx: &Ctx<'_, '_>, pending: &PendingGates) -> String {
         ));
     }
     ctx.inputs.redactor.apply(&text)
+}
+
+/// The dashboard's claims: those this clone holds on the shared remote —
+/// left standing by earlier work, and any this tick has taken — whose
+/// lease has not ended, each with the lease's end (docs/src/claims.md).
+fn claims_held(ctx: &Ctx<'_, '_>) -> String {
+    let skill = ctx.cfg.skill;
+    let kind = match skill {
+        Skill::Work => "issue",
+        Skill::Review => "PR",
+    };
+    let now = ctx.now();
+    let mut all = standing::Standing::load(&standing::path(&ctx.cfg.root, skill));
+    if let Some(taken) = &ctx.claims {
+        all.add(&taken.held);
+    }
+    let held: Vec<String> = all
+        .claims
+        .iter()
+        .filter_map(|c| match c.expires_at.parse::<jiff::Timestamp>() {
+            Ok(until) if until <= now => None,
+            Ok(until) => Some(format!(
+                "- {kind} #{} — lease until {}\n",
+                c.number,
+                clock::format(until)
+            )),
+            Err(_) => Some(format!("- {kind} #{} — lease end unknown\n", c.number)),
+        })
+        .collect();
+    if held.is_empty() {
+        "None held.\n".to_owned()
+    } else {
+        held.concat()
+    }
 }
 
 /// After a tick that went past its gates: a gate whose answer came but

@@ -44,6 +44,7 @@
 mod account;
 mod acquire;
 mod ask;
+mod asked;
 mod awaiting;
 mod away;
 mod claim_log;
@@ -276,6 +277,7 @@ fn drive(
             session::end_tick(&mut ctx, input).map(Produced::Concluded)
         }
     };
+    keep_asked(&mut ctx, &produced, phase);
     // A queued notice is an event that happened: told even when the tick
     // then failed (a gate posted, and the tick waits for its answer).
     if !ctx.notices.is_empty() || retries_notices(&produced) {
@@ -298,14 +300,44 @@ fn drive(
     }
 }
 
+/// A gate this tick asked and nobody answered is told to the person once
+/// (`asked`); a tick that got past its gates forgets the gate it told.
+fn keep_asked(ctx: &mut Ctx<'_, '_>, produced: &Result<Produced, Failure>, phase: Phase) {
+    match produced {
+        Err(f) if f.code == exit::NEEDS_ANSWER => {
+            if let Some(question) = &f.unanswered {
+                let asked_in = match phase {
+                    Phase::Wrapper => asked::AskedIn::Shell,
+                    Phase::Begin | Phase::End => asked::AskedIn::Session,
+                };
+                asked::tell(ctx, question, asked_in);
+            }
+        }
+        Ok(p) if past_gates(p) => asked::passed(ctx),
+        _ => {}
+    }
+}
+
 /// Whether a tick that delivered nothing yet retries the notifications
 /// kept from earlier ticks: not one that skipped for the lock (the holder
-/// delivers), nor one that failed.
+/// delivers), nor one that failed — but one that asks a gate does, or a
+/// gate's undelivered notice would wait for an answer it asks for.
 fn retries_notices(produced: &Result<Produced, Failure>) -> bool {
     match produced {
         Ok(Produced::Concluded(c)) => c.outcome != Outcome::SkippedLock || c.skipped_for_claims,
         Ok(Produced::Opened(_) | Produced::Waiting(_) | Produced::AwaitingPerson(_)) => true,
-        Err(_) => false,
+        Err(f) => f.code == exit::NEEDS_ANSWER,
+    }
+}
+
+/// Whether a tick got past its gates: it worked, or concluded without
+/// work (a stop, `end`) — not one that skipped for the lock, nor one that
+/// waits (for a window's reset, or a person's reply on the tracker).
+fn past_gates(produced: &Produced) -> bool {
+    match produced {
+        Produced::Concluded(c) => c.outcome != Outcome::SkippedLock || c.skipped_for_claims,
+        Produced::Opened(_) => true,
+        Produced::Waiting(_) | Produced::AwaitingPerson(_) => false,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Notifications to the person (`docs/src/notifications.md`): a plain
 //! HTTP POST to each URL the user configured, when a gate is posted on the
-//! tracker, a run stops, or a usage window makes the loop wait.
+//! tracker or asked where the loop runs and not yet answered, a run
+//! stops, or a usage window makes the loop wait.
 //!
 //! # API
 //!
@@ -15,11 +16,12 @@
 //!   sent as a header, never in the URL. [`Target::secrets`] is what a
 //!   redactor must remove (the URL whole: an ntfy topic is its own
 //!   password) and [`Target::shown`] the form safe to print.
-//! - [`Notice`] is one event: [`GatePosted`] (its question, options, link
-//!   and the person-only code, which appears only in the notification's
-//!   body and is never written to disk), [`RunStopped`] (the stop
-//!   condition and the final figures) or [`WindowWaits`] (which window,
-//!   why, until when).
+//! - [`Notice`] is one event ([`notice`]): [`GatePosted`] (its question,
+//!   options, link and the person-only code, which appears only in the
+//!   notification's body and is never written to disk), [`GateAsked`]
+//!   (a gate asked where the loop runs: its question, options and where
+//!   to answer), [`RunStopped`] (the stop condition and the final
+//!   figures) or [`WindowWaits`] (which window, why, until when).
 //! - [`tell`] sends one notice to every target, redacted, all targets at
 //!   once and none past `deadline`, and returns what failed; it never
 //!   returns an error and never panics on a bad answer.
@@ -49,6 +51,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::rules::redact::Redactor;
+
+mod notice;
+
+pub use notice::{GateAsked, GatePosted, Notice, RunStopped, WindowWaits};
 
 /// The environment variable that lists notification URLs (separated by
 /// whitespace or commas). It and every variable a setting names are
@@ -339,152 +345,6 @@ fn base64(input: &[u8]) -> String {
         }
     }
     out
-}
-
-/// A gate posted on the tracker, waiting for the person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GatePosted {
-    /// `work` or `review`.
-    pub skill: String,
-    /// The gate's name (`budget-80`, `drift`, …).
-    pub gate: String,
-    pub question: String,
-    pub options: Vec<String>,
-    /// Where it was posted (the issue or PR comment's URL).
-    pub link: String,
-    /// The code only the person receives, to put in the answer. Sent only
-    /// in the notification: never written to disk, so a notice kept for a
-    /// retry goes without it (and says so).
-    #[serde(skip)]
-    pub code: Option<String>,
-}
-
-/// A run that stopped: its stop condition and final figures.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunStopped {
-    pub skill: String,
-    /// The stop condition's name (`iteration-ceiling`, …).
-    pub cause: String,
-    /// Its message, as the final report says it.
-    pub message: String,
-    /// The final figures, one line each (`Iterations: 3/3`, …).
-    pub figures: Vec<String>,
-}
-
-/// A usage window that makes the loop wait for its reset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WindowWaits {
-    pub skill: String,
-    /// The window's name (`5-hour`, `weekly`).
-    pub window: String,
-    /// Why it waits (the limit hit or the ceiling reached).
-    pub reason: String,
-    /// The reset the loop waits for (RFC 3339).
-    pub until: String,
-}
-
-/// One event worth telling the person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
-pub enum Notice {
-    GatePosted(GatePosted),
-    RunStopped(RunStopped),
-    WindowWaits(WindowWaits),
-}
-
-impl Notice {
-    /// The event's name, as history records it.
-    pub fn event(&self) -> &'static str {
-        match self {
-            Notice::GatePosted(_) => "gate-posted",
-            Notice::RunStopped(_) => "run-stopped",
-            Notice::WindowWaits(_) => "window-waits",
-        }
-    }
-
-    /// One line, ASCII (an HTTP header carries it to ntfy).
-    pub fn title(&self) -> String {
-        let title = match self {
-            Notice::GatePosted(g) => {
-                format!("sdd-loop {}: a gate waits for you ({})", g.skill, g.gate)
-            }
-            Notice::RunStopped(r) => {
-                format!("sdd-loop {}: the loop stopped ({})", r.skill, r.cause)
-            }
-            Notice::WindowWaits(w) => format!(
-                "sdd-loop {}: waiting for the {} window's reset",
-                w.skill, w.window
-            ),
-        };
-        title
-            .chars()
-            .map(|c| {
-                if c.is_ascii() && !c.is_ascii_control() {
-                    c
-                } else {
-                    '?'
-                }
-            })
-            .collect()
-    }
-
-    /// The message's text.
-    pub fn text(&self) -> String {
-        match self {
-            Notice::GatePosted(g) => {
-                let mut s = format!(
-                    "{}\nOptions: {}\nAnswer at: {}",
-                    g.question,
-                    g.options.join(" | "),
-                    g.link
-                );
-                match &g.code {
-                    Some(code) => s.push_str(&format!("\nAnswer code (yours only): {code}")),
-                    None => s.push_str(
-                        "\nThe answer code went with the first notification, which was not delivered; it is never kept on disk.",
-                    ),
-                }
-                s
-            }
-            Notice::RunStopped(r) => {
-                let mut s = format!("Stop cause: {} — {}", r.cause, r.message);
-                for f in &r.figures {
-                    s.push('\n');
-                    s.push_str(f);
-                }
-                s
-            }
-            Notice::WindowWaits(w) => format!(
-                "The {} window: {}. Ticks before {} wait and spend nothing.",
-                w.window, w.reason, w.until
-            ),
-        }
-    }
-
-    /// ntfy's `Tags` (emoji short codes it shows before the title).
-    fn tags(&self) -> &'static str {
-        match self {
-            Notice::GatePosted(_) => "question,sdd-loop",
-            Notice::RunStopped(_) => "stop_sign,sdd-loop",
-            Notice::WindowWaits(_) => "hourglass,sdd-loop",
-        }
-    }
-
-    /// ntfy's `Priority` (1 to 5): a gate waits on the person.
-    fn priority(&self) -> &'static str {
-        match self {
-            Notice::GatePosted(_) => "4",
-            Notice::RunStopped(_) => "3",
-            Notice::WindowWaits(_) => "2",
-        }
-    }
-
-    fn click(&self) -> Option<&str> {
-        match self {
-            Notice::GatePosted(g) if g.link.starts_with("http") => Some(&g.link),
-            _ => None,
-        }
-    }
 }
 
 /// A notification that did not arrive.

@@ -40,6 +40,11 @@ pub struct FakeTracker {
     /// PRs that appear once the PRs have been listed once: opened by the
     /// skill after its tick read the backlog.
     pub opened_after_first_listing: RefCell<Vec<Pull>>,
+    /// Issues the loop opened (its dashboard): title and body; each is
+    /// numbered 900 and up.
+    pub opened_issues: RefCell<Vec<(String, String)>>,
+    /// Issue bodies the loop rewrote, in order.
+    pub edited_bodies: RefCell<Vec<(u64, String)>>,
 }
 
 impl FakeTracker {
@@ -134,14 +139,25 @@ impl Tracker for FakeTracker {
     }
     fn find_issue(&self, _: &str, _: &str) -> Result<Option<u64>, TrackerError> {
         self.check()?;
-        Ok(None)
+        Ok((!self.opened_issues.borrow().is_empty()).then_some(900))
     }
-    fn open_issue(&self, _: &str, _: &str, _: &[&str]) -> Result<Posted, TrackerError> {
+    fn open_issue(&self, title: &str, body: &str, _: &[&str]) -> Result<Posted, TrackerError> {
         self.check()?;
-        Err(TrackerError::NotConfigured)
+        let mut opened = self.opened_issues.borrow_mut();
+        opened.push((title.to_owned(), body.to_owned()));
+        let number = 899 + opened.len() as u64;
+        Ok(Posted {
+            number,
+            id: number,
+            url: format!("https://example.test/issues/{number}"),
+            created_at: jiff::Timestamp::UNIX_EPOCH,
+        })
     }
-    fn edit_issue_body(&self, _: u64, _: &str) -> Result<(), TrackerError> {
+    fn edit_issue_body(&self, number: u64, body: &str) -> Result<(), TrackerError> {
         self.check()?;
+        self.edited_bodies
+            .borrow_mut()
+            .push((number, body.to_owned()));
         Ok(())
     }
 }

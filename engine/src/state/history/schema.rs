@@ -308,7 +308,7 @@ pub struct NotificationsLine {
 /// One notification that was not delivered.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NotificationFailure {
-    /// `gate-posted`, `run-stopped` or `window-waits`.
+    /// `gate-posted`, `gate-asked`, `run-stopped` or `window-waits`.
     pub event: String,
     /// The target's format and `scheme://host/…`.
     pub target: String,
