@@ -261,3 +261,24 @@ fn a_dashboard_with_no_claim_says_so() {
     let body = post_drift(&mut s);
     assert!(body.contains("\n## Claims\n\nNone held.\n"), "{body}");
 }
+
+#[test]
+fn a_posted_gate_answered_here_leaves_the_dashboard_waiting_for_nothing() {
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let posted = post_drift(&mut s);
+    assert!(posted.contains("backlog-drift — "), "{posted}");
+    let mut cfg = s.cfg(Skill::Work);
+    cfg.max_agents = 1;
+    cfg.unattended = true;
+    answer(&mut cfg, "backlog-drift=continue");
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert!(r.out.contains("was answered here"), "{}", r.out);
+    let edited = s.tracker.edited_bodies.borrow();
+    let (number, body) = edited.last().expect("the dashboard rewritten");
+    assert_eq!(*number, 900);
+    assert!(
+        body.contains("## Waiting for a person\n\nNothing waits.\n"),
+        "{body}"
+    );
+}

@@ -544,6 +544,9 @@ pub(crate) fn answered_here(ctx: &mut Ctx<'_, '_>, question: &Question) -> Resul
     pending.remove(&gate.id);
     ctx.answered_away.retain(|id| *id != gate.id);
     save(ctx, &pending)?;
+    if gate.subject.is_none() {
+        refresh_dashboard(ctx, &pending, gate.posted_on)?;
+    }
     ctx.note(format!(
         "Gate {} ({}) was answered here: its post ({}) no longer waits",
         gate.gate, gate.id, gate.url
