@@ -220,7 +220,9 @@ pub fn main_in_place(args: &[std::ffi::OsString]) -> Option<u8> {
     let mut input = Vec::new();
     let _ = std::io::stdin().lock().read_to_end(&mut input);
     let root = record_input(&input, &cwd, now, &mut std::io::stderr());
-    let command = command.filter(|c| !c.trim().is_empty())?;
+    let Some(command) = command.filter(|c| !c.trim().is_empty()) else {
+        return Some(0);
+    };
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     if input.len() > PIPE_ROOM {
         // Would not fit in the pipe before the command reads it.
