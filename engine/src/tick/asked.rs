@@ -1,6 +1,6 @@
 //! A gate asked where the loop runs, told to the person once
-//! (docs/src/notifications.md; docs/src/gates-away.md, "In a Claude Code
-//! session").
+//! (docs/src/notifications.md; docs/src/gates-away.md, "Asked here, and
+//! told").
 //!
 //! A tick that ends asking a gate nobody here answered (exit 4: a Claude
 //! Code session's question, a shell tick with no `--answer`) changes no
