@@ -2,7 +2,8 @@
 //! the loop runs (exit 4) is told to the notification URLs once, however
 //! often the loop asks it again, and again once a tick has got past it;
 //! its notice is retried by the ticks that ask; and the dashboard issue's
-//! body lists the claims this clone holds.
+//! body lists the claims this clone holds; the answer code reaches the
+//! person only.
 
 #[expect(dead_code, reason = "the tick tests use the rest of the fakes")]
 mod support;
@@ -280,5 +281,63 @@ fn a_posted_gate_answered_here_leaves_the_dashboard_waiting_for_nothing() {
     assert!(
         body.contains("## Waiting for a person\n\nNothing waits.\n"),
         "{body}"
+    );
+}
+
+/// The answer code a gate's notification carried, and where else it went:
+/// nowhere — not the post, the dashboard, the tick's output or any file of
+/// the loop's state (only its SHA-1 is kept).
+#[test]
+fn the_answer_code_goes_to_the_person_only() {
+    let receiver = Receiver::start(Answer::Accept).unwrap();
+    let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
+    let mut cfg = notifying(&s, &receiver);
+    cfg.max_agents = 1;
+    let first = s.tick(&cfg);
+    assert_eq!(first.code, exit::TICK_DONE, "{}{}", first.out, first.err);
+    s.tracker.issues.borrow_mut().push(issue(3, CLEAR));
+    cfg.unattended = true;
+    let r = s.tick(&cfg);
+    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains("Gate backlog-drift posted on #900"),
+        "{}",
+        r.out
+    );
+    let told = receiver.received();
+    assert_eq!(told.len(), 1, "{told:?}");
+    let code = told[0]
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("Answer code (yours only): "))
+        .expect("the notification carries the answer code")
+        .to_owned();
+    assert_eq!(code.len(), 16, "{code}");
+    let posted = s.tracker.posted.borrow();
+    assert!(!posted.is_empty(), "the gate was posted");
+    for (number, body) in posted.iter() {
+        assert!(
+            !body.contains(&code),
+            "the post on #{number} carries the code"
+        );
+    }
+    for (number, body) in s.tracker.edited_bodies.borrow().iter() {
+        assert!(!body.contains(&code), "#{number}'s body carries the code");
+    }
+    for (title, body) in s.tracker.opened_issues.borrow().iter() {
+        assert!(!body.contains(&code), "{title} carries the code");
+    }
+    assert!(!r.out.contains(&code) && !r.err.contains(&code));
+    for (path, bytes) in s.files() {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(&code),
+            "{} keeps the code",
+            path.display()
+        );
+    }
+    let pending = std::fs::read_to_string(s.paths(Skill::Work).gates()).unwrap();
+    assert!(
+        pending.contains(&sdd_loop::rules::replies::code_hash(&code)),
+        "only its SHA-1 is kept: {pending}"
     );
 }
