@@ -213,10 +213,9 @@ fn claim(number: u64, expires_at: &str) -> HeldClaim {
     }
 }
 
-/// The dashboard the run-wide gate is posted on: `drift` for the work
-/// loop of `s` after one tick, unattended.
-fn post_drift(s: &mut Sandbox) -> String {
-    let mut cfg = s.cfg(Skill::Work);
+/// The run-wide gate posted on the dashboard: `drift` for the work loop
+/// of `s` after one tick, unattended; the tick that posted it.
+fn post_drift(s: &mut Sandbox, mut cfg: TickConfig) -> Ran {
     cfg.max_agents = 1;
     assert_eq!(s.tick(&cfg).code, exit::TICK_DONE);
     s.tracker.issues.borrow_mut().push(issue(3, CLEAR));
@@ -228,6 +227,11 @@ fn post_drift(s: &mut Sandbox) -> String {
         "{}",
         r.out
     );
+    r
+}
+
+/// The dashboard's body as last written.
+fn dashboard(s: &Sandbox) -> String {
     let edited = s.tracker.edited_bodies.borrow();
     edited.last().expect("the dashboard's body").1.clone()
 }
@@ -242,7 +246,9 @@ fn the_dashboard_lists_the_claims_this_clone_holds_with_their_lease() {
         ],
     }
     .save(&standing::path(s.root(), Skill::Work));
-    let body = post_drift(&mut s);
+    let cfg = s.cfg(Skill::Work);
+    post_drift(&mut s, cfg);
+    let body = dashboard(&s);
     assert!(
         body.contains(
             "\n## Claims\n\n- issue #2 — lease until 2026-05-09T15:00:00Z\n\n## Last ticks\n"
@@ -259,14 +265,18 @@ fn the_dashboard_lists_the_claims_this_clone_holds_with_their_lease() {
 #[test]
 fn a_dashboard_with_no_claim_says_so() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
-    let body = post_drift(&mut s);
+    let cfg = s.cfg(Skill::Work);
+    post_drift(&mut s, cfg);
+    let body = dashboard(&s);
     assert!(body.contains("\n## Claims\n\nNone held.\n"), "{body}");
 }
 
 #[test]
 fn a_posted_gate_answered_here_leaves_the_dashboard_waiting_for_nothing() {
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
-    let posted = post_drift(&mut s);
+    let cfg = s.cfg(Skill::Work);
+    post_drift(&mut s, cfg);
+    let posted = dashboard(&s);
     assert!(posted.contains("backlog-drift — "), "{posted}");
     let mut cfg = s.cfg(Skill::Work);
     cfg.max_agents = 1;
@@ -291,19 +301,8 @@ fn a_posted_gate_answered_here_leaves_the_dashboard_waiting_for_nothing() {
 fn the_answer_code_goes_to_the_person_only() {
     let receiver = Receiver::start(Answer::Accept).unwrap();
     let mut s = Sandbox::new().with_issues(vec![issue(1, CLEAR), issue(2, CLEAR)]);
-    let mut cfg = notifying(&s, &receiver);
-    cfg.max_agents = 1;
-    let first = s.tick(&cfg);
-    assert_eq!(first.code, exit::TICK_DONE, "{}{}", first.out, first.err);
-    s.tracker.issues.borrow_mut().push(issue(3, CLEAR));
-    cfg.unattended = true;
-    let r = s.tick(&cfg);
-    assert_eq!(r.code, exit::TICK_DONE, "{}{}", r.out, r.err);
-    assert!(
-        r.out.contains("Gate backlog-drift posted on #900"),
-        "{}",
-        r.out
-    );
+    let cfg = notifying(&s, &receiver);
+    let r = post_drift(&mut s, cfg);
     let told = receiver.received();
     assert_eq!(told.len(), 1, "{told:?}");
     let code = told[0]

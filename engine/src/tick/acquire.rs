@@ -18,7 +18,6 @@ use crate::state::budget::Budget;
 use crate::state::history::{self, BudgetSnapshot, HistoryLine, Outcome};
 use crate::state::journal::{Journal, Shown};
 use crate::state::lock::{self, Denied, ForceDecision, HeldLock, Holder, LockMode};
-use crate::state::paths::Skill;
 use crate::state::reconcile;
 
 /// The lock, and the `Concurrency:` line that says how it was had.
@@ -210,13 +209,8 @@ fn not_acquired(
     };
     let fired: Vec<Fired> = cause.map(|c| Fired::new(c, says)).into_iter().collect();
     let concurrency = format!("lock held by {held_by} — {how}");
-    let not_examined = "not examined — another tick holds the lock";
     let shown = Shown {
-        context: match (ctx.cfg.skill, ctx.cfg.pr.filter(|_| ctx.cfg.single_pr())) {
-            (Skill::Work, _) => format!("Backlog: {not_examined}"),
-            (Skill::Review, Some(n)) => format!("Tracked PR: #{n} ({not_examined})"),
-            (Skill::Review, None) => format!("Tracked PRs: {not_examined}"),
-        },
+        context: ctx.not_examined("another tick holds the lock"),
         plan: "none — another tick holds the lock".into(),
         concurrency,
         outcome: outcome_line,

@@ -18,14 +18,13 @@
 use std::time::Duration;
 
 use super::Failure;
-use super::ctx::{Ctx, Ending};
+use super::ctx::Ctx;
 use crate::exit;
 use crate::os::clock;
 use crate::rules::gates::{Answer, GateName, Question, parse_answer};
 use crate::rules::replies::{self, Judged};
 use crate::state::budget::Budget;
 use crate::state::history::{self, AnsweredBy};
-use crate::state::journal::Shown;
 use crate::state::paths::Skill;
 use crate::state::pending::{PendingGate, PendingGates};
 use crate::state::standing;
@@ -40,27 +39,14 @@ pub use super::awaiting::AwaitingPerson;
 /// The status block of a tick that waits for a person: the iteration it
 /// would have been, the budget as recorded (read, never written).
 pub(crate) fn show(ctx: &mut Ctx<'_, '_>, waiting: &AwaitingPerson) -> Result<(), Failure> {
-    let budget = Budget::load(ctx.paths.budget()).ok().flatten();
-    let shown = Shown {
-        context: super::windows::not_examined(ctx, "waiting for a person's answer to a gate"),
-        plan: format!(
+    ctx.show_waiting(
+        "waiting for a person's answer to a gate",
+        format!(
             "none — gate {} ({}) waits for a reply at {}",
             waiting.gate, waiting.id, waiting.url
         ),
-        concurrency: "lock released — the tick waits".to_owned(),
-        outcome: "waiting for a person — nothing dispatched; no counter advanced".to_owned(),
-    };
-    let started = ctx.started;
-    ctx.show(
-        &shown,
-        &Ending {
-            iteration: budget
-                .as_ref()
-                .map_or(1, |b| b.iterations_used.saturating_add(1)),
-            started,
-            budget: budget.as_ref(),
-            fired: &[],
-        },
+        "lock released — the tick waits",
+        "waiting for a person — nothing dispatched; no counter advanced".to_owned(),
     )
 }
 

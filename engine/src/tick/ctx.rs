@@ -292,6 +292,48 @@ impl<'c, 'w> Ctx<'c, 'w> {
         rel(&self.cfg.root, p)
     }
 
+    /// The status block's context line of a tick that looks at no work
+    /// (another tick holds the lock; it waits for a window's reset or a
+    /// person's answer): the backlog or PRs left unread, and why.
+    pub fn not_examined(&self, why: &str) -> String {
+        match (self.cfg.skill, self.cfg.pr.filter(|_| self.cfg.single_pr())) {
+            (Skill::Work, _) => format!("Backlog: not examined — {why}"),
+            (Skill::Review, Some(n)) => format!("Tracked PR: #{n} (not examined — {why})"),
+            (Skill::Review, None) => format!("Tracked PRs: not examined — {why}"),
+        }
+    }
+
+    /// The status block of a tick that waits (for a window's reset, or a
+    /// person's answer): the iteration it would have been, the budget as
+    /// recorded (read, never written).
+    pub fn show_waiting(
+        &mut self,
+        why: &str,
+        plan: String,
+        concurrency: &str,
+        outcome: String,
+    ) -> Result<(), Failure> {
+        let budget = Budget::load(self.paths.budget()).ok().flatten();
+        let shown = Shown {
+            context: self.not_examined(why),
+            plan,
+            concurrency: concurrency.to_owned(),
+            outcome,
+        };
+        let started = self.started;
+        self.show(
+            &shown,
+            &Ending {
+                iteration: budget
+                    .as_ref()
+                    .map_or(1, |b| b.iterations_used.saturating_add(1)),
+                started,
+                budget: budget.as_ref(),
+                fired: &[],
+            },
+        )
+    }
+
     /// Prints the status block, and the final report when the loop ended.
     pub fn show(&mut self, view: &Shown, end: &Ending<'_>) -> Result<(), Failure> {
         let started = clock::format(end.started);

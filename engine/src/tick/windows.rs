@@ -12,14 +12,12 @@
 //! window.
 
 use super::Failure;
-use super::ctx::{Ctx, Ending};
+use super::ctx::Ctx;
 use crate::exit;
 use crate::os::clock;
 use crate::rules::stop::Fired;
 use crate::rules::windows::{self as rules, Next, WindowCeilings};
-use crate::state::budget::Budget;
-use crate::state::journal::{Driver, Journal, Shown};
-use crate::state::paths::Skill;
+use crate::state::journal::{Driver, Journal};
 use crate::state::protocol::SkillResult;
 use crate::state::windows::{
     Recorded, Wait, Window, WindowLine, WindowsLine, WindowsReport, WindowsState,
@@ -130,46 +128,23 @@ fn window_waits(ctx: &Ctx<'_, '_>, wait: &Wait) -> Notice {
     })
 }
 
-/// The status block's context line of a tick that waits (for a window's
-/// reset, or a person's answer): the backlog or PRs left unread, and why.
-pub(crate) fn not_examined(ctx: &Ctx<'_, '_>, why: &str) -> String {
-    match (ctx.cfg.skill, ctx.cfg.pr.filter(|_| ctx.cfg.single_pr())) {
-        (Skill::Work, _) => format!("Backlog: not examined — {why}"),
-        (Skill::Review, Some(n)) => format!("Tracked PR: #{n} (not examined — {why})"),
-        (Skill::Review, None) => format!("Tracked PRs: not examined — {why}"),
-    }
-}
-
 /// The note and status block of a tick that waits: the iteration it
 /// would have been, the budget as recorded (read, never written).
 fn show_wait(ctx: &mut Ctx<'_, '_>, wait: Wait) -> Result<Waiting, Failure> {
     let now = ctx.now();
     let note = rules::waiting_note(&wait, now);
     ctx.note(note.clone());
-    let budget = Budget::load(ctx.paths.budget()).ok().flatten();
-    let shown = Shown {
-        context: not_examined(ctx, "waiting for a usage window's reset"),
-        plan: format!(
+    ctx.show_waiting(
+        "waiting for a usage window's reset",
+        format!(
             "none — waiting for the {} window's reset",
             wait.window.noun()
         ),
-        concurrency: "lock not taken — the tick waits".to_owned(),
-        outcome: format!(
+        "lock not taken — the tick waits",
+        format!(
             "waiting — nothing dispatched until {}; no counter advanced",
             wait.until
         ),
-    };
-    let started = ctx.started;
-    ctx.show(
-        &shown,
-        &Ending {
-            iteration: budget
-                .as_ref()
-                .map_or(1, |b| b.iterations_used.saturating_add(1)),
-            started,
-            budget: budget.as_ref(),
-            fired: &[],
-        },
     )?;
     Ok(Waiting { wait, note })
 }

@@ -261,16 +261,8 @@ mod tests {
         let text = "- add_issue: { title: New }\n- merge_pr: 10\n- add_review_comment: { pr: 10, author: alice, body: hi }\n- set_labels: { number: 1, labels: [in-progress] }\n";
         let changes: Vec<WorldChange> = crate::yaml::parse(Path::new("c.yaml"), text, "h").unwrap();
         assert_eq!(changes[1], WorldChange::MergePr(10));
-        let backlog = crate::fixture::Backlog::parse(
-            Path::new("b.yaml"),
+        let mut world = world(
             "repository: a/b\nissues: [{ number: 1, title: x }]\npull_requests: [{ number: 10, title: p, branch: f }]\n",
-        )
-        .unwrap();
-        let mut world = World::new(
-            &backlog,
-            "bot".into(),
-            None,
-            super::super::world::Clock::System,
         );
         for change in &changes {
             change.apply(&mut world).unwrap();
@@ -284,18 +276,19 @@ mod tests {
         );
     }
 
-    fn world_with_a_gate_post() -> World {
-        let backlog = crate::fixture::Backlog::parse(
-            Path::new("b.yaml"),
-            "repository: a/b\nissues: [{ number: 1, title: x }]\n",
-        )
-        .unwrap();
-        let mut world = World::new(
+    /// The world of a backlog file's text, its token's login `bot`.
+    fn world(backlog: &str) -> World {
+        let backlog = crate::fixture::Backlog::parse(Path::new("b.yaml"), backlog).unwrap();
+        World::new(
             &backlog,
             "bot".into(),
             None,
             super::super::world::Clock::System,
-        );
+        )
+    }
+
+    fn world_with_a_gate_post() -> World {
+        let mut world = world("repository: a/b\nissues: [{ number: 1, title: x }]\n");
         world
             .add_issue_comment(
                 1,

@@ -17,22 +17,8 @@ impl World {
         author: &str,
         body: &str,
     ) -> Result<Value, WorldError> {
-        let comment = Conversation {
-            id: self.next_id,
-            author: author.to_owned(),
-            body: body.to_owned(),
-            at: self.clock.now(),
-            edited: None,
-        };
-        let view = self.conversation_json(number, &comment);
-        let comments = match (self.issues.get_mut(&number), self.pulls.get_mut(&number)) {
-            (Some(i), _) => &mut i.comments,
-            (None, Some(p)) => &mut p.comments,
-            (None, None) => return Err(WorldError::NoSuchNumber(number)),
-        };
-        comments.push(comment);
-        self.next_id += 1;
-        Ok(view)
+        let comment = self.push_issue_comment(number, author, body, self.clock.now())?;
+        Ok(self.conversation_json(number, &comment))
     }
 
     /// A conversation comment written at `at` (a reply scripted by a case).
@@ -43,9 +29,19 @@ impl World {
         body: &str,
         at: jiff::Timestamp,
     ) -> Result<u64, WorldError> {
-        let id = self.next_id;
+        Ok(self.push_issue_comment(number, author, body, at)?.id)
+    }
+
+    /// Appends a conversation comment to issue or PR `number`; a copy of it.
+    fn push_issue_comment(
+        &mut self,
+        number: u64,
+        author: &str,
+        body: &str,
+        at: jiff::Timestamp,
+    ) -> Result<Conversation, WorldError> {
         let comment = Conversation {
-            id,
+            id: self.next_id,
             author: author.to_owned(),
             body: body.to_owned(),
             at,
@@ -56,9 +52,9 @@ impl World {
             (None, Some(p)) => &mut p.comments,
             (None, None) => return Err(WorldError::NoSuchNumber(number)),
         };
-        comments.push(comment);
+        comments.push(comment.clone());
         self.next_id += 1;
-        Ok(id)
+        Ok(comment)
     }
 
     /// `PATCH /issues/comments/{id}`: a new body, edited now.
